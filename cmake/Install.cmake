@@ -1,0 +1,18 @@
+# The installable package: find_package(fitscope) + target_link_libraries(app fitscope::fitscope).
+include(CMakePackageConfigHelpers)
+set(FITSCOPE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fitscope)
+
+install(TARGETS fitscope EXPORT fitscopeTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS fitscope_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fitscope DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT fitscopeTargets NAMESPACE fitscope:: DESTINATION ${FITSCOPE_CMAKE_DIR})
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fitscopeConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/fitscopeConfig.cmake INSTALL_DESTINATION ${FITSCOPE_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/fitscopeConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/fitscopeConfig.cmake ${PROJECT_BINARY_DIR}/fitscopeConfigVersion.cmake
+  DESTINATION ${FITSCOPE_CMAKE_DIR})

@@ -1,0 +1,1 @@
+// Translation unit that only carries the precompiled torch header (see TorchPch.cmake).

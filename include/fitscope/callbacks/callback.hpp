@@ -1,0 +1,128 @@
+#pragma once
+/// Callback: the Keras hook set, called by the Trainer on the training thread with Keras's semantics:
+/// on_train_begin/end once per fit; on_epoch_begin/end per epoch; on_train_batch_begin/end per step;
+/// on_test_* while validating (inside fit, before on_epoch_end) and in evaluate; on_predict_* in predict.
+/// Epoch and batch indices are 0-based; batch indices restart every epoch.
+///
+/// A callback reaches the trainer through trainer() (set while it is attached) to stop training
+/// (request_stop) or change the learning rate. CallbackList calls a list of callbacks in order.
+/// LambdaCallback makes a callback of std::functions. Not thread-safe: used on the training thread.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fitscope/train/logs.hpp"
+
+namespace fitscope {
+
+class Trainer;
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+
+  /// The name used in timings and warnings (default: the class name without namespaces).
+  virtual std::string name() const;
+  /// Whether this callback reads the logs of batch hooks. When no callback does, the loop does not
+  /// materialise per-batch logs (on a GPU that saves a host synchronisation per step) and passes
+  /// empty logs instead. Default true, like Keras.
+  virtual bool reads_batch_logs() const { return true; }
+
+  virtual void on_train_begin(const Logs& /*logs*/) {}
+  virtual void on_train_end(const Logs& /*logs*/) {}
+  virtual void on_epoch_begin(int64_t /*epoch*/, const Logs& /*logs*/) {}
+  virtual void on_epoch_end(int64_t /*epoch*/, const Logs& /*logs*/) {}
+  virtual void on_train_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_train_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_test_begin(const Logs& /*logs*/) {}
+  virtual void on_test_end(const Logs& /*logs*/) {}
+  virtual void on_test_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_test_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_predict_begin(const Logs& /*logs*/) {}
+  virtual void on_predict_end(const Logs& /*logs*/) {}
+  virtual void on_predict_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
+  virtual void on_predict_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
+
+  /// Attaches the trainer (done by the Trainer for the duration of fit/evaluate/predict).
+  void set_trainer(Trainer* trainer) { trainer_ = trainer; }
+  /// The attached trainer; throws std::logic_error when the callback is not attached.
+  Trainer& trainer() const;
+
+ private:
+  Trainer* trainer_ = nullptr;
+};
+
+/// Calls every callback in order, hook by hook.
+class CallbackList {
+ public:
+  CallbackList() = default;
+  explicit CallbackList(std::vector<std::shared_ptr<Callback>> callbacks);
+
+  void add(std::shared_ptr<Callback> callback);
+  void set_trainer(Trainer* trainer);
+  /// Whether any callback reads batch logs.
+  bool reads_batch_logs() const;
+  const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
+
+  void on_train_begin(const Logs& logs);
+  void on_train_end(const Logs& logs);
+  void on_epoch_begin(int64_t epoch, const Logs& logs);
+  void on_epoch_end(int64_t epoch, const Logs& logs);
+  void on_train_batch_begin(int64_t batch, const Logs& logs);
+  void on_train_batch_end(int64_t batch, const Logs& logs);
+  void on_test_begin(const Logs& logs);
+  void on_test_end(const Logs& logs);
+  void on_test_batch_begin(int64_t batch, const Logs& logs);
+  void on_test_batch_end(int64_t batch, const Logs& logs);
+  void on_predict_begin(const Logs& logs);
+  void on_predict_end(const Logs& logs);
+  void on_predict_batch_begin(int64_t batch, const Logs& logs);
+  void on_predict_batch_end(int64_t batch, const Logs& logs);
+
+ private:
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+};
+
+/// A callback made of functions; unset hooks do nothing. `name` names it in timings.
+class LambdaCallback : public Callback {
+ public:
+  using LogsHook = std::function<void(const Logs&)>;
+  using IndexHook = std::function<void(int64_t, const Logs&)>;
+
+  struct Hooks {
+    LogsHook on_train_begin, on_train_end;
+    IndexHook on_epoch_begin, on_epoch_end;
+    IndexHook on_train_batch_begin, on_train_batch_end;
+    LogsHook on_test_begin, on_test_end;
+    IndexHook on_test_batch_begin, on_test_batch_end;
+    LogsHook on_predict_begin, on_predict_end;
+    IndexHook on_predict_batch_begin, on_predict_batch_end;
+  };
+
+  explicit LambdaCallback(Hooks hooks, std::string name = "LambdaCallback");
+
+  std::string name() const override { return name_; }
+  void on_train_begin(const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+  void on_epoch_begin(int64_t epoch, const Logs& logs) override;
+  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  void on_train_batch_begin(int64_t batch, const Logs& logs) override;
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  void on_test_begin(const Logs& logs) override;
+  void on_test_end(const Logs& logs) override;
+  void on_test_batch_begin(int64_t batch, const Logs& logs) override;
+  void on_test_batch_end(int64_t batch, const Logs& logs) override;
+  void on_predict_begin(const Logs& logs) override;
+  void on_predict_end(const Logs& logs) override;
+  void on_predict_batch_begin(int64_t batch, const Logs& logs) override;
+  void on_predict_batch_end(int64_t batch, const Logs& logs) override;
+
+ private:
+  Hooks hooks_;
+  std::string name_;
+};
+
+}  // namespace fitscope

@@ -1,0 +1,34 @@
+#pragma once
+/// TensorDataset: a data set held in memory as two tensors, inputs [N, ...] and targets [N, ...].
+/// Immutable after construction; slices share storage with the original. Thread-safe for reading.
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace fitscope {
+
+class TensorDataset {
+ public:
+  TensorDataset() = default;
+  /// Throws std::invalid_argument when the first dimensions differ or a tensor is undefined.
+  TensorDataset(at::Tensor inputs, at::Tensor targets);
+
+  int64_t size() const { return inputs_.defined() ? inputs_.size(0) : 0; }
+  const at::Tensor& inputs() const { return inputs_; }
+  const at::Tensor& targets() const { return targets_; }
+
+  /// Examples [begin, end) as a view.
+  TensorDataset slice(int64_t begin, int64_t end) const;
+  /// Keras's validation_split: the last `fraction` of the examples (taken before any shuffling)
+  /// become the second set. Throws std::invalid_argument unless 0 < fraction < 1 and both parts are
+  /// non-empty.
+  std::pair<TensorDataset, TensorDataset> split(double fraction) const;
+
+ private:
+  at::Tensor inputs_;
+  at::Tensor targets_;
+};
+
+}  // namespace fitscope

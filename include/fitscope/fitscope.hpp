@@ -1,0 +1,28 @@
+#pragma once
+/// fitscope: a Keras-style fit loop for libtorch with honest step-time accounting. Includes every
+/// public header.
+
+#include "fitscope/callbacks/callback.hpp"
+#include "fitscope/callbacks/progress_bar.hpp"
+#include "fitscope/data/batch.hpp"
+#include "fitscope/data/loader.hpp"
+#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/metrics/metric.hpp"
+#include "fitscope/models/cnn.hpp"
+#include "fitscope/models/mlp.hpp"
+#include "fitscope/timing/phase.hpp"
+#include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/step_clock.hpp"
+#include "fitscope/timing/step_sink.hpp"
+#include "fitscope/timing/steps_csv.hpp"
+#include "fitscope/timing/streaming_quantiles.hpp"
+#include "fitscope/timing/summary.hpp"
+#include "fitscope/timing/verdict.hpp"
+#include "fitscope/train/history.hpp"
+#include "fitscope/train/logs.hpp"
+#include "fitscope/train/loss.hpp"
+#include "fitscope/train/model.hpp"
+#include "fitscope/train/thread_policy.hpp"
+#include "fitscope/train/train_step.hpp"
+#include "fitscope/train/trainer.hpp"

@@ -1,0 +1,111 @@
+#pragma once
+/// StepClock: times the phases of one training step on the host's monotonic clock (steady_clock).
+///
+/// A step starts with begin_step() and ends with end_step(), which returns the StepRecord. In between,
+/// enter(phase) starts a phase and closes the open one; leave() closes the open phase. Each boundary
+/// costs one clock read. Time inside the step that no phase claims becomes `other`.
+/// PhaseTimer is the scoped form: enter on construction, leave on destruction.
+///
+/// Owned by the training loop; used from the training thread only (not thread-safe).
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+#include "fitscope/timing/phase.hpp"
+
+namespace fitscope {
+
+/// The timings of one step. Durations are nanoseconds.
+struct StepRecord {
+  int64_t epoch = 0;     ///< 0-based epoch
+  int64_t batch = 0;     ///< 0-based batch within the epoch
+  int64_t rank = 0;      ///< the process's rank (0 when not distributed)
+  int64_t samples = 0;   ///< examples in the batch
+  int64_t start_ns = 0;  ///< start of the step, relative to the clock's origin
+  int64_t step_ns = 0;   ///< whole step, data_wait through callbacks
+  std::array<int64_t, kPhaseCount> phase_ns{};  ///< per phase; phase_ns[other] = step - sum(rest)
+
+  int64_t phase(Phase p) const { return phase_ns[static_cast<std::size_t>(p)]; }
+};
+
+class StepClock {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  StepClock() : origin_(clock::now()) {}
+
+  /// Starts a step; `epoch` and `batch` label its record.
+  void begin_step(int64_t epoch, int64_t batch) {
+    record_.epoch = epoch;
+    record_.batch = batch;
+    record_.samples = 0;
+    record_.phase_ns.fill(0);
+    open_ = kNone;
+    step_start_ = last_ = clock::now();
+    in_step_ = true;
+  }
+
+  /// Closes the open phase (if any) and opens `phase` at the same instant.
+  void enter(Phase phase) {
+    const auto now = clock::now();
+    if (open_ != kNone) record_.phase_ns[open_] += (now - last_).count();
+    open_ = static_cast<std::size_t>(phase);
+    last_ = now;
+  }
+
+  /// Closes the open phase; the time until the next enter() is `other`.
+  void leave() {
+    if (open_ == kNone) return;
+    const auto now = clock::now();
+    record_.phase_ns[open_] += (now - last_).count();
+    open_ = kNone;
+  }
+
+  /// Sets the number of examples in the current step.
+  void set_samples(int64_t samples) { record_.samples = samples; }
+  /// Sets the rank written into records.
+  void set_rank(int64_t rank) { record_.rank = rank; }
+  /// Whether a step is open.
+  bool in_step() const { return in_step_; }
+
+  /// Ends the step: closes the open phase, computes `other` and returns the record.
+  const StepRecord& end_step() {
+    const auto now = clock::now();
+    if (open_ != kNone) record_.phase_ns[open_] += (now - last_).count();
+    open_ = kNone;
+    record_.step_ns = (now - step_start_).count();
+    record_.start_ns = (step_start_ - origin_).count();
+    int64_t claimed = 0;
+    for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += record_.phase_ns[i];
+    record_.phase_ns[static_cast<std::size_t>(Phase::other)] = record_.step_ns - claimed;
+    in_step_ = false;
+    return record_;
+  }
+
+  /// Nanoseconds since the clock was made (for timestamps relative to the run).
+  int64_t now_ns() const { return (clock::now() - origin_).count(); }
+
+ private:
+  static constexpr std::size_t kNone = kPhaseCount;
+  clock::time_point origin_;
+  clock::time_point step_start_;
+  clock::time_point last_;
+  std::size_t open_ = kNone;
+  bool in_step_ = false;
+  StepRecord record_;
+};
+
+/// Scoped phase: enters `phase` now and leaves it when destroyed.
+class PhaseTimer {
+ public:
+  PhaseTimer(StepClock& clock, Phase phase) : clock_(clock) { clock_.enter(phase); }
+  ~PhaseTimer() { clock_.leave(); }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  StepClock& clock_;
+};
+
+}  // namespace fitscope

@@ -1,0 +1,19 @@
+#pragma once
+/// StepSink: receives the record of every training step as it ends (steps.csv, a trace, a test probe).
+/// Called on the training thread, inside the loop: keep on_step cheap. A sink may throw; the error ends
+/// the run.
+
+#include "fitscope/timing/step_clock.hpp"
+
+namespace fitscope {
+
+class StepSink {
+ public:
+  virtual ~StepSink() = default;
+  /// One finished step.
+  virtual void on_step(const StepRecord& record) = 0;
+  /// The run has ended (normally or not): flush what is buffered.
+  virtual void finish() {}
+};
+
+}  // namespace fitscope

@@ -1,0 +1,33 @@
+#pragma once
+/// The run summary: summary.json (fields fixed by DESIGN.md) and the step-time breakdown printed at
+/// the end of a run. Pure functions over the run's PhaseStats; thread-safe.
+
+#include <cstdint>
+#include <string>
+
+#include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/verdict.hpp"
+#include "fitscope/train/logs.hpp"
+
+namespace fitscope {
+
+/// What the summary reports besides the timings.
+struct RunInfo {
+  std::string model;            ///< model name ("cnn", "mlp", a file)
+  double wall_s = 0;            ///< wall time of the whole fit, validation included
+  int64_t threads = 1;          ///< intra-op threads
+  int64_t world_size = 1;       ///< processes
+  int64_t batch_size = 0;       ///< examples per step (per process)
+  std::string device = "cpu";   ///< "cpu" | "cuda:0"
+  Logs logs;                    ///< the last epoch's logs
+  double clock_overhead_ns_per_step = 0;  ///< the step clock's own cost per step
+};
+
+/// summary.json's content (pretty-printed JSON).
+std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Verdict& verdict);
+
+/// The human-readable breakdown: one line per phase (mean, p50, p99, share), the step distribution,
+/// throughput and the verdict.
+std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict);
+
+}  // namespace fitscope

@@ -1,0 +1,35 @@
+#pragma once
+/// Verdict: what bounds a run, from the phase shares, with TensorFlow Profiler's thresholds applied to
+/// fitscope's own counters (DESIGN.md):
+///   input (data_wait + h2d), callbacks, checkpoint: moderately >= 5 %, highly >= 20 %;
+///   communication (comm) and overhead (other):        moderately >= 3 %, highly >= 15 %.
+/// The most severe category wins (highly before moderately, then the larger share). When none reaches
+/// its moderate threshold the run is compute-bound: `highly` when forward + backward + optimizer +
+/// metrics make >= 80 % of the step, else `moderately`; `not` only when no step was measured.
+/// The advice names the knob and its current value. Pure function; thread-safe.
+
+#include <cstdint>
+#include <string>
+
+#include "fitscope/timing/phase_stats.hpp"
+
+namespace fitscope {
+
+struct Verdict {
+  std::string bound;   ///< input | callbacks | communication | checkpoint | overhead | compute
+  std::string level;   ///< highly | moderately | not
+  double share = 0.0;  ///< the bounding category's share of the mean step
+  std::string advice;  ///< what to change, naming the flag and its value
+};
+
+/// The settings the advice refers to.
+struct VerdictContext {
+  int64_t batch_size = 0;   ///< --batch-size
+  int64_t workers = 0;      ///< --workers (0 = loading on the training thread)
+  int64_t threads = 1;      ///< --threads (intra-op threads)
+  std::string callback_mode = "sync";  ///< --callback-mode
+};
+
+Verdict judge(const PhaseStats& stats, const VerdictContext& context);
+
+}  // namespace fitscope

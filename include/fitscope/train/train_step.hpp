@@ -1,0 +1,39 @@
+#pragma once
+/// TrainStep: the work of one optimisation step on one batch (forward, loss, backward, optimizer).
+/// The default is standard_train_step; a user-written step (the "custom training loop") has the same
+/// signature, runs inside the same loop and is timed by the same clock: it marks its phases with
+/// PhaseTimer on `context.clock` (time it leaves unmarked lands in `other`).
+/// Called on the training thread.
+
+#include <ATen/core/Tensor.h>
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+
+#include "fitscope/data/batch.hpp"
+#include "fitscope/timing/step_clock.hpp"
+#include "fitscope/train/loss.hpp"
+#include "fitscope/train/model.hpp"
+
+namespace fitscope {
+
+/// What a step hands back for the metrics: both detached from the graph.
+struct StepOutput {
+  at::Tensor loss;     ///< the batch's mean loss (scalar)
+  at::Tensor outputs;  ///< the model's outputs for the batch
+};
+
+/// What a step may use. References are valid for the duration of the call.
+struct StepContext {
+  Model& model;
+  torch::optim::Optimizer& optimizer;
+  Loss loss;
+  StepClock& clock;
+};
+
+using TrainStep = std::function<StepOutput(const Batch& batch, StepContext& context)>;
+
+/// forward + loss (phase `forward`), backward (`backward`), optimizer step and zero_grad (`optimizer`).
+StepOutput standard_train_step(const Batch& batch, StepContext& context);
+
+}  // namespace fitscope

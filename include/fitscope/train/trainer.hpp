@@ -1,0 +1,139 @@
+#pragma once
+/// Trainer: Keras's fit / evaluate / predict for a Model, with every training step timed phase by phase.
+///
+/// The Trainer owns the optimizer, the metrics and the step clock, and shares ownership of the model.
+/// fit() runs the loop on the calling thread (the training thread); callbacks are called there, with
+/// Keras's semantics (see callback.hpp). A callback may call request_stop() and set_learning_rate().
+/// After fit(), step_stats() holds the distributions of the run's steps (warm-up excluded).
+/// Not thread-safe: one fit/evaluate/predict at a time, from one thread.
+
+#include <ATen/core/Tensor.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fitscope/callbacks/callback.hpp"
+#include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/metrics/metric.hpp"
+#include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/step_clock.hpp"
+#include "fitscope/timing/step_sink.hpp"
+#include "fitscope/train/history.hpp"
+#include "fitscope/train/logs.hpp"
+#include "fitscope/train/loss.hpp"
+#include "fitscope/train/model.hpp"
+#include "fitscope/train/train_step.hpp"
+
+namespace fitscope {
+
+enum class OptimizerKind { adam, sgd };
+
+/// How the model is trained (Keras's compile()).
+struct TrainerOptions {
+  Loss loss = Loss::cross_entropy;             ///< the loss
+  OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam or SGD
+  double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
+  std::vector<std::string> metrics = {"accuracy"};  ///< metrics besides the loss
+  c10::Device device = c10::Device(c10::kCPU);  ///< where the model and batches live
+  int64_t warmup_steps = 5;                    ///< first steps left out of the statistics (>= 0)
+  TrainStep train_step;                        ///< a custom step; empty = standard_train_step
+};
+
+/// One fit() call (Keras's fit arguments).
+struct FitOptions {
+  int64_t epochs = 1;          ///< index of the epoch to stop before (as in Keras, with initial_epoch)
+  int64_t initial_epoch = 0;   ///< epoch to start at (for resuming)
+  int64_t batch_size = 32;     ///< examples per step (>= 1)
+  bool shuffle = true;         ///< reshuffle the training set every epoch
+  uint64_t seed = 0;           ///< seed of the shuffles
+  bool drop_last = false;      ///< drop the last, smaller training batch
+  double validation_split = 0;  ///< fraction of the training set (its end) held out; 0 = none
+  std::optional<TensorDataset> validation_data;  ///< explicit validation set (wins over the split)
+  /// Steps per epoch; unset = one pass over the training set. When larger than a pass, the epoch
+  /// continues into the next shuffled pass.
+  std::optional<int64_t> steps_per_epoch;
+  std::vector<std::shared_ptr<Callback>> callbacks;  ///< called in order
+  std::vector<std::shared_ptr<StepSink>> step_sinks;  ///< get every StepRecord (steps.csv, ...)
+};
+
+struct EvaluateOptions {
+  int64_t batch_size = 32;                           ///< examples per batch (>= 1)
+  std::vector<std::shared_ptr<Callback>> callbacks;  ///< get the on_test_* hooks
+};
+
+struct PredictOptions {
+  int64_t batch_size = 32;                           ///< examples per batch (>= 1)
+  std::vector<std::shared_ptr<Callback>> callbacks;  ///< get the on_predict_* hooks
+};
+
+/// What the running fit looks like (Keras's callback.params).
+struct TrainingParams {
+  int64_t epochs = 0;
+  int64_t initial_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t batch_size = 0;
+  int64_t train_samples = 0;
+  int64_t validation_samples = 0;
+};
+
+class Trainer {
+ public:
+  /// Throws std::invalid_argument for bad options (naming the field and value).
+  explicit Trainer(std::shared_ptr<Model> model, TrainerOptions options = {});
+  /// Any module handle with `at::Tensor forward(at::Tensor)` (see make_model).
+  template <typename M, typename = std::enable_if_t<!std::is_convertible_v<M, std::shared_ptr<Model>>>>
+  explicit Trainer(M module, TrainerOptions options = {})
+      : Trainer(make_model(std::move(module)), std::move(options)) {}
+  ~Trainer();
+
+  /// Trains; returns the epoch logs. Throws std::invalid_argument for bad options; a callback's or
+  /// sink's exception ends the run and propagates (sinks are flushed first).
+  History fit(const TensorDataset& train, const FitOptions& options = {});
+  /// Loss and metrics over `data` (on_test_* hooks).
+  Logs evaluate(const TensorDataset& data, const EvaluateOptions& options = {});
+  /// The model's outputs for `inputs`, batch by batch (on_predict_* hooks).
+  at::Tensor predict(const at::Tensor& inputs, const PredictOptions& options = {});
+
+  /// Asks fit to stop after the current step (Keras's model.stop_training = True).
+  void request_stop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
+  /// The learning rate of the first parameter group.
+  double learning_rate() const;
+  /// Sets the learning rate of every parameter group (> 0).
+  void set_learning_rate(double lr);
+
+  Model& model() { return *model_; }
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  const TrainerOptions& options() const { return options_; }
+  /// The running (or last) fit's parameters.
+  const TrainingParams& params() const { return params_; }
+  /// Steps run by fit() since construction.
+  int64_t global_step() const { return global_step_; }
+  /// The distributions of the last fit's steps.
+  const PhaseStats& step_stats() const { return stats_; }
+  /// The step clock's own cost per step, calibrated at the start of fit().
+  double clock_overhead_ns_per_step() const { return clock_overhead_ns_; }
+
+ private:
+  struct MetricSet;
+  Logs run_evaluation(const TensorDataset& data, int64_t batch_size, CallbackList& callbacks);
+
+  std::shared_ptr<Model> model_;
+  TrainerOptions options_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<MetricSet> train_metrics_;
+  std::unique_ptr<MetricSet> test_metrics_;
+  StepClock clock_;
+  PhaseStats stats_;
+  TrainingParams params_;
+  int64_t global_step_ = 0;
+  double clock_overhead_ns_ = 0;
+  bool stop_requested_ = false;
+};
+
+}  // namespace fitscope

@@ -1,0 +1,272 @@
+#include "fitscope/train/trainer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "fitscope/data/loader.hpp"
+
+namespace fitscope {
+
+/// The loss mean and the chosen metrics, updated together and read together.
+struct Trainer::MetricSet {
+  std::vector<std::unique_ptr<Metric>> metrics;
+
+  explicit MetricSet(const std::vector<std::string>& names) {
+    metrics.push_back(std::make_unique<MeanLoss>());
+    for (const auto& name : names) {
+      if (name != "loss") metrics.push_back(make_metric(name));
+    }
+  }
+  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) {
+    for (auto& m : metrics) m->update(outputs, targets, loss);
+  }
+  void reset() {
+    for (auto& m : metrics) m->reset();
+  }
+  Logs logs() const {
+    Logs out;
+    for (const auto& m : metrics) out.set(m->name(), m->result());
+    return out;
+  }
+};
+
+namespace {
+
+void require_positive(int64_t value, const char* field) {
+  if (value < 1) {
+    throw std::invalid_argument(std::string(field) + " must be >= 1, got " + std::to_string(value));
+  }
+}
+
+/// Attaches callbacks to the trainer for a scope, and always detaches them.
+class Attached {
+ public:
+  Attached(CallbackList& list, Trainer* trainer) : list_(list) { list_.set_trainer(trainer); }
+  ~Attached() { list_.set_trainer(nullptr); }
+  Attached(const Attached&) = delete;
+  Attached& operator=(const Attached&) = delete;
+
+ private:
+  CallbackList& list_;
+};
+
+/// Cost of one step's worth of clock operations (begin, ten boundaries, end), in ns.
+double calibrate_clock() {
+  constexpr int kRounds = 2000;
+  StepClock probe;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRounds; ++i) {
+    probe.begin_step(0, i);
+    for (Phase p : all_phases()) {
+      if (p != Phase::other) probe.enter(p);
+    }
+    probe.end_step();
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  return std::chrono::duration<double, std::nano>(elapsed).count() / kRounds;
+}
+
+at::Tensor to_device(const at::Tensor& t, const c10::Device& device) {
+  return t.device() == device ? t : t.to(device, /*non_blocking=*/true);
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
+    : model_(std::move(model)), options_(std::move(options)), stats_(options_.warmup_steps) {
+  if (!model_) throw std::invalid_argument("the trainer needs a model, got null");
+  if (!(options_.learning_rate > 0)) {
+    throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(options_.learning_rate));
+  }
+  if (options_.device.is_cuda() && !torch::cuda::is_available()) {
+    throw std::invalid_argument("device " + options_.device.str() +
+                                " requested but this libtorch has no usable CUDA device");
+  }
+  train_metrics_ = std::make_unique<MetricSet>(options_.metrics);
+  test_metrics_ = std::make_unique<MetricSet>(options_.metrics);
+  model_->to(options_.device);
+  if (options_.optimizer == OptimizerKind::adam) {
+    optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
+                                                      torch::optim::AdamOptions(options_.learning_rate));
+  } else {
+    optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(),
+                                                     torch::optim::SGDOptions(options_.learning_rate));
+  }
+  if (!options_.train_step) options_.train_step = standard_train_step;
+}
+
+Trainer::~Trainer() = default;
+
+double Trainer::learning_rate() const { return optimizer_->param_groups().front().options().get_lr(); }
+
+void Trainer::set_learning_rate(double lr) {
+  if (!(lr > 0)) throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(lr));
+  for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+}
+
+History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
+  require_positive(o.epochs, "epochs");
+  require_positive(o.batch_size, "batch size");
+  if (o.initial_epoch < 0) {
+    throw std::invalid_argument("initial epoch must be >= 0, got " + std::to_string(o.initial_epoch));
+  }
+  if (o.steps_per_epoch) require_positive(*o.steps_per_epoch, "steps per epoch");
+  if (o.validation_split < 0 || o.validation_split >= 1) {
+    throw std::invalid_argument("validation split must be in [0, 1), got " + std::to_string(o.validation_split));
+  }
+
+  TensorDataset train = data;
+  std::optional<TensorDataset> validation = o.validation_data;
+  if (!validation && o.validation_split > 0) {
+    auto parts = data.split(o.validation_split);
+    train = parts.first;
+    validation = parts.second;
+  }
+  InMemoryLoader loader(train, {o.batch_size, o.shuffle, o.seed, o.drop_last});
+  if (loader.num_batches() == 0) {
+    throw std::invalid_argument("a training set of " + std::to_string(train.size()) +
+                                " examples gives no batch of " + std::to_string(o.batch_size) +
+                                " with drop_last");
+  }
+  const int64_t steps = o.steps_per_epoch.value_or(loader.num_batches());
+  params_ = {o.epochs, o.initial_epoch, steps, o.batch_size, train.size(),
+             validation ? validation->size() : 0};
+
+  CallbackList callbacks(o.callbacks);
+  Attached attached(callbacks, this);
+  const bool batch_logs = callbacks.reads_batch_logs();
+  stats_ = PhaseStats(options_.warmup_steps);
+  clock_overhead_ns_ = calibrate_clock();
+  stop_requested_ = false;
+  History history;
+
+  StepContext context{*model_, *optimizer_, options_.loss, clock_};
+  int64_t pass = o.steps_per_epoch ? o.initial_epoch : 0;  // continuing stream of shuffled passes
+  int64_t cursor = 0;
+  const Logs no_logs;
+  Logs last_logs;
+
+  auto finish_sinks = [&] {
+    for (auto& sink : o.step_sinks) sink->finish();
+  };
+  try {
+    model_->train(true);
+    callbacks.on_train_begin(no_logs);
+    for (int64_t epoch = o.initial_epoch; epoch < o.epochs && !stop_requested_; ++epoch) {
+      train_metrics_->reset();
+      if (!o.steps_per_epoch) {
+        pass = epoch;
+        cursor = 0;
+      }
+      if (cursor == 0) loader.set_epoch(pass);
+      callbacks.on_epoch_begin(epoch, no_logs);
+      for (int64_t b = 0; b < steps; ++b) {
+        clock_.begin_step(epoch, b);
+        clock_.enter(Phase::callbacks);
+        callbacks.on_train_batch_begin(b, no_logs);
+        clock_.enter(Phase::data_wait);
+        if (cursor == loader.num_batches()) {
+          loader.set_epoch(++pass);
+          cursor = 0;
+        }
+        Batch batch = loader.batch(cursor++);
+        clock_.enter(Phase::h2d);
+        batch.inputs = to_device(batch.inputs, options_.device);
+        batch.targets = to_device(batch.targets, options_.device);
+        clock_.set_samples(batch.size());
+        clock_.leave();
+
+        const StepOutput out = options_.train_step(batch, context);
+
+        clock_.enter(Phase::metrics);
+        train_metrics_->update(out.outputs, batch.targets, out.loss);
+        const Logs logs = batch_logs ? train_metrics_->logs() : no_logs;
+        clock_.enter(Phase::callbacks);
+        callbacks.on_train_batch_end(b, logs);
+        const StepRecord& record = clock_.end_step();
+        stats_.add(record);
+        for (auto& sink : o.step_sinks) sink->on_step(record);
+        ++global_step_;
+        if (stop_requested_) break;
+      }
+      Logs epoch_logs = train_metrics_->logs();
+      if (validation) {
+        epoch_logs.merge(run_evaluation(*validation, o.batch_size, callbacks).with_prefix("val_"));
+        model_->train(true);
+      }
+      epoch_logs.set("lr", learning_rate());
+      callbacks.on_epoch_end(epoch, epoch_logs);
+      history.append(epoch, epoch_logs);
+      last_logs = epoch_logs;
+    }
+    callbacks.on_train_end(last_logs);
+  } catch (...) {
+    try {
+      finish_sinks();
+    } catch (...) {
+      // the first error is the one to report
+    }
+    throw;
+  }
+  finish_sinks();
+  return history;
+}
+
+Logs Trainer::run_evaluation(const TensorDataset& data, int64_t batch_size, CallbackList& callbacks) {
+  require_positive(batch_size, "batch size");
+  InMemoryLoader loader(data, {batch_size, /*shuffle=*/false, 0, /*drop_last=*/false});
+  const bool batch_logs = callbacks.reads_batch_logs();
+  const Logs no_logs;
+  torch::NoGradGuard no_grad;
+  model_->train(false);
+  test_metrics_->reset();
+  callbacks.on_test_begin(no_logs);
+  for (int64_t b = 0; b < loader.num_batches(); ++b) {
+    callbacks.on_test_batch_begin(b, no_logs);
+    const Batch batch = loader.batch(b);
+    const at::Tensor targets = to_device(batch.targets, options_.device);
+    const at::Tensor outputs = model_->forward(to_device(batch.inputs, options_.device));
+    test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets));
+    callbacks.on_test_batch_end(b, batch_logs ? test_metrics_->logs() : no_logs);
+  }
+  Logs logs = test_metrics_->logs();
+  callbacks.on_test_end(logs);
+  return logs;
+}
+
+Logs Trainer::evaluate(const TensorDataset& data, const EvaluateOptions& o) {
+  CallbackList callbacks(o.callbacks);
+  Attached attached(callbacks, this);
+  return run_evaluation(data, o.batch_size, callbacks);
+}
+
+at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {
+  require_positive(o.batch_size, "batch size");
+  if (!inputs.defined() || inputs.dim() == 0) {
+    throw std::invalid_argument("predict needs inputs with a batch dimension");
+  }
+  CallbackList callbacks(o.callbacks);
+  Attached attached(callbacks, this);
+  const Logs no_logs;
+  torch::NoGradGuard no_grad;
+  model_->train(false);
+  std::vector<at::Tensor> outputs;
+  callbacks.on_predict_begin(no_logs);
+  const int64_t n = inputs.size(0);
+  for (int64_t b = 0, begin = 0; begin < n; ++b, begin += o.batch_size) {
+    callbacks.on_predict_batch_begin(b, no_logs);
+    const int64_t count = std::min(o.batch_size, n - begin);
+    outputs.push_back(model_->forward(to_device(inputs.narrow(0, begin, count), options_.device)));
+    callbacks.on_predict_batch_end(b, no_logs);
+  }
+  callbacks.on_predict_end(no_logs);
+  return outputs.empty() ? at::Tensor() : at::cat(outputs);
+}
+
+}  // namespace fitscope

@@ -1,0 +1,83 @@
+// fitscope: the command line. argv -> plain option structs -> library calls; errors become exit codes
+// (0 success, 1 the run failed, 2 bad usage or bad input).
+
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+#include <stdexcept>
+
+#include "train_command.hpp"
+
+namespace {
+
+void add_train_command(CLI::App& app, fitscope::cli::TrainCommandOptions& o) {
+  CLI::App* train = app.add_subcommand("train", "Train a model, evaluate it on the validation split, write the run directory");
+  auto model_check = CLI::Validator(
+      [](std::string& v) -> std::string {
+        if (v == "cnn" || v == "mlp" || (v.size() > 3 && v.substr(v.size() - 3) == ".pt")) return {};
+        return "expected cnn, mlp or FILE.pt, got '" + v + "'";
+      },
+      "cnn|mlp|FILE.pt");
+  train->add_option("--model", o.model, "Model: the seed cnn, the seed mlp, or a TorchScript file")
+      ->check(model_check)->capture_default_str();
+  train->add_option("--data", o.data, "Data set: synthetic (built-in)")->capture_default_str();
+  train->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
+      ->check(CLI::Range(int64_t{100}, int64_t{10'000'000}))->capture_default_str();
+  train->add_option("--epochs", o.epochs, "Epochs")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  train->add_option("--batch-size", o.batch_size, "Examples per step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  train->add_option("--lr", o.lr, "Learning rate")
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        try {
+          if (std::stod(v) > 0) return {};
+        } catch (const std::exception&) {
+        }
+        return "expected a number > 0, got '" + v + "'";
+      }, "X>0"))->capture_default_str();
+  train->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adam", "sgd"}))->capture_default_str();
+  train->add_option("--validation-split", o.validation_split, "Fraction of the data held out for validation")
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        try {
+          const double f = std::stod(v);
+          if (f >= 0 && f < 1) return {};
+        } catch (const std::exception&) {
+        }
+        return "expected a fraction in [0, 1), got '" + v + "'";
+      }, "F in [0,1)"))->capture_default_str();
+  train->add_option("--seed", o.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
+  train->add_option("--warmup-steps", o.warmup_steps, "Steps left out of the statistics")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
+  train->add_option("--threads", o.threads, "Intra-op threads (default: cores - 1, at least 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  train->add_option("--device", o.device, "Device")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  train->add_option("--run-dir", o.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
+  train->add_flag("--quiet", o.quiet, "One progress line per epoch");
+  train->callback([&o] { fitscope::cli::run_train(o, std::cout); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fitscope: a Keras-style training engine for libtorch that accounts for every millisecond of every step"};
+  app.require_subcommand(1);
+  fitscope::cli::TrainCommandOptions train_options;
+  add_train_command(app, train_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "fitscope: " << e.what() << "\nRun 'fitscope --help' for the commands and flags.\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "fitscope: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "fitscope: the run failed: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
