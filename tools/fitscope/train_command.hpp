@@ -11,7 +11,7 @@ namespace fitscope::cli {
 struct TrainCommandOptions {
   std::string model = "cnn";        ///< --model cnn|mlp|FILE.pt
   std::string data = "synthetic";   ///< --data synthetic|idx:DIR|cifar10:DIR|csv:FILE
-  int64_t synthetic_size = 12000;   ///< --synthetic-size: examples in the built-in set
+  int64_t synthetic_size = 20000;   ///< --synthetic-size: examples in the built-in set
   int64_t epochs = 3;               ///< --epochs
   int64_t batch_size = 32;          ///< --batch-size
   double lr = 1e-3;                 ///< --lr

@@ -11,7 +11,7 @@
 namespace fitscope {
 
 struct SyntheticOptions {
-  int64_t size = 12000;      ///< examples
+  int64_t size = 20000;      ///< examples
   uint64_t seed = 0;         ///< the same seed gives the same examples
   int64_t classes = 10;      ///< number of classes (>= 2)
   int64_t image_size = 28;   ///< height and width (>= 8)

@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <set>
+
+#include "fitscope/data/loader.hpp"
+#include "fitscope/data/synthetic.hpp"
+
+using namespace fitscope;
+
+namespace {
+TensorDataset numbered(int64_t n) {
+  return TensorDataset(at::arange(n, at::kFloat).view({n, 1}), at::arange(n, at::kLong));
+}
+}  // namespace
+
+TEST(Synthetic, IsDeterminedByItsSeed) {
+  SyntheticOptions o;
+  o.size = 200;
+  o.seed = 7;
+  const auto a = make_synthetic(o), b = make_synthetic(o);
+  EXPECT_TRUE(at::equal(a.inputs(), b.inputs()));
+  EXPECT_TRUE(at::equal(a.targets(), b.targets()));
+  o.seed = 8;
+  EXPECT_FALSE(at::equal(a.inputs(), make_synthetic(o).inputs()));
+}
+
+TEST(Synthetic, GivesGrayscaleImagesAndLabelsOfEveryClass) {
+  SyntheticOptions o;
+  o.size = 1000;
+  const auto d = make_synthetic(o);
+  EXPECT_EQ(d.inputs().sizes(), (std::vector<int64_t>{1000, 1, 28, 28}));
+  EXPECT_EQ(d.inputs().scalar_type(), at::kFloat);
+  EXPECT_EQ(d.targets().scalar_type(), at::kLong);
+  EXPECT_EQ(std::get<0>(at::_unique(d.targets())).numel(), 10);
+}
+
+TEST(Synthetic, RejectsSizesOutOfRangeByName) {
+  SyntheticOptions o;
+  o.classes = 1;
+  EXPECT_THROW(
+      {
+        try {
+          make_synthetic(o);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_STREQ(e.what(), "synthetic classes must be >= 2, got 1");
+          throw;
+        }
+      },
+      std::invalid_argument);
+}
+
+TEST(TensorDataset, SplitHoldsOutTheLastFractionLikeKeras) {
+  const auto [train, validation] = numbered(10).split(0.3);
+  EXPECT_EQ(train.size(), 7);
+  EXPECT_EQ(validation.size(), 3);
+  EXPECT_EQ(validation.targets()[0].item<int64_t>(), 7);
+}
+
+TEST(TensorDataset, RejectsMismatchedFirstDimensions) {
+  try {
+    TensorDataset(at::zeros({4, 2}), at::zeros({5}));
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "inputs and targets must have the same first dimension, got 4 and 5");
+  }
+}
+
+TEST(InMemoryLoader, VisitsEveryExampleOncePerEpochInASeededOrder) {
+  InMemoryLoader loader(numbered(10), {3, true, 5, false});
+  ASSERT_EQ(loader.num_batches(), 4);
+  std::vector<int64_t> epoch0, epoch0_again, epoch1;
+  auto collect = [&](int64_t epoch, std::vector<int64_t>& out) {
+    loader.set_epoch(epoch);
+    for (int64_t b = 0; b < loader.num_batches(); ++b) {
+      const auto t = loader.batch(b).targets;
+      for (int64_t i = 0; i < t.size(0); ++i) out.push_back(t[i].item<int64_t>());
+    }
+  };
+  collect(0, epoch0);
+  collect(1, epoch1);
+  collect(0, epoch0_again);
+  EXPECT_EQ(std::set<int64_t>(epoch0.begin(), epoch0.end()).size(), 10u);
+  EXPECT_EQ(epoch0.size(), 10u);
+  EXPECT_EQ(epoch0, epoch0_again);
+  EXPECT_NE(epoch0, epoch1);
+}
+
+TEST(InMemoryLoader, KeepsOrDropsTheLastPartialBatch) {
+  EXPECT_EQ(InMemoryLoader(numbered(10), {4, false, 0, false}).num_batches(), 3);
+  EXPECT_EQ(InMemoryLoader(numbered(10), {4, false, 0, false}).batch(2).size(), 2);
+  EXPECT_EQ(InMemoryLoader(numbered(10), {4, false, 0, true}).num_batches(), 2);
+}

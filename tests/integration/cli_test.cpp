@@ -1,0 +1,139 @@
+// `fitscope train` end to end: the real binary, real processes, real run directories.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "process.hpp"
+
+using fitscope::testing::ProcessResult;
+using fitscope::testing::read_file;
+using fitscope::testing::run_process;
+using fitscope::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+ProcessResult run_fitscope(std::vector<std::string> args) {
+  args.insert(args.begin(), FITSCOPE_CLI);
+  return run_process(args);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+const std::vector<std::string> kPhases = {"data_wait", "h2d",       "forward",   "backward",   "comm",
+                                          "optimizer", "metrics",   "callbacks", "checkpoint", "other"};
+
+/// Checks what every run directory must satisfy and returns summary.json.
+json check_run_directory(const std::string& dir) {
+  const json summary = json::parse(read_file(dir + "/summary.json"));
+  double shares = 0;
+  for (const auto& phase : kPhases) {
+    const auto& p = summary.at("phases").at(phase);
+    shares += p.at("share").get<double>();
+    EXPECT_LE(p.at("p50_ms").get<double>(), p.at("p90_ms").get<double>()) << phase;
+    EXPECT_LE(p.at("p90_ms").get<double>(), p.at("p99_ms").get<double>()) << phase;
+    EXPECT_LE(p.at("p99_ms").get<double>(), p.at("max_ms").get<double>()) << phase;
+  }
+  EXPECT_NEAR(shares, 1.0, 0.01);
+
+  const auto rows = lines_of(read_file(dir + "/steps.csv"));
+  EXPECT_EQ(rows.front(),
+            "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,"
+            "metrics_ms,callbacks_ms,checkpoint_ms,other_ms");
+  const auto steps = summary.at("steps").get<int64_t>();
+  EXPECT_EQ(static_cast<int64_t>(rows.size()) - 1, steps);
+  EXPECT_EQ(summary.at("measured_steps").get<int64_t>(), steps - summary.at("warmup_steps").get<int64_t>());
+  for (const char* key : {"wall_s", "samples_per_s", "threads", "world_size", "batch_size", "device",
+                          "step_ms", "callbacks", "ranks", "stragglers", "clock_overhead_ns_per_step",
+                          "verdict"}) {
+    EXPECT_TRUE(summary.contains(key)) << key;
+  }
+  return summary;
+}
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& message) {
+  const ProcessResult r = run_fitscope(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "stderr was: " << r.err;
+}
+
+}  // namespace
+
+TEST(TrainCommand, TheDemoRunReachesNinetyFivePercentAndWritesAConsistentRunDirectory) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  const ProcessResult r = run_fitscope({"train", "--run-dir", dir});  // the demo's settings
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json summary = check_run_directory(dir);
+  EXPECT_GE(summary.at("logs").at("val_accuracy").get<double>(), 0.95);
+  EXPECT_EQ(summary.at("warmup_steps").get<int64_t>(), 5);
+  EXPECT_EQ(summary.at("steps").get<int64_t>(), 3 * 500);  // 16000 training examples / 32, 3 epochs
+  EXPECT_EQ(summary.at("batch_size").get<int64_t>(), 32);
+  EXPECT_EQ(summary.at("device").get<std::string>(), "cpu");
+  for (const char* key : {"loss", "accuracy", "val_loss", "val_accuracy", "lr"}) {
+    EXPECT_TRUE(summary.at("logs").contains(key)) << key;
+  }
+  // the output is not a terminal: one progress line per epoch, then the breakdown
+  EXPECT_NE(r.out.find("Epoch 3/3\n500/500 - "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Verdict: "), std::string::npos);
+  EXPECT_NE(r.out.find("Final validation accuracy: "), std::string::npos);
+  EXPECT_NE(r.out.find("Run directory: " + dir), std::string::npos);
+}
+
+TEST(TrainCommand, LeavesTheChosenNumberOfWarmupStepsOutOfTheCounts) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "2",
+                                    "--batch-size", "40", "--warmup-steps", "7", "--threads", "1",
+                                    "--run-dir", dir, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json summary = check_run_directory(dir);
+  EXPECT_EQ(summary.at("steps").get<int64_t>(), 40);  // 800 / 40 = 20 an epoch
+  EXPECT_EQ(summary.at("warmup_steps").get<int64_t>(), 7);
+  EXPECT_EQ(summary.at("measured_steps").get<int64_t>(), 33);
+  EXPECT_EQ(summary.at("threads").get<int64_t>(), 1);
+  EXPECT_EQ(summary.at("model").get<std::string>(), "mlp");
+}
+
+TEST(TrainCommand, HelpListsTheFlagsAndExitsZero) {
+  const ProcessResult r = run_fitscope({"train", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--model", "--data", "--epochs", "--batch-size", "--lr", "--optimizer",
+                           "--validation-split", "--seed", "--warmup-steps", "--threads", "--run-dir",
+                           "--quiet", "--device"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
+  expect_usage_error({"train", "--epochs", "0"}, "--epochs: Value 0 not in range [1 - 1000000]");
+  expect_usage_error({"train", "--batch-size", "many"}, "--batch-size");
+  expect_usage_error({"train", "--optimizer", "rmsprop"}, "--optimizer: rmsprop not in {adam,sgd}");
+  expect_usage_error({"train", "--validation-split", "1.5"},
+                     "--validation-split: expected a fraction in [0, 1), got '1.5'");
+  expect_usage_error({"train", "--lr", "-1"}, "--lr: expected a number > 0, got '-1'");
+  expect_usage_error({"train", "--model", "resnet"}, "--model: expected cnn, mlp or FILE.pt, got 'resnet'");
+  expect_usage_error({"train", "--device", "tpu"}, "--device: tpu not in {auto,cpu,cuda}");
+  expect_usage_error({"train", "--bogus"}, "The following arguments were not expected: --bogus");
+  expect_usage_error({"train", "--data", "idx:/no/such/dir"},
+                     "--data idx:/no/such/dir: only the built-in data set is supported by this build yet");
+  expect_usage_error({}, "A subcommand is required");
+}
+
+TEST(TrainCommand, ARunDirectoryThatCannotBeCreatedExitsTwoAndNamesIt) {
+  TempDir tmp;
+  const std::string file = tmp.path() + "/a-file";
+  std::ofstream(file) << "not a directory";
+  expect_usage_error({"train", "--run-dir", file + "/run", "--epochs", "1"},
+                     "--run-dir " + file + "/run: cannot create the directory");
+  EXPECT_EQ(read_file(file), "not a directory");
+}

@@ -1,0 +1,70 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace fitscope::testing {
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed for " + templ);
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd) {
+  TempDir capture("fitscope-capture");
+  const std::string out_path = capture.path() + "/out", err_path = capture.path() + "/err";
+  std::vector<std::string> args = argv;
+  std::string program = argv.at(0);
+  if (!cwd.empty()) {
+    // posix_spawn has no chdir in glibc 2.36's public API: go through /bin/sh -c 'cd DIR && exec ...'
+    std::string command = "cd '" + cwd + "' && exec";
+    for (const auto& a : argv) command += " '" + a + "'";
+    args = {"/bin/sh", "-c", command};
+    program = "/bin/sh";
+  }
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + program);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ProcessResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  return result;
+}
+
+}  // namespace fitscope::testing

@@ -1,0 +1,138 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/steps_csv.hpp"
+#include "fitscope/timing/streaming_quantiles.hpp"
+
+using namespace fitscope;
+
+namespace {
+
+StepRecord record(int64_t forward_ns, int64_t data_ns, int64_t other_ns, int64_t batch = 0) {
+  StepRecord r;
+  r.batch = batch;
+  r.samples = 32;
+  r.phase_ns[static_cast<std::size_t>(Phase::forward)] = forward_ns;
+  r.phase_ns[static_cast<std::size_t>(Phase::data_wait)] = data_ns;
+  r.phase_ns[static_cast<std::size_t>(Phase::other)] = other_ns;
+  r.step_ns = forward_ns + data_ns + other_ns;
+  return r;
+}
+
+}  // namespace
+
+TEST(StreamingQuantiles, StaysWithinOnePercentOfTheExactOrderStatistic) {
+  std::mt19937_64 rng(42);
+  std::lognormal_distribution<double> dist(13.0, 1.0);  // ~0.5 ms, heavy tail
+  StreamingQuantiles q;
+  std::vector<int64_t> values;
+  for (int i = 0; i < 20000; ++i) {
+    values.push_back(static_cast<int64_t>(dist(rng)));
+    q.add(values.back());
+  }
+  std::sort(values.begin(), values.end());
+  for (double p : {0.5, 0.9, 0.99}) {
+    const auto rank = static_cast<std::size_t>(std::ceil(p * values.size())) - 1;
+    const double exact = static_cast<double>(values[rank]);
+    EXPECT_NEAR(q.quantile(p), exact, exact * 0.01) << "p=" << p;
+  }
+  EXPECT_EQ(q.max(), values.back());
+  EXPECT_DOUBLE_EQ(q.mean(), std::accumulate(values.begin(), values.end(), 0.0) / values.size());
+}
+
+TEST(StreamingQuantiles, HandlesEmptySingleAndZeroValues) {
+  StreamingQuantiles q;
+  EXPECT_EQ(q.quantile(0.5), 0.0);
+  q.add(0);
+  EXPECT_EQ(q.quantile(0.99), 0.0);
+  StreamingQuantiles one;
+  one.add(12345);
+  EXPECT_DOUBLE_EQ(one.quantile(0.5), 12345.0);  // clamped to the only value
+  EXPECT_DOUBLE_EQ(one.quantile(0.99), 12345.0);
+}
+
+TEST(StreamingQuantiles, MergingTwoHalvesEqualsAddingEverything) {
+  StreamingQuantiles a, b, all;
+  for (int i = 1; i <= 1000; ++i) {
+    (i % 2 ? a : b).add(i * 1000);
+    all.add(i * 1000);
+  }
+  a.merge(b);
+  EXPECT_EQ(a.count(), all.count());
+  EXPECT_DOUBLE_EQ(a.quantile(0.9), all.quantile(0.9));
+  EXPECT_DOUBLE_EQ(a.mean(), all.mean());
+}
+
+TEST(PhaseStats, LeavesTheWarmupStepsOutOfEveryDistribution) {
+  PhaseStats stats(3);
+  for (int i = 0; i < 3; ++i) stats.add(record(1'000'000'000, 0, 0));  // huge warm-up steps
+  for (int i = 0; i < 10; ++i) stats.add(record(1'000'000, 0, 0));
+  EXPECT_EQ(stats.steps(), 13);
+  EXPECT_EQ(stats.measured_steps(), 10);
+  EXPECT_NEAR(stats.step().max_ms, 1.0, 0.011);
+  EXPECT_EQ(stats.measured_samples(), 320);
+}
+
+TEST(PhaseStats, SharesAddUpToOneAndQuantilesAreOrdered) {
+  PhaseStats stats(0);
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int64_t> d(1000, 5'000'000);
+  for (int i = 0; i < 500; ++i) stats.add(record(d(rng), d(rng), d(rng) / 10));
+  double total = 0;
+  for (Phase p : all_phases()) {
+    total += stats.share(p);
+    const Distribution dist = stats.phase(p);
+    EXPECT_LE(dist.p50_ms, dist.p90_ms);
+    EXPECT_LE(dist.p90_ms, dist.p99_ms);
+    EXPECT_LE(dist.p99_ms, dist.max_ms);
+  }
+  EXPECT_NEAR(total, 1.0, 1e-9);
+}
+
+TEST(PhaseStats, RejectsANegativeWarmup) {
+  try {
+    PhaseStats stats(-1);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "warm-up steps must be >= 0, got -1");
+  }
+}
+
+TEST(StepsCsvWriter, WritesTheHeaderAndOneRowPerStep) {
+  const auto path = std::filesystem::temp_directory_path() / "fitscope_steps_test.csv";
+  {
+    StepsCsvWriter writer(path.string());
+    writer.on_step(record(2'000'000, 500'000, 0, 0));
+    writer.on_step(record(1'000'000, 0, 250'000, 1));
+    writer.finish();
+  }
+  std::ifstream in(path);
+  std::string header, row0, row1, extra;
+  std::getline(in, header);
+  std::getline(in, row0);
+  std::getline(in, row1);
+  EXPECT_FALSE(std::getline(in, extra));
+  EXPECT_EQ(header,
+            "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,"
+            "metrics_ms,callbacks_ms,checkpoint_ms,other_ms");
+  EXPECT_EQ(row0, "0,0,0,2.500000,0.500000,0.000000,2.000000,0.000000,0.000000,0.000000,0.000000,"
+                  "0.000000,0.000000,0.000000");
+  EXPECT_EQ(row1.substr(0, 15), "0,1,0,1.250000,");
+  std::filesystem::remove(path);
+}
+
+TEST(StepsCsvWriter, NamesThePathItCannotCreate) {
+  try {
+    StepsCsvWriter writer("/nonexistent-dir/steps.csv");
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "cannot create /nonexistent-dir/steps.csv: check that the directory exists");
+  }
+}

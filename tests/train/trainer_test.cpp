@@ -1,0 +1,159 @@
+#include <gtest/gtest.h>
+
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
+
+#include "fitscope/data/synthetic.hpp"
+#include "fitscope/models/mlp.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+
+namespace {
+
+class CollectingSink : public StepSink {
+ public:
+  std::vector<StepRecord> records;
+  bool finished = false;
+  void on_step(const StepRecord& r) override { records.push_back(r); }
+  void finish() override { finished = true; }
+};
+
+TensorDataset small_synthetic(int64_t size = 600) {
+  SyntheticOptions o;
+  o.size = size;
+  return make_synthetic(o);
+}
+
+template <typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+
+}  // namespace
+
+TEST(Trainer, TheSeedMlpLearnsTheBuiltInSetFarAboveChance) {
+  torch::manual_seed(0);
+  Trainer trainer{models::Mlp()};
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.validation_split = 0.2;
+  const History h = trainer.fit(small_synthetic(3000), fit);
+  EXPECT_GT(h.last().at("val_accuracy"), 0.5);  // chance is 0.1
+  EXPECT_LT(h.at("loss").back(), h.at("loss").front());
+}
+
+TEST(Trainer, EveryStepReachesTheSinksAndTheWarmupIsLeftOutOfTheStatistics) {
+  TrainerOptions options;
+  options.warmup_steps = 4;
+  Trainer trainer(models::Mlp(), options);
+  auto sink = std::make_shared<CollectingSink>();
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.batch_size = 50;  // 600 / 50 = 12 steps an epoch
+  fit.step_sinks = {sink};
+  trainer.fit(small_synthetic(), fit);
+  ASSERT_EQ(sink->records.size(), 24u);
+  EXPECT_TRUE(sink->finished);
+  EXPECT_EQ(sink->records[13].epoch, 1);
+  EXPECT_EQ(sink->records[13].batch, 1);
+  EXPECT_EQ(trainer.step_stats().steps(), 24);
+  EXPECT_EQ(trainer.step_stats().measured_steps(), 20);
+  EXPECT_EQ(trainer.step_stats().measured_samples(), 20 * 50);
+  for (const auto& r : sink->records) {
+    EXPECT_GT(r.phase(Phase::forward), 0);
+    EXPECT_GT(r.phase(Phase::backward), 0);
+    EXPECT_GT(r.phase(Phase::optimizer), 0);
+    EXPECT_GT(r.phase(Phase::metrics), 0);
+    EXPECT_GE(r.phase(Phase::other), 0);
+  }
+  EXPECT_GT(trainer.clock_overhead_ns_per_step(), 0);
+}
+
+TEST(Trainer, ACustomTrainStepRunsInTheSameLoopAndIsTimedByTheSameClock) {
+  int calls = 0;
+  TrainerOptions options;
+  options.warmup_steps = 0;
+  options.train_step = [&calls](const Batch& batch, StepContext& ctx) {
+    ++calls;
+    at::Tensor outputs, loss;
+    {
+      PhaseTimer t(ctx.clock, Phase::forward);
+      outputs = ctx.model.forward(batch.inputs);
+      loss = compute_loss(ctx.loss, outputs, batch.targets) * 2.0;  // the user's own twist
+    }
+    {
+      PhaseTimer t(ctx.clock, Phase::backward);
+      loss.backward();
+    }
+    {
+      PhaseTimer t(ctx.clock, Phase::optimizer);
+      ctx.optimizer.step();
+      ctx.optimizer.zero_grad();
+    }
+    return StepOutput{loss.detach(), outputs.detach()};
+  };
+  Trainer trainer(models::Mlp(), options);
+  FitOptions fit;
+  fit.batch_size = 100;
+  trainer.fit(small_synthetic(), fit);
+  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(trainer.step_stats().measured_steps(), 6);
+  EXPECT_GT(trainer.step_stats().phase(Phase::forward).mean_ms, 0);
+  EXPECT_GT(trainer.step_stats().phase(Phase::backward).mean_ms, 0);
+}
+
+TEST(Trainer, ACallbackErrorEndsTheRunAndTheSinksAreStillFlushed) {
+  Trainer trainer{models::Mlp()};
+  auto sink = std::make_shared<CollectingSink>();
+  LambdaCallback::Hooks hooks;
+  hooks.on_train_batch_end = [](int64_t batch, const Logs&) {
+    if (batch == 2) throw std::runtime_error("disk full while logging batch 2");
+  };
+  FitOptions fit;
+  fit.callbacks = {std::make_shared<LambdaCallback>(hooks)};
+  fit.step_sinks = {sink};
+  EXPECT_EQ(message_of([&] { trainer.fit(small_synthetic(), fit); }), "disk full while logging batch 2");
+  EXPECT_TRUE(sink->finished);
+  EXPECT_EQ(sink->records.size(), 2u);
+}
+
+TEST(Trainer, BadOptionsAreRejectedByName) {
+  Trainer trainer(torch::nn::Linear(784, 10));
+  const auto data = small_synthetic(100);
+  FitOptions fit;
+  fit.epochs = 0;
+  EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }), "epochs must be >= 1, got 0");
+  fit = {};
+  fit.batch_size = 0;
+  EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }), "batch size must be >= 1, got 0");
+  fit = {};
+  fit.validation_split = 1.0;
+  EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }), "validation split must be in [0, 1), got 1.000000");
+  fit = {};
+  fit.batch_size = 200;
+  fit.drop_last = true;
+  EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }),
+            "a training set of 100 examples gives no batch of 200 with drop_last");
+  TrainerOptions bad;
+  bad.learning_rate = 0;
+  EXPECT_EQ(message_of([&] { Trainer t(models::Mlp(), bad); }), "learning rate must be > 0, got 0.000000");
+}
+
+TEST(Trainer, EvaluateAgreesWithTheValidationLogsOfFit) {
+  torch::manual_seed(1);
+  Trainer trainer{models::Mlp()};
+  const auto data = small_synthetic(1000);
+  const auto [train, validation] = data.split(0.2);
+  FitOptions fit;
+  fit.validation_data = validation;
+  const History h = trainer.fit(train, fit);
+  const Logs logs = trainer.evaluate(validation);
+  EXPECT_NEAR(logs.at("loss"), h.last().at("val_loss"), 1e-6);
+  EXPECT_DOUBLE_EQ(logs.at("accuracy"), h.last().at("val_accuracy"));
+}
