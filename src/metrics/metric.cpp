@@ -46,7 +46,7 @@ void Accuracy::update(const at::Tensor& outputs, const at::Tensor& targets, cons
   const at::Tensor predicted =
       outputs.dim() == 2 && outputs.size(1) > 1 ? outputs.argmax(1) : outputs.reshape({-1}).gt(0.5);
   if (!correct_.defined()) correct_ = at::zeros({}, outputs.options().dtype(at::kLong));
-  correct_.add_(predicted.eq(targets.reshape({-1})).sum());
+  correct_.add_(predicted.eq(targets.dim() == 1 ? targets : targets.reshape({-1})).sum());
   count_ += targets.size(0);
 }
 

@@ -11,8 +11,8 @@ StepOutput standard_train_step(const Batch& batch, StepContext& ctx) {
   ctx.clock.enter(Phase::optimizer);
   ctx.optimizer.step();
   ctx.optimizer.zero_grad();
-  ctx.clock.leave();
-  return {loss.detach(), outputs.detach()};
+  // metrics only read the outputs (argmax, comparisons), which records nothing: no detach needed
+  return {loss.detach(), std::move(outputs)};
 }
 
 }  // namespace fitscope

@@ -185,8 +185,12 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
         const StepOutput out = options_.train_step(batch, context);
 
         clock_.enter(Phase::metrics);
-        train_metrics_->update(out.outputs, batch.targets, out.loss);
-        const Logs logs = batch_logs ? train_metrics_->logs() : no_logs;
+        Logs logs;
+        {
+          at::NoGradGuard no_grad;  // a custom step may hand back tensors that still require grad
+          train_metrics_->update(out.outputs, batch.targets, out.loss);
+          if (batch_logs) logs = train_metrics_->logs();
+        }
         clock_.enter(Phase::callbacks);
         callbacks.on_train_batch_end(b, logs);
         const StepRecord& record = clock_.end_step();

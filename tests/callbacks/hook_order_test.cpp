@@ -157,7 +157,7 @@ TEST(HookOrder, BatchLogsAreLeftEmptyWhenNoCallbackReadsThem) {
   fit.batch_size = 5;
   fit.callbacks = {blind};
   trainer.fit(p.train, fit);
-  EXPECT_EQ(blind->calls[2], "train_batch_end 0 []");
+  EXPECT_EQ(blind->calls[3], "train_batch_end 0 []");
   EXPECT_EQ(blind->calls.back(), "train_end [loss,accuracy,lr]");
 }
 

@@ -115,7 +115,7 @@ TEST(TrainCommand, HelpListsTheFlagsAndExitsZero) {
 }
 
 TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
-  expect_usage_error({"train", "--epochs", "0"}, "--epochs: Value 0 not in range [1 - 1000000]");
+  expect_usage_error({"train", "--epochs", "0"}, "--epochs: Value 0 not in range 1 to 1000000");
   expect_usage_error({"train", "--batch-size", "many"}, "--batch-size");
   expect_usage_error({"train", "--optimizer", "rmsprop"}, "--optimizer: rmsprop not in {adam,sgd}");
   expect_usage_error({"train", "--validation-split", "1.5"},
@@ -123,7 +123,7 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--lr", "-1"}, "--lr: expected a number > 0, got '-1'");
   expect_usage_error({"train", "--model", "resnet"}, "--model: expected cnn, mlp or FILE.pt, got 'resnet'");
   expect_usage_error({"train", "--device", "tpu"}, "--device: tpu not in {auto,cpu,cuda}");
-  expect_usage_error({"train", "--bogus"}, "The following arguments were not expected: --bogus");
+  expect_usage_error({"train", "--bogus"}, "The following argument was not expected: --bogus");
   expect_usage_error({"train", "--data", "idx:/no/such/dir"},
                      "--data idx:/no/such/dir: only the built-in data set is supported by this build yet");
   expect_usage_error({}, "A subcommand is required");

@@ -18,8 +18,8 @@ TEST(Accuracy, CountsArgmaxMatchesAcrossBatches) {
 
 TEST(MeanLoss, WeightsEachBatchByItsSize) {
   MeanLoss loss;
-  loss.update(at::Tensor(), at::zeros({3}), at::tensor(1.0f));
-  loss.update(at::Tensor(), at::zeros({1}), at::tensor(5.0f));
+  loss.update(at::Tensor(), at::zeros({3}), at::scalar_tensor(1.0f));
+  loss.update(at::Tensor(), at::zeros({1}), at::scalar_tensor(5.0f));
   EXPECT_DOUBLE_EQ(loss.result(), (3 * 1.0 + 1 * 5.0) / 4);
 }
 

@@ -17,9 +17,9 @@
 
 namespace fitscope {
 
-/// What a step hands back for the metrics: both detached from the graph.
+/// What a step hands back for the metrics, which only read them (no gradient flows from them).
 struct StepOutput {
-  at::Tensor loss;     ///< the batch's mean loss (scalar)
+  at::Tensor loss;     ///< the batch's mean loss (scalar, detached)
   at::Tensor outputs;  ///< the model's outputs for the batch
 };
 
@@ -33,7 +33,8 @@ struct StepContext {
 
 using TrainStep = std::function<StepOutput(const Batch& batch, StepContext& context)>;
 
-/// forward + loss (phase `forward`), backward (`backward`), optimizer step and zero_grad (`optimizer`).
+/// forward + loss (phase `forward`), backward (`backward`), optimizer step and zero_grad (`optimizer`,
+/// left open: the loop's next phase closes it).
 StepOutput standard_train_step(const Batch& batch, StepContext& context);
 
 }  // namespace fitscope
