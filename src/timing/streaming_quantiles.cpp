@@ -5,25 +5,33 @@
 
 namespace fitscope {
 namespace {
-// Buckets grow by 1% from 1 ns: bucket b (b >= 1) covers [kGrowth^(b-1), kGrowth^b) ns.
-// 3000 buckets reach kGrowth^3000 ~ 9e12 ns (2.5 hours), beyond any step.
-constexpr double kGrowth = 1.01;
-constexpr std::size_t kBuckets = 3000;
-const double kLogGrowth = std::log(kGrowth);
+// Log-linear buckets without a logarithm (HDR histogram style): values below 128 ns have a bucket each;
+// above, every power of two [2^e, 2^(e+1)) is split into 64 equal sub-buckets, found from the value's
+// leading bit and the 6 bits after it. A sub-bucket is at most 1/64 of its lower edge wide, so its
+// middle is within 0.8 % of any value in it. 2^44 ns (~4.9 hours) and beyond share the last bucket.
+constexpr int kSubBits = 6;
+constexpr int64_t kSub = int64_t{1} << kSubBits;  // 64
+constexpr int kMaxExponent = 44;
+constexpr std::size_t kBuckets = 2 * kSub + static_cast<std::size_t>(kMaxExponent - kSubBits - 1) * kSub;
 }  // namespace
 
-StreamingQuantiles::StreamingQuantiles() : buckets_(kBuckets + 1, 0) {}
+StreamingQuantiles::StreamingQuantiles() : buckets_(kBuckets, 0) {}
 
 std::size_t StreamingQuantiles::bucket_of(int64_t value) {
-  if (value <= 0) return 0;
-  const auto b = static_cast<std::size_t>(std::log(static_cast<double>(value)) / kLogGrowth) + 1;
-  return std::min(b, kBuckets);
+  if (value < 2 * kSub) return static_cast<std::size_t>(std::max<int64_t>(value, 0));
+  const int exponent = 63 - __builtin_clzll(static_cast<uint64_t>(value));  // >= 7
+  if (exponent >= kMaxExponent) return kBuckets - 1;
+  const int64_t sub = (value >> (exponent - kSubBits)) - kSub;  // 0..63
+  return static_cast<std::size_t>(2 * kSub + (exponent - kSubBits - 1) * kSub + sub);
 }
 
 double StreamingQuantiles::bucket_value(std::size_t bucket) {
-  if (bucket == 0) return 0.0;
-  // geometric middle of the bucket
-  return std::exp((static_cast<double>(bucket) - 0.5) * kLogGrowth);
+  if (bucket < static_cast<std::size_t>(2 * kSub)) return static_cast<double>(bucket);
+  const int64_t rest = static_cast<int64_t>(bucket) - 2 * kSub;
+  const int exponent = static_cast<int>(rest / kSub) + kSubBits + 1;
+  const int64_t sub = rest % kSub;
+  const double width = std::ldexp(1.0, exponent - kSubBits);
+  return (kSub + sub) * width + width / 2;  // middle of [(64 + sub) w, (65 + sub) w)
 }
 
 void StreamingQuantiles::add(int64_t value_ns) {

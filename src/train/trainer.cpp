@@ -90,7 +90,12 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
   }
   train_metrics_ = std::make_unique<MetricSet>(options_.metrics);
   test_metrics_ = std::make_unique<MetricSet>(options_.metrics);
-  model_->to(options_.device);
+  for (const auto& p : model_->parameters()) {
+    if (p.device() != options_.device) {
+      model_->to(options_.device);
+      break;
+    }
+  }
   if (options_.optimizer == OptimizerKind::adam) {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(options_.learning_rate));
@@ -141,6 +146,9 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   CallbackList callbacks(o.callbacks);
   Attached attached(callbacks, this);
   const bool batch_logs = callbacks.reads_batch_logs();
+  const bool has_callbacks = !callbacks.callbacks().empty();
+  const bool transfer = !options_.device.is_cpu();
+  const int64_t num_batches = loader.num_batches();
   stats_ = PhaseStats(options_.warmup_steps);
   if (clock_overhead_ns_ == 0) clock_overhead_ns_ = calibrate_clock();  // once per trainer
   stop_requested_ = false;
@@ -167,18 +175,23 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
       if (cursor == 0) loader.set_epoch(pass);
       callbacks.on_epoch_begin(epoch, no_logs);
       for (int64_t b = 0; b < steps; ++b) {
-        clock_.begin_step(epoch, b);
-        clock_.enter(Phase::callbacks);
-        callbacks.on_train_batch_begin(b, no_logs);
-        clock_.enter(Phase::data_wait);
-        if (cursor == loader.num_batches()) {
+        // phases that cannot take time here (no callbacks, no transfer on the CPU) are not entered:
+        // every clock read counts against the step
+        clock_.begin_step(epoch, b, has_callbacks ? Phase::callbacks : Phase::data_wait);
+        if (has_callbacks) {
+          callbacks.on_train_batch_begin(b, no_logs);
+          clock_.enter(Phase::data_wait);
+        }
+        if (cursor == num_batches) {
           loader.set_epoch(++pass);
           cursor = 0;
         }
         Batch batch = loader.batch(cursor++);
-        clock_.enter(Phase::h2d);
-        batch.inputs = to_device(batch.inputs, options_.device);
-        batch.targets = to_device(batch.targets, options_.device);
+        if (transfer) {
+          clock_.enter(Phase::h2d);
+          batch.inputs = to_device(batch.inputs, options_.device);
+          batch.targets = to_device(batch.targets, options_.device);
+        }
         clock_.set_samples(batch.size());
         clock_.leave();
 
@@ -191,8 +204,10 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
           train_metrics_->update(out.outputs, batch.targets, out.loss);
           if (batch_logs) logs = train_metrics_->logs();
         }
-        clock_.enter(Phase::callbacks);
-        callbacks.on_train_batch_end(b, logs);
+        if (has_callbacks) {
+          clock_.enter(Phase::callbacks);
+          callbacks.on_train_batch_end(b, logs);
+        }
         const StepRecord& record = clock_.end_step();
         stats_.add(record);
         for (auto& sink : o.step_sinks) sink->on_step(record);

@@ -1,7 +1,8 @@
 #pragma once
 /// StreamingQuantiles: mean, max and approximate quantiles of a stream of non-negative durations in
-/// constant memory and O(1) per value: a log-scale histogram whose buckets are 1% wide, so a quantile
-/// is within 1% of the exact order statistic (and clamped to the observed min and max).
+/// constant memory and O(1) per value: a log-linear histogram (exact below 128 ns, then 64 buckets per
+/// power of two), so a quantile is within 1% of the exact order statistic (and clamped to the observed
+/// min and max).
 ///
 /// A plain value type; not thread-safe. Two histograms merge exactly (for per-rank reduction).
 
@@ -33,7 +34,7 @@ class StreamingQuantiles {
   static std::size_t bucket_of(int64_t value);
   static double bucket_value(std::size_t bucket);
 
-  std::vector<int64_t> buckets_;  // bucket 0 holds zeros
+  std::vector<int64_t> buckets_;
   int64_t count_ = 0;
   int64_t sum_ = 0;
   int64_t max_ = 0;
