@@ -2,8 +2,14 @@
 /// fitscope: a Keras-style fit loop for libtorch with honest step-time accounting. Includes every
 /// public header.
 
+#include "fitscope/callbacks/async_callback.hpp"
+#include "fitscope/callbacks/async_executor.hpp"
 #include "fitscope/callbacks/callback.hpp"
+#include "fitscope/callbacks/callback_timing.hpp"
+#include "fitscope/callbacks/hook.hpp"
 #include "fitscope/callbacks/progress_bar.hpp"
+#include "fitscope/callbacks/slow_callback.hpp"
+#include "fitscope/callbacks/slow_callback_warning.hpp"
 #include "fitscope/data/batch.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/synthetic.hpp"
@@ -11,6 +17,8 @@
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"
+#include "fitscope/report/sweep.hpp"
+#include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/step_clock.hpp"
@@ -18,6 +26,7 @@
 #include "fitscope/timing/steps_csv.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
 #include "fitscope/timing/summary.hpp"
+#include "fitscope/timing/trace_writer.hpp"
 #include "fitscope/timing/verdict.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/train/logs.hpp"

@@ -1,7 +1,10 @@
 #include "fitscope/callbacks/callback.hpp"
 
+#include "fitscope/callbacks/async_callback.hpp"
+
 #include <cxxabi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <typeinfo>
@@ -23,13 +26,26 @@ Trainer& Callback::trainer() const {
   return *trainer_;
 }
 
+std::string_view hook_name(Hook hook) {
+  static constexpr std::string_view kNames[kHookCount] = {
+      "on_train_begin",       "on_train_end",         "on_epoch_begin",      "on_epoch_end",
+      "on_train_batch_begin", "on_train_batch_end",   "on_test_begin",       "on_test_end",
+      "on_test_batch_begin",  "on_test_batch_end",    "on_predict_begin",    "on_predict_end",
+      "on_predict_batch_begin", "on_predict_batch_end"};
+  return kNames[static_cast<std::size_t>(hook)];
+}
+
 CallbackList::CallbackList(std::vector<std::shared_ptr<Callback>> callbacks) {
   for (auto& c : callbacks) add(std::move(c));
 }
 
 void CallbackList::add(std::shared_ptr<Callback> callback) {
   if (!callback) throw std::invalid_argument("a callback list cannot hold a null callback");
+  if (callback->async() && callback->mode() != "async") {
+    callback = std::make_shared<AsyncCallback>(std::move(callback));
+  }
   callbacks_.push_back(std::move(callback));
+  timings_.emplace_back(kHookCount);
 }
 
 void CallbackList::set_trainer(Trainer* trainer) {
@@ -43,13 +59,51 @@ bool CallbackList::reads_batch_logs() const {
   return false;
 }
 
+std::vector<const CallbackTiming*> CallbackList::timings() const {
+  std::vector<const CallbackTiming*> out;
+  for (const auto& per_hook : timings_) {
+    for (const auto& t : per_hook) {
+      if (t) out.push_back(t.get());
+    }
+  }
+  return out;
+}
+
+const CallbackTiming* CallbackList::timing(std::size_t callback, Hook hook) const {
+  if (callback >= timings_.size()) return nullptr;
+  return timings_[callback][static_cast<std::size_t>(hook)].get();
+}
+
+template <typename Call>
+void CallbackList::dispatch(Hook hook, Call&& call) {
+  if (callbacks_.empty()) return;
+  using clock = std::chrono::steady_clock;
+  auto before = clock::now();
+  for (std::size_t i = 0; i < callbacks_.size(); ++i) {
+    Callback& callback = *callbacks_[i];
+    const int64_t stall_before = callback.stall_ns();
+    call(callback);
+    const auto after = clock::now();
+    auto& timing = timings_[i][static_cast<std::size_t>(hook)];
+    if (!timing) {
+      timing = std::make_unique<CallbackTiming>();
+      timing->name = callback.name();
+      timing->hook = hook;
+      timing->mode = callback.mode();
+    }
+    timing->durations.add((after - before).count());
+    timing->stall_ns += callback.stall_ns() - stall_before;
+    before = after;
+  }
+}
+
 #define FITSCOPE_FORWARD_LOGS(hook) \
   void CallbackList::hook(const Logs& logs) { \
-    for (auto& c : callbacks_) c->hook(logs); \
+    dispatch(Hook::hook, [&](Callback& c) { c.hook(logs); }); \
   }
 #define FITSCOPE_FORWARD_INDEX(hook) \
   void CallbackList::hook(int64_t index, const Logs& logs) { \
-    for (auto& c : callbacks_) c->hook(index, logs); \
+    dispatch(Hook::hook, [&](Callback& c) { c.hook(index, logs); }); \
   }
 FITSCOPE_FORWARD_LOGS(on_train_begin)
 FITSCOPE_FORWARD_LOGS(on_train_end)

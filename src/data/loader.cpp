@@ -4,6 +4,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +15,9 @@ InMemoryLoader::InMemoryLoader(TensorDataset data, LoaderOptions options)
     : data_(std::move(data)), options_(options) {
   if (options_.batch_size < 1) {
     throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(options_.batch_size));
+  }
+  if (options_.delay_ms < 0) {
+    throw std::invalid_argument("load delay must be >= 0 ms, got " + std::to_string(options_.delay_ms));
   }
   set_epoch(0);
 }
@@ -35,6 +40,9 @@ Batch InMemoryLoader::batch(int64_t index) const {
   if (index < 0 || index >= num_batches()) {
     throw std::out_of_range("batch " + std::to_string(index) + " outside an epoch of " +
                             std::to_string(num_batches()) + " batches");
+  }
+  if (options_.delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options_.delay_ms));
   }
   const int64_t begin = index * options_.batch_size;
   const int64_t count = std::min(options_.batch_size, data_.size() - begin);

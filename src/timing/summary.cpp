@@ -1,9 +1,19 @@
 #include "fitscope/timing/summary.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace fitscope {
+
+std::vector<const CallbackTiming*> by_total_time(const std::vector<CallbackTiming>& timings) {
+  std::vector<const CallbackTiming*> out;
+  for (const auto& t : timings) out.push_back(&t);
+  std::stable_sort(out.begin(), out.end(), [](const CallbackTiming* a, const CallbackTiming* b) {
+    return a->durations.mean() * a->durations.count() > b->durations.mean() * b->durations.count();
+  });
+  return out;
+}
 
 std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Verdict& verdict) {
   using nlohmann::json;
@@ -17,6 +27,19 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
     phases[std::string(phase_name(p))] = {{"mean_ms", d.mean_ms}, {"p50_ms", d.p50_ms},
                                           {"p90_ms", d.p90_ms},   {"p99_ms", d.p99_ms},
                                           {"max_ms", d.max_ms},   {"share", stats.share(p)}};
+  }
+  json callbacks = json::array();
+  for (const CallbackTiming* t : by_total_time(info.callbacks)) {
+    const auto& d = t->durations;
+    callbacks.push_back({{"name", t->name},
+                         {"hook", std::string(hook_name(t->hook))},
+                         {"mode", t->mode},
+                         {"calls", d.count()},
+                         {"mean_ms", d.mean() * 1e-6},
+                         {"p50_ms", d.quantile(0.5) * 1e-6},
+                         {"p99_ms", d.quantile(0.99) * 1e-6},
+                         {"total_ms", d.mean() * d.count() * 1e-6},
+                         {"stall_ms", t->stall_ns * 1e-6}});
   }
   json out = {
       {"model", info.model},
@@ -34,7 +57,14 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
        {{"mean", step.mean_ms}, {"p50", step.p50_ms}, {"p90", step.p90_ms}, {"p99", step.p99_ms},
         {"max", step.max_ms}}},
       {"phases", phases},
-      {"callbacks", json::array()},
+      {"callbacks", callbacks},
+      {"warnings", info.warnings},
+      {"cpu_utilization",
+       {{"process_cores", info.cpu.process_cores},
+        {"training_thread_cores", info.cpu.training_cores},
+        {"other_threads_cores", info.cpu.other_cores},
+        {"machine_share", info.cpu.machine_share},
+        {"cores", info.cpu.cores}}},
       {"ranks", json::array({{{"rank", 0}, {"step_ms_p50", step.p50_ms}, {"step_ms_p99", step.p99_ms}}})},
       {"stragglers", json::array()},
       {"clock_overhead_ns_per_step", info.clock_overhead_ns_per_step},
@@ -45,7 +75,8 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
   return out.dump(2) + "\n";
 }
 
-std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict) {
+std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict,
+                             const std::vector<CallbackTiming>& callbacks) {
   std::string out;
   char line[160];
   const Distribution step = stats.step();
@@ -64,6 +95,16 @@ std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict) {
     std::snprintf(line, sizeof line, "  %-11s %10.3f %10.3f %10.3f %6.1f%%\n",
                   std::string(phase_name(p)).c_str(), d.mean_ms, d.p50_ms, d.p99_ms,
                   stats.share(p) * 100);
+    out += line;
+  }
+  const auto costly = by_total_time(callbacks);
+  if (!costly.empty()) out += "Callbacks by total time (mode, calls, mean ms, p99 ms, total ms):\n";
+  for (std::size_t i = 0; i < costly.size() && i < 5; ++i) {
+    const auto& d = costly[i]->durations;
+    std::snprintf(line, sizeof line, "  %-40s %-5s %8lld %10.3f %10.3f %10.1f\n",
+                  (costly[i]->name + "." + std::string(hook_name(costly[i]->hook))).c_str(),
+                  costly[i]->mode.c_str(), static_cast<long long>(d.count()), d.mean() * 1e-6,
+                  d.quantile(0.99) * 1e-6, d.mean() * d.count() * 1e-6);
     out += line;
   }
   out += "Verdict: " + verdict.level + " " + verdict.bound + "-bound (" +

@@ -25,7 +25,13 @@ std::string advice_for(const std::string& bound, double share, const VerdictCont
            " and keep --prefetch at 2 or more";
   }
   if (bound == "callbacks") {
-    return "callbacks take " + of_step + ": run them off the training thread (--callback-mode " +
+    const std::string most = ctx.slowest_callback.empty() ? "" : " (most in " + ctx.slowest_callback + ")";
+    if (ctx.callback_mode == "async") {
+      return "callbacks take " + of_step + most +
+             " although --callback-mode is async: they are slower than the step and their queue fills; "
+             "make them act every 50 batches instead of every batch";
+    }
+    return "callbacks take " + of_step + most + ": run them off the training thread (--callback-mode " +
            ctx.callback_mode + " -> async) or log every 50 batches instead of every batch";
   }
   if (bound == "checkpoint") {

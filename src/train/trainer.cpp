@@ -7,8 +7,10 @@
 #include <torch/utils.h>
 
 #include <chrono>
+#include <iostream>
 #include <stdexcept>
 
+#include "fitscope/callbacks/slow_callback_warning.hpp"
 #include "fitscope/data/loader.hpp"
 
 namespace fitscope {
@@ -133,7 +135,7 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
     train = parts.first;
     validation = parts.second;
   }
-  InMemoryLoader loader(train, {o.batch_size, o.shuffle, o.seed, o.drop_last});
+  InMemoryLoader loader(train, {o.batch_size, o.shuffle, o.seed, o.drop_last, o.load_delay_ms});
   if (loader.num_batches() == 0) {
     throw std::invalid_argument("a training set of " + std::to_string(train.size()) +
                                 " examples gives no batch of " + std::to_string(o.batch_size) +
@@ -150,6 +152,16 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   const bool transfer = !options_.device.is_cpu();
   const int64_t num_batches = loader.num_batches();
   stats_ = PhaseStats(options_.warmup_steps);
+  clock_.set_enabled(options_.timing);
+  SlowCallbackWarning slow_callbacks(
+      [this](const std::string& text) {
+        if (options_.warn) {
+          options_.warn(text);
+        } else {
+          std::cerr << "fitscope: warning: " << text << "\n";
+        }
+      },
+      options_.slow_callback_threshold);
   if (clock_overhead_ns_ == 0) clock_overhead_ns_ = calibrate_clock();  // once per trainer
   stop_requested_ = false;
   History history;
@@ -161,6 +173,10 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   Logs last_logs;
 
   auto finish_sinks = [&] {
+    slow_callbacks.check(callbacks, stats_);
+    warnings_ = slow_callbacks.warnings();
+    callback_timings_.clear();
+    for (const CallbackTiming* t : callbacks.timings()) callback_timings_.push_back(*t);
     for (auto& sink : o.step_sinks) sink->finish();
   };
   try {
@@ -209,8 +225,11 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
           callbacks.on_train_batch_end(b, logs);
         }
         const StepRecord& record = clock_.end_step();
-        stats_.add(record);
-        for (auto& sink : o.step_sinks) sink->on_step(record);
+        if (options_.timing) {
+          stats_.add(record);
+          if (has_callbacks) slow_callbacks.after_step(callbacks, stats_);
+          for (auto& sink : o.step_sinks) sink->on_step(record);
+        }
         ++global_step_;
         if (stop_requested_) break;
       }

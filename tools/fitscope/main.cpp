@@ -11,49 +11,63 @@
 
 namespace {
 
-void add_train_command(CLI::App& app, fitscope::cli::TrainCommandOptions& o) {
-  CLI::App* train = app.add_subcommand("train", "Train a model, evaluate it on the validation split, write the run directory");
+/// A validator for numbers with a lower bound, inclusive or not, naming what is expected.
+CLI::Validator number_above(double bound, bool inclusive, const std::string& expected) {
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        try {
+          std::size_t used = 0;
+          const double x = std::stod(v, &used);
+          if (used == v.size() && (inclusive ? x >= bound : x > bound)) return {};
+        } catch (const std::exception&) {
+        }
+        return "expected " + expected + ", got '" + v + "'";
+      },
+      expected);
+}
+
+/// The flags of `train`, shared by `sweep`.
+void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o) {
   auto model_check = CLI::Validator(
       [](std::string& v) -> std::string {
         if (v == "cnn" || v == "mlp" || (v.size() > 3 && v.substr(v.size() - 3) == ".pt")) return {};
         return "expected cnn, mlp or FILE.pt, got '" + v + "'";
       },
       "cnn|mlp|FILE.pt");
-  train->add_option("--model", o.model, "Model: the seed cnn, the seed mlp, or a TorchScript file")
+  command->add_option("--model", o.model, "Model: the seed cnn, the seed mlp, or a TorchScript file")
       ->check(model_check)->capture_default_str();
-  train->add_option("--data", o.data, "Data set: synthetic (built-in)")->capture_default_str();
-  train->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
+  command->add_option("--data", o.data, "Data set: synthetic (built-in)")->capture_default_str();
+  command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
       ->check(CLI::Range(int64_t{100}, int64_t{10'000'000}))->capture_default_str();
-  train->add_option("--epochs", o.epochs, "Epochs")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
-  train->add_option("--batch-size", o.batch_size, "Examples per step")
+  command->add_option("--epochs", o.epochs, "Epochs")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  command->add_option("--batch-size", o.batch_size, "Examples per step")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
-  train->add_option("--lr", o.lr, "Learning rate")
+  command->add_option("--lr", o.lr, "Learning rate")->check(number_above(0, false, "a number > 0"))->capture_default_str();
+  command->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adam", "sgd"}))->capture_default_str();
+  command->add_option("--validation-split", o.validation_split, "Fraction of the data held out for validation")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         try {
-          if (std::stod(v) > 0) return {};
-        } catch (const std::exception&) {
-        }
-        return "expected a number > 0, got '" + v + "'";
-      }, "X>0"))->capture_default_str();
-  train->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adam", "sgd"}))->capture_default_str();
-  train->add_option("--validation-split", o.validation_split, "Fraction of the data held out for validation")
-      ->check(CLI::Validator([](std::string& v) -> std::string {
-        try {
-          const double f = std::stod(v);
-          if (f >= 0 && f < 1) return {};
+          std::size_t used = 0;
+          const double f = std::stod(v, &used);
+          if (used == v.size() && f >= 0 && f < 1) return {};
         } catch (const std::exception&) {
         }
         return "expected a fraction in [0, 1), got '" + v + "'";
       }, "F in [0,1)"))->capture_default_str();
-  train->add_option("--seed", o.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
-  train->add_option("--warmup-steps", o.warmup_steps, "Steps left out of the statistics")
+  command->add_option("--seed", o.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
+  command->add_option("--warmup-steps", o.warmup_steps, "Steps left out of the statistics")
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
-  train->add_option("--threads", o.threads, "Intra-op threads (default: cores - 1, at least 1)")
+  command->add_option("--threads", o.threads, "Intra-op threads (default: cores - 1, at least 1)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  train->add_option("--device", o.device, "Device")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
-  train->add_option("--run-dir", o.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
-  train->add_flag("--quiet", o.quiet, "One progress line per epoch");
-  train->callback([&o] { fitscope::cli::run_train(o, std::cout); });
+  command->add_option("--device", o.device, "Device")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  command->add_option("--run-dir", o.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
+  command->add_flag("--quiet", o.quiet, "One progress line per epoch");
+  command->add_option("--load-delay-ms", o.load_delay_ms, "Artificial loader delay per batch, to reproduce a slow input pipeline")
+      ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
+  command->add_option("--slow-callback-ms", o.slow_callback_ms, "Add a callback costing this many ms per batch")
+      ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
+  command->add_option("--callback-mode", o.callback_mode, "How the observing callbacks run: sync, or async (off the training thread)")
+      ->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
 }
 
 }  // namespace
@@ -61,8 +75,21 @@ void add_train_command(CLI::App& app, fitscope::cli::TrainCommandOptions& o) {
 int main(int argc, char** argv) {
   CLI::App app{"fitscope: a Keras-style training engine for libtorch that accounts for every millisecond of every step"};
   app.require_subcommand(1);
+
   fitscope::cli::TrainCommandOptions train_options;
-  add_train_command(app, train_options);
+  CLI::App* train = app.add_subcommand("train", "Train a model, evaluate it on the validation split, write the run directory");
+  add_train_options(train, train_options);
+  train->callback([&] { fitscope::cli::run_train(train_options, std::cout); });
+
+  fitscope::cli::SweepCommandOptions sweep_options;
+  CLI::App* sweep = app.add_subcommand("sweep", "Throughput and step time against batch size: short runs, a fit of fixed and per-example cost, the knee");
+  add_train_options(sweep, sweep_options.train);
+  sweep->add_option("--batch-sizes", sweep_options.batch_sizes, "Comma-separated batch sizes")
+      ->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  sweep->add_option("--steps", sweep_options.steps, "Measured steps per batch size (after the warm-up steps)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  sweep->callback([&] { fitscope::cli::run_sweep(sweep_options, std::cout); });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

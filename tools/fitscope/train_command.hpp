@@ -1,13 +1,15 @@
 #pragma once
-/// `fitscope train`: plain options (filled from argv by main.cpp) and the command that runs them.
+/// `fitscope train` and `fitscope sweep`: plain options (filled from argv by main.cpp) and the commands
+/// that run them.
 
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace fitscope::cli {
 
-/// Every field is a flag of `fitscope train`; defaults are the demo's settings.
+/// Every field is a flag of `fitscope train` (and of `sweep`); defaults are the demo's settings.
 struct TrainCommandOptions {
   std::string model = "cnn";        ///< --model cnn|mlp|FILE.pt
   std::string data = "synthetic";   ///< --data synthetic|idx:DIR|cifar10:DIR|csv:FILE
@@ -23,10 +25,22 @@ struct TrainCommandOptions {
   std::string device = "auto";      ///< --device auto|cpu|cuda
   std::string run_dir;              ///< --run-dir; empty = runs/<YYYYmmdd-HHMMSS>-<model>
   bool quiet = false;               ///< --quiet: one progress line per epoch
+  double load_delay_ms = 0;         ///< --load-delay-ms: artificial loader delay per batch
+  double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch
+  std::string callback_mode = "sync";  ///< --callback-mode sync|async for the observing callbacks
 };
 
-/// Runs the command; writes progress and the report to `out`. Throws std::invalid_argument for bad
+/// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.
+struct SweepCommandOptions {
+  TrainCommandOptions train;
+  std::vector<int64_t> batch_sizes = {16, 32, 64, 128, 256};  ///< --batch-sizes
+  int64_t steps = 50;  ///< --steps: measured steps per batch size (after the warm-up steps)
+};
+
+/// Runs `train`; writes progress and the report to `out`. Throws std::invalid_argument for bad
 /// input (exit 2) and other exceptions for a failed run (exit 1).
 void run_train(const TrainCommandOptions& options, std::ostream& out);
+/// Runs `sweep` likewise.
+void run_sweep(const SweepCommandOptions& options, std::ostream& out);
 
 }  // namespace fitscope::cli

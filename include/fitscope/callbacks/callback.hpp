@@ -6,6 +6,7 @@
 ///
 /// A callback reaches the trainer through trainer() (set while it is attached) to stop training
 /// (request_stop) or change the learning rate. CallbackList calls a list of callbacks in order.
+/// CallbackList also times every call by callback and hook (callback_timing.hpp).
 /// LambdaCallback makes a callback of std::functions. Not thread-safe: used on the training thread.
 
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "fitscope/callbacks/callback_timing.hpp"
+#include "fitscope/callbacks/hook.hpp"
 #include "fitscope/train/logs.hpp"
 
 namespace fitscope {
@@ -26,6 +29,14 @@ class Callback {
 
   /// The name used in timings and warnings (default: the class name without namespaces).
   virtual std::string name() const;
+  /// "sync" (on the training thread) or "async" (AsyncCallback: off it).
+  virtual std::string mode() const { return "sync"; }
+  /// Time the training thread spent blocked handing calls to this callback (async only), in ns.
+  virtual int64_t stall_ns() const { return 0; }
+  /// Asks to run this callback off the training thread (CallbackList wraps it in an AsyncCallback).
+  /// For callbacks that only observe: logging, progress, saving predictions. Default off.
+  void set_async(bool async) { async_ = async; }
+  bool async() const { return async_; }
   /// Whether this callback reads the logs of batch hooks. When no callback does, the loop does not
   /// materialise per-batch logs (on a GPU that saves a host synchronisation per step) and passes
   /// empty logs instead. Default true, like Keras.
@@ -47,25 +58,32 @@ class Callback {
   virtual void on_predict_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {}
 
   /// Attaches the trainer (done by the Trainer for the duration of fit/evaluate/predict).
-  void set_trainer(Trainer* trainer) { trainer_ = trainer; }
+  virtual void set_trainer(Trainer* trainer) { trainer_ = trainer; }
   /// The attached trainer; throws std::logic_error when the callback is not attached.
   Trainer& trainer() const;
 
  private:
   Trainer* trainer_ = nullptr;
+  bool async_ = false;
 };
 
-/// Calls every callback in order, hook by hook.
+/// Calls every callback in order, hook by hook, and times each call.
 class CallbackList {
  public:
   CallbackList() = default;
   explicit CallbackList(std::vector<std::shared_ptr<Callback>> callbacks);
 
+  /// Appends `callback`; one whose async() is set is wrapped in an AsyncCallback.
   void add(std::shared_ptr<Callback> callback);
   void set_trainer(Trainer* trainer);
   /// Whether any callback reads batch logs.
   bool reads_batch_logs() const;
+  bool empty() const { return callbacks_.empty(); }
   const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
+  /// Every (callback, hook) pair called so far, in callback order then hook order.
+  std::vector<const CallbackTiming*> timings() const;
+  /// The timing of one callback's hook, or null when it was never called.
+  const CallbackTiming* timing(std::size_t callback, Hook hook) const;
 
   void on_train_begin(const Logs& logs);
   void on_train_end(const Logs& logs);
@@ -83,7 +101,12 @@ class CallbackList {
   void on_predict_batch_end(int64_t batch, const Logs& logs);
 
  private:
+  template <typename Call>
+  void dispatch(Hook hook, Call&& call);
+
   std::vector<std::shared_ptr<Callback>> callbacks_;
+  // [callback][hook], made on first call
+  std::vector<std::vector<std::unique_ptr<CallbackTiming>>> timings_;
 };
 
 /// A callback made of functions; unset hooks do nothing. `name` names it in timings.

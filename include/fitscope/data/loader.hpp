@@ -16,6 +16,7 @@ struct LoaderOptions {
   bool shuffle = true;      ///< draw a new order every epoch
   uint64_t seed = 0;        ///< seed of the orders
   bool drop_last = false;   ///< drop the last batch when it is smaller than batch_size
+  double delay_ms = 0;      ///< artificial delay per batch (--load-delay-ms): a slow input pipeline
 };
 
 class InMemoryLoader {

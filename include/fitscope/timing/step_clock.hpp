@@ -6,7 +6,8 @@
 /// costs one clock read. Time inside the step that no phase claims becomes `other`.
 /// PhaseTimer is the scoped form: enter on construction, leave on destruction.
 ///
-/// Owned by the training loop; used from the training thread only (not thread-safe).
+/// A disabled clock reads no time at all (every record is zero): the baseline for measuring the
+/// clock's own cost. Owned by the training loop; used from the training thread only (not thread-safe).
 
 #include <array>
 #include <chrono>
@@ -44,12 +45,14 @@ class StepClock {
     record_.samples = 0;
     record_.phase_ns.fill(0);
     open_ = first ? static_cast<std::size_t>(*first) : kNone;
+    if (!enabled_) return;
     step_start_ = last_ = clock::now();
     in_step_ = true;
   }
 
   /// Closes the open phase (if any) and opens `phase` at the same instant.
   void enter(Phase phase) {
+    if (!enabled_) return;
     const auto now = clock::now();
     if (open_ != kNone) record_.phase_ns[open_] += (now - last_).count();
     open_ = static_cast<std::size_t>(phase);
@@ -58,7 +61,7 @@ class StepClock {
 
   /// Closes the open phase; the time until the next enter() is `other`.
   void leave() {
-    if (open_ == kNone) return;
+    if (open_ == kNone || !enabled_) return;
     const auto now = clock::now();
     record_.phase_ns[open_] += (now - last_).count();
     open_ = kNone;
@@ -68,11 +71,16 @@ class StepClock {
   void set_samples(int64_t samples) { record_.samples = samples; }
   /// Sets the rank written into records.
   void set_rank(int64_t rank) { record_.rank = rank; }
+  /// Turns time reading on (default) or off.
+  void set_enabled(bool enabled) { enabled_ = enabled; }
+  bool enabled() const { return enabled_; }
   /// Whether a step is open.
   bool in_step() const { return in_step_; }
 
   /// Ends the step: closes the open phase, computes `other` and returns the record.
   const StepRecord& end_step() {
+    in_step_ = false;
+    if (!enabled_) return record_;
     const auto now = clock::now();
     if (open_ != kNone) record_.phase_ns[open_] += (now - last_).count();
     open_ = kNone;
@@ -81,7 +89,6 @@ class StepClock {
     int64_t claimed = 0;
     for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += record_.phase_ns[i];
     record_.phase_ns[static_cast<std::size_t>(Phase::other)] = record_.step_ns - claimed;
-    in_step_ = false;
     return record_;
   }
 
@@ -95,6 +102,7 @@ class StepClock {
   clock::time_point last_;
   std::size_t open_ = kNone;
   bool in_step_ = false;
+  bool enabled_ = true;
   StepRecord record_;
 };
 

@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "fitscope/callbacks/callback_timing.hpp"
+#include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/verdict.hpp"
 #include "fitscope/train/logs.hpp"
@@ -21,13 +25,20 @@ struct RunInfo {
   std::string device = "cpu";   ///< "cpu" | "cuda:0"
   Logs logs;                    ///< the last epoch's logs
   double clock_overhead_ns_per_step = 0;  ///< the step clock's own cost per step
+  std::vector<CallbackTiming> callbacks;  ///< per callback and hook
+  std::vector<std::string> warnings;      ///< slow callbacks, ...
+  CpuUtilization cpu;                     ///< CPU use during fit
 };
+
+/// The callback timings sorted by total time, most expensive first.
+std::vector<const CallbackTiming*> by_total_time(const std::vector<CallbackTiming>& timings);
 
 /// summary.json's content (pretty-printed JSON).
 std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Verdict& verdict);
 
-/// The human-readable breakdown: one line per phase (mean, p50, p99, share), the step distribution,
-/// throughput and the verdict.
-std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict);
+/// The human-readable breakdown: the step distribution and throughput, one line per phase (mean, p50,
+/// p99, share), the costliest callbacks (when given) and the verdict.
+std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict,
+                             const std::vector<CallbackTiming>& callbacks = {});
 
 }  // namespace fitscope

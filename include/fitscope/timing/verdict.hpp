@@ -28,6 +28,7 @@ struct VerdictContext {
   int64_t workers = 0;      ///< --workers (0 = loading on the training thread)
   int64_t threads = 1;      ///< --threads (intra-op threads)
   std::string callback_mode = "sync";  ///< --callback-mode
+  std::string slowest_callback;        ///< "Name.on_train_batch_end" of the costliest callback hook
 };
 
 Verdict judge(const PhaseStats& stats, const VerdictContext& context);

@@ -11,6 +11,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,11 @@ struct TrainerOptions {
   c10::Device device = c10::Device(c10::kCPU);  ///< where the model and batches live
   int64_t warmup_steps = 5;                    ///< first steps left out of the statistics (>= 0)
   TrainStep train_step;                        ///< a custom step; empty = standard_train_step
+  bool timing = true;                          ///< read the step clock (off only to measure its cost)
+  /// A batch hook whose p50 reaches this fraction of the step's p50 gets a slow-callback warning.
+  double slow_callback_threshold = 0.1;
+  /// Receives warnings (slow callbacks, ...); empty = print "fitscope: warning: ..." to stderr.
+  std::function<void(const std::string&)> warn;
 };
 
 /// One fit() call (Keras's fit arguments).
@@ -52,6 +58,7 @@ struct FitOptions {
   bool shuffle = true;         ///< reshuffle the training set every epoch
   uint64_t seed = 0;           ///< seed of the shuffles
   bool drop_last = false;      ///< drop the last, smaller training batch
+  double load_delay_ms = 0;    ///< artificial loader delay per batch (reproduces a slow pipeline)
   double validation_split = 0;  ///< fraction of the training set (its end) held out; 0 = none
   std::optional<TensorDataset> validation_data;  ///< explicit validation set (wins over the split)
   /// Steps per epoch; unset = one pass over the training set. When larger than a pass, the epoch
@@ -118,6 +125,10 @@ class Trainer {
   const PhaseStats& step_stats() const { return stats_; }
   /// The step clock's own cost per step, calibrated at the start of fit().
   double clock_overhead_ns_per_step() const { return clock_overhead_ns_; }
+  /// Per callback and hook, the last fit's callback timings.
+  const std::vector<CallbackTiming>& callback_timings() const { return callback_timings_; }
+  /// The warnings of the last fit.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   struct MetricSet;
@@ -134,6 +145,8 @@ class Trainer {
   int64_t global_step_ = 0;
   double clock_overhead_ns_ = 0;
   bool stop_requested_ = false;
+  std::vector<CallbackTiming> callback_timings_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace fitscope

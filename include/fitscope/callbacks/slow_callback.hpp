@@ -1,0 +1,20 @@
+#pragma once
+/// SlowCallback: a callback that costs `ms` milliseconds (sleeping, like slow I/O) on every
+/// on_train_batch_end: seed 000's slow logging callback, reproducible with `--slow-callback-ms X`, to
+/// see how the step suffers and how the warning, the verdict and async mode deal with it.
+
+#include "fitscope/callbacks/callback.hpp"
+
+namespace fitscope {
+
+class SlowCallback : public Callback {
+ public:
+  explicit SlowCallback(double ms) : ms_(ms) {}
+  bool reads_batch_logs() const override { return false; }
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+
+ private:
+  double ms_;
+};
+
+}  // namespace fitscope

@@ -1,0 +1,40 @@
+#pragma once
+/// TraceWriter: writes trace.json in Chrome's Trace Event format (opens in Perfetto and
+/// chrome://tracing). For every kept step: one complete event ("ph":"X") named "step" and one per
+/// phase (all ten, in step order), `ts`/`dur` in microseconds from the start of the run, `pid` = rank,
+/// `tid` = 1 (the training thread), `args` with epoch and batch. Phase events tile their step: each
+/// starts where the previous one ends, so durations are exact and events nest; their order inside the
+/// step is the canonical phase order, not necessarily the order in which the phases ran.
+///
+/// Bounded size: the first `keep_first` steps are kept, then one step in every `sample_every`.
+/// Records are held in memory and written at finish(), through a temporary file and a rename.
+/// Training thread only.
+
+#include <string>
+#include <vector>
+
+#include "fitscope/timing/step_sink.hpp"
+
+namespace fitscope {
+
+struct TraceOptions {
+  int64_t keep_first = 2000;   ///< steps kept from the start
+  int64_t sample_every = 100;  ///< after those, keep one step in this many
+};
+
+class TraceWriter : public StepSink {
+ public:
+  explicit TraceWriter(std::string path, TraceOptions options = {});
+  void on_step(const StepRecord& record) override;
+  void finish() override;
+  /// Steps kept so far.
+  std::size_t kept() const { return records_.size(); }
+
+ private:
+  std::string path_;
+  TraceOptions options_;
+  int64_t seen_ = 0;
+  std::vector<StepRecord> records_;
+};
+
+}  // namespace fitscope

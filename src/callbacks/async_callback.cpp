@@ -1,0 +1,51 @@
+#include "fitscope/callbacks/async_callback.hpp"
+
+namespace fitscope {
+
+AsyncCallback::AsyncCallback(std::shared_ptr<Callback> inner, std::size_t capacity)
+    : inner_(std::move(inner)), executor_(capacity) {}
+
+void AsyncCallback::set_trainer(Trainer* trainer) {
+  Callback::set_trainer(trainer);
+  inner_->set_trainer(trainer);
+}
+
+template <typename Call>
+void AsyncCallback::queue(Hook hook, Call call) {
+  const auto waited = executor_.submit(std::move(call), inner_->name() + "." + std::string(hook_name(hook)));
+  stall_ns_ += waited.count();
+}
+
+template <typename Call>
+void AsyncCallback::queue_and_wait(Hook hook, Call call) {
+  queue(hook, std::move(call));
+  executor_.flush();
+}
+
+// Logs are captured by value: the callback reads a snapshot, never the training thread's object.
+#define FITSCOPE_ASYNC_LOGS(hook, how) \
+  void AsyncCallback::hook(const Logs& logs) { \
+    how(Hook::hook, [inner = inner_, logs] { inner->hook(logs); }); \
+  }
+#define FITSCOPE_ASYNC_INDEX(hook, how) \
+  void AsyncCallback::hook(int64_t index, const Logs& logs) { \
+    how(Hook::hook, [inner = inner_, index, logs] { inner->hook(index, logs); }); \
+  }
+FITSCOPE_ASYNC_LOGS(on_train_begin, queue_and_wait)
+FITSCOPE_ASYNC_LOGS(on_train_end, queue_and_wait)
+FITSCOPE_ASYNC_INDEX(on_epoch_begin, queue_and_wait)
+FITSCOPE_ASYNC_INDEX(on_epoch_end, queue_and_wait)
+FITSCOPE_ASYNC_INDEX(on_train_batch_begin, queue)
+FITSCOPE_ASYNC_INDEX(on_train_batch_end, queue)
+FITSCOPE_ASYNC_LOGS(on_test_begin, queue_and_wait)
+FITSCOPE_ASYNC_LOGS(on_test_end, queue_and_wait)
+FITSCOPE_ASYNC_INDEX(on_test_batch_begin, queue)
+FITSCOPE_ASYNC_INDEX(on_test_batch_end, queue)
+FITSCOPE_ASYNC_LOGS(on_predict_begin, queue_and_wait)
+FITSCOPE_ASYNC_LOGS(on_predict_end, queue_and_wait)
+FITSCOPE_ASYNC_INDEX(on_predict_batch_begin, queue)
+FITSCOPE_ASYNC_INDEX(on_predict_batch_end, queue)
+#undef FITSCOPE_ASYNC_LOGS
+#undef FITSCOPE_ASYNC_INDEX
+
+}  // namespace fitscope

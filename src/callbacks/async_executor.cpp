@@ -1,0 +1,83 @@
+#include "fitscope/callbacks/async_executor.hpp"
+
+#include <stdexcept>
+
+namespace fitscope {
+
+AsyncExecutor::AsyncExecutor(std::size_t capacity) : capacity_(capacity) {
+  if (capacity_ < 1) throw std::invalid_argument("async queue capacity must be >= 1, got 0");
+  worker_ = std::thread([this] { work(); });
+}
+
+AsyncExecutor::~AsyncExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  has_task_.notify_all();
+  has_room_or_idle_.notify_all();
+  worker_.join();
+}
+
+void AsyncExecutor::rethrow_locked() {
+  if (!error_) return;
+  try {
+    std::rethrow_exception(error_);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(error_label_ + " failed: " + e.what());
+  } catch (...) {
+    throw std::runtime_error(error_label_ + " failed with an unknown error");
+  }
+}
+
+std::chrono::nanoseconds AsyncExecutor::submit(std::function<void()> task, std::string label) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  rethrow_locked();
+  std::chrono::nanoseconds waited{0};
+  if (queue_.size() >= capacity_) {
+    const auto start = std::chrono::steady_clock::now();
+    has_room_or_idle_.wait(lock, [this] { return queue_.size() < capacity_ || error_ || stopping_; });
+    waited = std::chrono::steady_clock::now() - start;
+    rethrow_locked();
+  }
+  queue_.push_back({std::move(task), std::move(label)});
+  lock.unlock();
+  has_task_.notify_one();
+  return waited;
+}
+
+void AsyncExecutor::flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  has_room_or_idle_.wait(lock, [this] { return (queue_.empty() && !running_task_) || error_ || stopping_; });
+  rethrow_locked();
+}
+
+void AsyncExecutor::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    has_task_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+    if (stopping_) return;
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    running_task_ = true;
+    lock.unlock();
+    has_room_or_idle_.notify_all();
+    std::exception_ptr error;
+    try {
+      task.run();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    running_task_ = false;
+    if (error && !error_) {
+      error_ = error;
+      error_label_ = task.label;
+      queue_.clear();
+    }
+    has_room_or_idle_.notify_all();
+  }
+}
+
+}  // namespace fitscope

@@ -1,0 +1,48 @@
+#include "fitscope/callbacks/slow_callback_warning.hpp"
+
+#include <cstdio>
+
+namespace fitscope {
+
+SlowCallbackWarning::SlowCallbackWarning(Warn warn, double threshold, int64_t interval)
+    : warn_(std::move(warn)), threshold_(threshold), interval_(interval < 1 ? 1 : interval) {}
+
+void SlowCallbackWarning::after_step(const CallbackList& callbacks, const PhaseStats& stats) {
+  const int64_t measured = stats.measured_steps();
+  if (measured > 0 && measured % interval_ == 0) check(callbacks, stats);
+}
+
+void SlowCallbackWarning::check(const CallbackList& callbacks, const PhaseStats& stats) {
+  if (stats.measured_steps() == 0) return;
+  const double step_p50 = stats.step_quantiles().quantile(0.5);
+  if (step_p50 <= 0) return;
+  for (std::size_t i = 0; i < callbacks.callbacks().size(); ++i) {
+    for (Hook hook : {Hook::on_train_batch_begin, Hook::on_train_batch_end}) {
+      const CallbackTiming* timing = callbacks.timing(i, hook);
+      if (!timing || warned_.count({i, hook})) continue;
+      const double p50 = timing->durations.quantile(0.5);
+      if (p50 < threshold_ * step_p50) continue;
+      warned_.insert({i, hook});
+      char text[640];
+      if (timing->mode == "async") {
+        std::snprintf(text, sizeof text,
+                      "callback %s.%s (async) holds the training thread %.3f ms per batch (p50) against a "
+                      "step of %.3f ms (p50), %.0f%% of it: it is slower than the step, so its queue "
+                      "fills; make it act every N batches (e.g. log every 50 batches)",
+                      timing->name.c_str(), std::string(hook_name(hook)).c_str(), p50 * 1e-6,
+                      step_p50 * 1e-6, 100.0 * p50 / step_p50);
+      } else {
+        std::snprintf(text, sizeof text,
+                      "callback %s.%s takes %.3f ms per batch (p50) against a step of %.3f ms (p50), "
+                      "%.0f%% of it: run it off the training thread (--callback-mode async) or make it "
+                      "act every N batches (e.g. log every 50 batches)",
+                      timing->name.c_str(), std::string(hook_name(hook)).c_str(), p50 * 1e-6,
+                      step_p50 * 1e-6, 100.0 * p50 / step_p50);
+      }
+      warnings_.emplace_back(text);
+      if (warn_) warn_(warnings_.back());
+    }
+  }
+}
+
+}  // namespace fitscope

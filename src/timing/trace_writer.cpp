@@ -1,0 +1,62 @@
+#include "fitscope/timing/trace_writer.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace fitscope {
+
+TraceWriter::TraceWriter(std::string path, TraceOptions options)
+    : path_(std::move(path)), options_(options) {
+  if (options_.keep_first < 0 || options_.sample_every < 1) {
+    throw std::invalid_argument("trace options need keep_first >= 0 and sample_every >= 1");
+  }
+}
+
+void TraceWriter::on_step(const StepRecord& record) {
+  const int64_t index = seen_++;
+  if (index < options_.keep_first || (index - options_.keep_first) % options_.sample_every == 0) {
+    records_.push_back(record);
+  }
+}
+
+void TraceWriter::finish() {
+  using nlohmann::json;
+  json events = json::array();
+  std::vector<int64_t> ranks;
+  for (const auto& r : records_) {
+    if (std::find(ranks.begin(), ranks.end(), r.rank) == ranks.end()) ranks.push_back(r.rank);
+  }
+  for (int64_t rank : ranks) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 1},
+                      {"args", {{"name", "rank " + std::to_string(rank)}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 1},
+                      {"args", {{"name", "training"}}}});
+  }
+  for (const auto& r : records_) {
+    const json args = {{"epoch", r.epoch}, {"batch", r.batch}};
+    events.push_back({{"name", "step"}, {"cat", "step"}, {"ph", "X"}, {"ts", r.start_ns / 1000.0},
+                      {"dur", r.step_ns / 1000.0}, {"pid", r.rank}, {"tid", 1}, {"args", args}});
+    int64_t offset = r.start_ns;
+    for (Phase p : all_phases()) {
+      const int64_t dur = r.phase(p);
+      events.push_back({{"name", std::string(phase_name(p))}, {"cat", "phase"}, {"ph", "X"},
+                        {"ts", offset / 1000.0}, {"dur", dur / 1000.0}, {"pid", r.rank}, {"tid", 1},
+                        {"args", args}});
+      offset += dur;
+    }
+  }
+  const json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  const std::string tmp = path_ + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << trace.dump();
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path_);
+}
+
+}  // namespace fitscope
