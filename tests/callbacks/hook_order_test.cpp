@@ -3,6 +3,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <chrono>
+#include <thread>
+
 #include "fitscope/callbacks/callback.hpp"
 #include "fitscope/train/trainer.hpp"
 
@@ -190,4 +193,91 @@ TEST(HookOrder, InitialEpochAndStepsPerEpochFollowKeras) {
   EXPECT_EQ(trainer.global_step(), 10);
   EXPECT_EQ(recorder->calls[1], "epoch_begin 1 []");
   EXPECT_EQ(trainer.params().steps_per_epoch, 5);
+}
+
+TEST(HookOrder, AnAsyncCallbackSeesTheSameCallsInTheSameOrderAsASyncOne) {
+  TinyProblem p;
+  auto sync = std::make_shared<Recorder>();
+  auto async = std::make_shared<Recorder>();
+  async->set_async(true);
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.batch_size = 3;
+  fit.validation_data = p.validation;
+  fit.callbacks = {sync, async};
+  Trainer trainer(torch::nn::Linear(4, 3));
+  trainer.fit(p.train, fit);
+  EXPECT_EQ(async->calls, sync->calls);
+  trainer.evaluate(p.validation, {2, {sync, async}});
+  trainer.predict(p.validation.inputs(), {2, {sync, async}});
+  EXPECT_EQ(async->calls, sync->calls);
+}
+
+TEST(HookOrder, AnErrorInAnAsyncCallbackFailsTheRunWithTheCallbackAndHookNamed) {
+  TinyProblem p;
+  LambdaCallback::Hooks hooks;
+  hooks.on_train_batch_end = [](int64_t batch, const Logs&) {
+    if (batch == 1) throw std::runtime_error("cannot write predictions");
+  };
+  auto failing = std::make_shared<LambdaCallback>(hooks, "SavePredictions");
+  failing->set_async(true);
+  FitOptions fit;
+  fit.epochs = 3;
+  fit.batch_size = 2;
+  fit.callbacks = {failing};
+  Trainer trainer(torch::nn::Linear(4, 3));
+  try {
+    trainer.fit(p.train, fit);
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "SavePredictions.on_train_batch_end failed: cannot write predictions");
+  }
+  EXPECT_LE(trainer.global_step(), 5);  // at the latest at the end of the first epoch
+}
+
+TEST(CallbackTiming, EveryCallbackAndHookIsCountedByNameAndMode) {
+  TinyProblem p;
+  auto recorder = std::make_shared<Recorder>();
+  auto async = std::make_shared<Recorder>();
+  async->set_async(true);
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.batch_size = 4;  // 3 batches an epoch
+  fit.callbacks = {recorder, async};
+  Trainer trainer(torch::nn::Linear(4, 3));
+  trainer.fit(p.train, fit);
+  int found = 0;
+  for (const auto& t : trainer.callback_timings()) {
+    EXPECT_EQ(t.name, "Recorder");
+    if (t.hook == Hook::on_train_batch_end) {
+      EXPECT_EQ(t.durations.count(), 6);
+      EXPECT_EQ(t.mode, found == 0 ? "sync" : "async");
+      ++found;
+    }
+    if (t.hook == Hook::on_epoch_end) EXPECT_EQ(t.durations.count(), 2);
+    if (t.hook == Hook::on_train_begin) EXPECT_EQ(t.durations.count(), 1);
+  }
+  EXPECT_EQ(found, 2);
+}
+
+TEST(SlowCallbackWarning, NamesTheCallbackAndTheHookOnce) {
+  TinyProblem p;
+  LambdaCallback::Hooks hooks;
+  hooks.on_train_batch_end = [](int64_t, const Logs&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // far above a step of a 4x3 Linear
+  };
+  std::vector<std::string> warnings;
+  TrainerOptions options;
+  options.warmup_steps = 2;
+  options.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
+  Trainer trainer(torch::nn::Linear(4, 3), options);
+  FitOptions fit;
+  fit.epochs = 20;
+  fit.batch_size = 1;  // 200 steps: the check runs many times
+  fit.callbacks = {std::make_shared<LambdaCallback>(hooks, "SavePredictions")};
+  trainer.fit(p.train, fit);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings, trainer.warnings());
+  EXPECT_NE(warnings[0].find("callback SavePredictions.on_train_batch_end takes "), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("--callback-mode async"), std::string::npos);
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -136,4 +137,132 @@ TEST(TrainCommand, ARunDirectoryThatCannotBeCreatedExitsTwoAndNamesIt) {
   expect_usage_error({"train", "--run-dir", file + "/run", "--epochs", "1"},
                      "--run-dir " + file + "/run: cannot create the directory");
   EXPECT_EQ(read_file(file), "not a directory");
+}
+
+namespace {
+
+/// A short run of the seed MLP (or `model`) with extra flags; returns summary.json.
+json short_run(const std::string& dir, std::vector<std::string> extra, ProcessResult* result = nullptr,
+               const std::string& model = "mlp") {
+  std::vector<std::string> args = {"train", "--model", model, "--synthetic-size", "1200", "--epochs", "1",
+                                   "--threads", "1", "--run-dir", dir, "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const ProcessResult r = run_fitscope(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (result) *result = r;
+  return check_run_directory(dir);
+}
+
+}  // namespace
+
+TEST(Accounting, ASlowLoaderMakesTheRunHighlyInputBound) {
+  TempDir tmp;
+  const json s = short_run(tmp.path() + "/run", {"--load-delay-ms", "20"});
+  EXPECT_EQ(s.at("verdict").at("bound"), "input");
+  EXPECT_EQ(s.at("verdict").at("level"), "highly");
+  EXPECT_NE(s.at("verdict").at("advice").get<std::string>().find("--workers"), std::string::npos);
+}
+
+TEST(Accounting, ASlowSyncCallbackMakesTheRunCallbackBoundAndIsNamedInAWarning) {
+  TempDir tmp;
+  ProcessResult r;
+  const json s = short_run(tmp.path() + "/run", {"--slow-callback-ms", "20"}, &r);
+  EXPECT_EQ(s.at("verdict").at("bound"), "callbacks");
+  EXPECT_NE(r.err.find("warning: callback SlowCallback.on_train_batch_end takes "), std::string::npos) << r.err;
+  EXPECT_EQ(s.at("warnings").size(), 1u);
+  const json& slowest = s.at("callbacks").at(0);
+  EXPECT_EQ(slowest.at("name"), "SlowCallback");
+  EXPECT_EQ(slowest.at("hook"), "on_train_batch_end");
+  EXPECT_EQ(slowest.at("mode"), "sync");
+  EXPECT_EQ(slowest.at("calls").get<int64_t>(), 30);  // 960 training examples / 32
+  for (const char* key : {"mean_ms", "p99_ms", "total_ms", "stall_ms"}) EXPECT_TRUE(slowest.contains(key)) << key;
+}
+
+TEST(Accounting, AnAsyncCallbackIsReportedAsAsyncWithItsStall) {
+  TempDir tmp;
+  const json s = short_run(tmp.path() + "/run", {"--slow-callback-ms", "1", "--callback-mode", "async"});
+  bool found = false;
+  for (const auto& c : s.at("callbacks")) {
+    EXPECT_EQ(c.at("mode"), "async");
+    if (c.at("name") == "SlowCallback" && c.at("hook") == "on_train_batch_end") {
+      found = true;
+      EXPECT_EQ(c.at("calls").get<int64_t>(), 30);
+      EXPECT_GE(c.at("stall_ms").get<double>(), 0.0);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Accounting, WithoutSlowPartsTheSeedCnnIsComputeBoundAndOtherIsSmall) {
+  TempDir tmp;
+  const json s = short_run(tmp.path() + "/run", {}, nullptr, "cnn");
+  const std::string bound = s.at("verdict").at("bound");
+  EXPECT_TRUE(bound == "compute" || bound == "overhead") << bound;
+  EXPECT_LT(s.at("phases").at("other").at("share").get<double>(), 0.15);
+  EXPECT_GT(s.at("clock_overhead_ns_per_step").get<double>(), 0.0);
+  EXPECT_GT(s.at("cpu_utilization").at("process_cores").get<double>(), 0.0);
+}
+
+TEST(Accounting, TraceJsonHasOneEventPerPhasePerStepNestedInItsStep) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  const json s = short_run(dir, {"--slow-callback-ms", "1"});
+  const json trace = json::parse(read_file(dir + "/trace.json"));
+  std::map<std::pair<int64_t, int64_t>, std::pair<double, double>> steps;  // (epoch,batch) -> [ts, end]
+  std::map<std::pair<int64_t, int64_t>, int> phases;
+  std::vector<json> phase_events;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    EXPECT_EQ(e.at("pid").get<int64_t>(), 0);
+    const auto key = std::make_pair(e.at("args").at("epoch").get<int64_t>(), e.at("args").at("batch").get<int64_t>());
+    const double ts = e.at("ts").get<double>(), end = ts + e.at("dur").get<double>();
+    if (e.at("name") == "step") {
+      steps[key] = {ts, end};
+    } else {
+      ++phases[key];
+      phase_events.push_back(e);
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(steps.size()), s.at("steps").get<int64_t>());
+  for (const auto& [key, count] : phases) EXPECT_EQ(count, 10) << key.second;
+  for (const auto& e : phase_events) {
+    const auto key = std::make_pair(e.at("args").at("epoch").get<int64_t>(), e.at("args").at("batch").get<int64_t>());
+    const auto [step_ts, step_end] = steps.at(key);
+    const double ts = e.at("ts").get<double>(), end = ts + e.at("dur").get<double>();
+    EXPECT_GE(ts + 1e-3, step_ts);
+    EXPECT_LE(end, step_end + 1e-3);
+  }
+  double previous_end = -1;
+  for (const auto& [key, span] : steps) {  // (epoch, batch) order is time order
+    EXPECT_GE(span.first + 1e-3, previous_end);
+    previous_end = span.second;
+  }
+}
+
+TEST(SweepCommand, WritesOneRowPerBatchSizeAndAKneeAmongThem) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/sweep";
+  const ProcessResult r = run_fitscope({"sweep", "--model", "mlp", "--batch-sizes", "8,32,128", "--steps", "10",
+                                        "--synthetic-size", "1000", "--threads", "1", "--run-dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json sweep = json::parse(read_file(dir + "/sweep.json"));
+  std::vector<int64_t> sizes;
+  for (const auto& row : sweep.at("rows")) {
+    sizes.push_back(row.at("batch_size").get<int64_t>());
+    EXPECT_GT(row.at("samples_per_s").get<double>(), 0.0);
+    EXPECT_LE(row.at("step_ms_p50").get<double>(), row.at("step_ms_p99").get<double>());
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{8, 32, 128}));
+  const int64_t knee = sweep.at("knee_batch_size").get<int64_t>();
+  EXPECT_TRUE(knee == 8 || knee == 32 || knee == 128) << knee;
+  EXPECT_TRUE(sweep.at("fit").contains("fixed_ms"));
+  EXPECT_EQ(lines_of(read_file(dir + "/sweep.csv")).size(), 4u);
+  EXPECT_NE(r.out.find("<- knee"), std::string::npos) << r.out;
+}
+
+TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
+  expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: Value 0 not in range 1 to 1000000");
+  expect_usage_error({"sweep", "--batch-sizes", "16,abc"}, "--batch-sizes");
+  expect_usage_error({"train", "--callback-mode", "threads"}, "--callback-mode: threads not in {sync,async}");
+  expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds >= 0, got '-5'");
 }

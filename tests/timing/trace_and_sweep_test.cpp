@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fitscope/report/sweep.hpp"
+#include "fitscope/timing/trace_writer.hpp"
+
+using namespace fitscope;
+
+TEST(TraceWriter, KeepsTheFirstStepsThenOneInEveryN) {
+  const auto path = (std::filesystem::temp_directory_path() / "fitscope_trace_test.json").string();
+  TraceWriter writer(path, {3, 2});
+  for (int i = 0; i < 10; ++i) {
+    StepRecord r;
+    r.batch = i;
+    r.start_ns = i * 1000;
+    r.step_ns = 900;
+    r.phase_ns[static_cast<std::size_t>(Phase::forward)] = 500;
+    r.phase_ns[static_cast<std::size_t>(Phase::other)] = 400;
+    writer.on_step(r);
+  }
+  writer.finish();
+  EXPECT_EQ(writer.kept(), 7u);  // 0, 1, 2, then 3, 5, 7, 9
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  std::vector<int64_t> batches;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("name") == "step") batches.push_back(e.at("args").at("batch").get<int64_t>());
+  }
+  EXPECT_EQ(batches, (std::vector<int64_t>{0, 1, 2, 3, 5, 7, 9}));
+  std::filesystem::remove(path);
+}
+
+namespace {
+SweepRow row(int64_t batch, double samples_per_s, double step_ms) {
+  SweepRow r;
+  r.batch_size = batch;
+  r.samples_per_s = samples_per_s;
+  r.step_ms_mean = step_ms;
+  return r;
+}
+}  // namespace
+
+TEST(Sweep, FitsFixedAndPerExampleCostByLeastSquares) {
+  // step = 2 ms + 0.01 ms per example, exactly
+  const std::vector<SweepRow> rows = {row(16, 0, 2.16), row(32, 0, 2.32), row(64, 0, 2.64), row(128, 0, 3.28)};
+  const auto fit = fit_step_time(rows);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->fixed_ms, 2.0, 1e-9);
+  EXPECT_NEAR(fit->per_sample_ms, 0.01, 1e-12);
+  EXPECT_FALSE(fit_step_time({row(32, 1, 1), row(32, 1, 2)}).has_value());
+}
+
+TEST(Sweep, TheKneeIsTheSmallestBatchWithinNinetyPercentOfTheBest) {
+  const std::vector<SweepRow> rows = {row(16, 4000, 0), row(32, 7000, 0), row(64, 9200, 0), row(128, 10000, 0),
+                                      row(256, 9900, 0)};
+  EXPECT_EQ(knee_batch_size(rows), 64);
+  const auto json = nlohmann::json::parse(sweep_json(rows, "mlp", 50));
+  EXPECT_EQ(json.at("knee_batch_size").get<int64_t>(), 64);
+  EXPECT_EQ(json.at("rows").size(), 5u);
+  EXPECT_THROW(knee_batch_size({}), std::invalid_argument);
+}
