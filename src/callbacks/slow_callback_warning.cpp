@@ -4,13 +4,8 @@
 
 namespace fitscope {
 
-SlowCallbackWarning::SlowCallbackWarning(Warn warn, double threshold, int64_t interval)
-    : warn_(std::move(warn)), threshold_(threshold), interval_(interval < 1 ? 1 : interval) {}
-
-void SlowCallbackWarning::after_step(const CallbackList& callbacks, const PhaseStats& stats) {
-  const int64_t measured = stats.measured_steps();
-  if (measured > 0 && measured % interval_ == 0) check(callbacks, stats);
-}
+SlowCallbackWarning::SlowCallbackWarning(Warn warn, double threshold)
+    : warn_(std::move(warn)), threshold_(threshold) {}
 
 void SlowCallbackWarning::check(const CallbackList& callbacks, const PhaseStats& stats) {
   if (stats.measured_steps() == 0) return;

@@ -172,7 +172,16 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   const Logs no_logs;
   Logs last_logs;
 
+  constexpr std::size_t kFoldEvery = 16;
+  std::vector<StepRecord> pending;
+  pending.reserve(kFoldEvery);
+  auto fold = [&] {
+    for (const StepRecord& r : pending) stats_.add(r);
+    pending.clear();
+    if (has_callbacks) slow_callbacks.check(callbacks, stats_);
+  };
   auto finish_sinks = [&] {
+    fold();
     slow_callbacks.check(callbacks, stats_);
     warnings_ = slow_callbacks.warnings();
     callback_timings_.clear();
@@ -226,8 +235,10 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
         }
         const StepRecord& record = clock_.end_step();
         if (options_.timing) {
-          stats_.add(record);
-          if (has_callbacks) slow_callbacks.after_step(callbacks, stats_);
+          // records are folded into the distributions in groups: the histograms are touched in
+          // bursts, not once per step between the model's kernels
+          pending.push_back(record);
+          if (pending.size() == kFoldEvery) fold();
           for (auto& sink : o.step_sinks) sink->on_step(record);
         }
         ++global_step_;

@@ -1,9 +1,9 @@
 #pragma once
 /// SlowCallbackWarning: Keras warns once, after 5 batches, that "Callback method `on_train_batch_end`
-/// is slow compared to the batch time", without naming the callback. This check runs after every
-/// `interval` measured steps (warm-up excluded), for every callback and batch hook (train, test and
-/// predict), and warns once per callback and hook when the hook's p50 reaches `threshold` of the
-/// step's p50, naming both, with the fix. Used on the training thread; not thread-safe.
+/// is slow compared to the batch time", without naming the callback. The trainer runs this check
+/// continuously (every 16 steps, warm-up excluded) for every callback and training batch hook, and it
+/// warns once per callback and hook when the hook's p50 reaches `threshold` of the step's p50, naming
+/// both, with the fix. Used on the training thread; not thread-safe.
 
 #include <cstdint>
 #include <functional>
@@ -22,11 +22,9 @@ class SlowCallbackWarning {
   using Warn = std::function<void(const std::string&)>;
 
   /// `threshold`: fraction of the step's p50 (default 0.1); `warn` receives each warning once.
-  explicit SlowCallbackWarning(Warn warn, double threshold = 0.1, int64_t interval = 16);
+  explicit SlowCallbackWarning(Warn warn, double threshold = 0.1);
 
-  /// Called after each step: checks every `interval` measured steps.
-  void after_step(const CallbackList& callbacks, const PhaseStats& stats);
-  /// Checks now.
+  /// Compares every callback's batch hooks with the step (nothing before the first measured step).
   void check(const CallbackList& callbacks, const PhaseStats& stats);
   /// The warnings given so far.
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -34,7 +32,6 @@ class SlowCallbackWarning {
  private:
   Warn warn_;
   double threshold_;
-  int64_t interval_;
   std::set<std::pair<std::size_t, Hook>> warned_;
   std::vector<std::string> warnings_;
 };

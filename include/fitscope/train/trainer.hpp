@@ -114,6 +114,9 @@ class Trainer {
   /// Sets the learning rate of every parameter group (> 0).
   void set_learning_rate(double lr);
 
+  /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
+  void set_timing(bool on) { options_.timing = on; }
+
   Model& model() { return *model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const TrainerOptions& options() const { return options_; }

@@ -1,0 +1,100 @@
+// The cost of the accounting itself, and the stall a slow callback causes, measured side by side in one
+// process with alternating rounds (medians of per-round ratios):
+//   1. timers on vs off: fit() with the step clock reading time vs a clock that reads nothing
+//      (goal: ratio <= 1.002);
+//   2. a sync 20 ms callback on every on_train_batch_end vs no callback, seed MLP at batch 32
+//      (shows the stall: >= 1.5x slower), and the same callback async (the queue fills: the callback
+//      is slower than the step, so async cannot hide it, only log less often can).
+//   ./bench_step_accounting [rounds]
+#include <ATen/Parallel.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include "fitscope/fitscope.hpp"
+
+using namespace fitscope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double seconds(const std::function<void()>& f) {
+  const auto start = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Median over rounds of time(b) / time(a), alternating which goes first.
+double paired_ratio(int rounds, const std::function<void()>& a, const std::function<void()>& b) {
+  a();
+  b();
+  std::vector<double> ratios;
+  for (int r = 0; r < rounds; ++r) {
+    double ta, tb;
+    if (r % 2 == 0) {
+      ta = seconds(a);
+      tb = seconds(b);
+    } else {
+      tb = seconds(b);
+      ta = seconds(a);
+    }
+    ratios.push_back(tb / ta);
+  }
+  return median(ratios);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 21;
+  at::set_num_threads(1);
+  SyntheticOptions data_options;
+  data_options.size = 6400;
+  const TensorDataset data = make_synthetic(data_options);
+
+  TrainerOptions quiet;
+  quiet.warn = [](const std::string&) {};
+  for (const char* name : {"mlp", "cnn"}) {
+    const bool mlp = std::string(name) == "mlp";
+    // one trainer, the clock switched between rounds: same model, same memory, same work
+    Trainer trainer(mlp ? make_model(models::Mlp()) : make_model(models::Cnn()), quiet);
+    FitOptions fit;
+    fit.batch_size = mlp ? 32 : 128;
+    fit.shuffle = false;
+    if (!mlp) fit.steps_per_epoch = 10;
+    auto run = [&](bool timing) {
+      trainer.set_timing(timing);
+      trainer.fit(data, fit);
+    };
+    const bool same = std::getenv("SAME") != nullptr;
+    const double r = paired_ratio(rounds, [&] { run(false); }, [&] { run(!same); });
+    std::printf("timers on / off, %s batch %lld: %.4f  (goal <= 1.002; clock cost %.0f ns/step)\n", name,
+                static_cast<long long>(fit.batch_size), r, trainer.clock_overhead_ns_per_step());
+  }
+
+  FitOptions plain;
+  plain.batch_size = 32;
+  plain.steps_per_epoch = 20;
+  FitOptions slow = plain, slow_async = plain;
+  slow.callbacks = {std::make_shared<SlowCallback>(20.0)};
+  auto async_callback = std::make_shared<SlowCallback>(20.0);
+  async_callback->set_async(true);
+  slow_async.callbacks = {async_callback};
+  Trainer a(make_model(models::Mlp()), quiet), b(make_model(models::Mlp()), quiet), c(make_model(models::Mlp()), quiet);
+  const int few = std::max(3, rounds / 4);
+  const double sync_ratio = paired_ratio(few, [&] { a.fit(data, plain); }, [&] { b.fit(data, slow); });
+  const double async_ratio = paired_ratio(few, [&] { a.fit(data, plain); }, [&] { c.fit(data, slow_async); });
+  std::printf("sync 20 ms callback / none, mlp batch 32: %.1fx slower (the stall to remove)\n", sync_ratio);
+  std::printf("async 20 ms callback / none, mlp batch 32: %.1fx slower (queue full: the callback is slower than the step)\n",
+              async_ratio);
+}
