@@ -1,5 +1,9 @@
 #include "fitscope/callbacks/async_callback.hpp"
 
+#include <utility>
+
+#include "fitscope/timing/step_clock.hpp"
+
 namespace fitscope {
 
 AsyncCallback::AsyncCallback(std::shared_ptr<Callback> inner, std::size_t capacity)
@@ -10,10 +14,22 @@ void AsyncCallback::set_trainer(Trainer* trainer) {
   inner_->set_trainer(trainer);
 }
 
+std::vector<CallbackSpan> AsyncCallback::take_spans() {
+  std::lock_guard<std::mutex> lock(spans_mutex_);
+  return std::exchange(spans_, {});
+}
+
 template <typename Call>
 void AsyncCallback::queue(Hook hook, Call call) {
-  const auto waited = executor_.submit(std::move(call), inner_->name() + "." + std::string(hook_name(hook)));
-  stall_ns_ += waited.count();
+  std::string label = inner_->name() + "." + std::string(hook_name(hook));
+  auto timed = [this, label, call = std::move(call)] {
+    const int64_t start = StepClock::now_ns();
+    call();
+    const int64_t end = StepClock::now_ns();
+    std::lock_guard<std::mutex> lock(spans_mutex_);
+    if (spans_.size() < kMaxSpans) spans_.push_back({label, start, end - start});
+  };
+  stall_ns_ += executor_.submit(std::move(timed), std::move(label)).count();
 }
 
 template <typename Call>

@@ -69,6 +69,15 @@ std::vector<const CallbackTiming*> CallbackList::timings() const {
   return out;
 }
 
+std::vector<CallbackSpan> CallbackList::take_spans() {
+  std::vector<CallbackSpan> out;
+  for (auto& c : callbacks_) {
+    auto spans = c->take_spans();
+    out.insert(out.end(), spans.begin(), spans.end());
+  }
+  return out;
+}
+
 const CallbackTiming* CallbackList::timing(std::size_t callback, Hook hook) const {
   if (callback >= timings_.size()) return nullptr;
   return timings_[callback][static_cast<std::size_t>(hook)].get();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -22,24 +23,41 @@ void TraceWriter::on_step(const StepRecord& record) {
   }
 }
 
+void TraceWriter::on_callback_spans(const std::vector<CallbackSpan>& spans) {
+  spans_.insert(spans_.end(), spans.begin(), spans.end());
+}
+
 void TraceWriter::finish() {
   using nlohmann::json;
   json events = json::array();
   std::vector<int64_t> ranks;
+  int64_t origin = std::numeric_limits<int64_t>::max();
   for (const auto& r : records_) {
     if (std::find(ranks.begin(), ranks.end(), r.rank) == ranks.end()) ranks.push_back(r.rank);
+    origin = std::min(origin, r.start_ns);
   }
+  for (const auto& span : spans_) origin = std::min(origin, span.start_ns);
+  const int64_t own_rank = ranks.empty() ? 0 : ranks.front();
   for (int64_t rank : ranks) {
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 1},
                       {"args", {{"name", "rank " + std::to_string(rank)}}}});
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 1},
                       {"args", {{"name", "training"}}}});
   }
+  if (!spans_.empty()) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", own_rank}, {"tid", 2},
+                      {"args", {{"name", "callbacks (async)"}}}});
+  }
+  for (const auto& span : spans_) {
+    events.push_back({{"name", span.name}, {"cat", "callback"}, {"ph", "X"},
+                      {"ts", (span.start_ns - origin) / 1000.0}, {"dur", span.dur_ns / 1000.0},
+                      {"pid", own_rank}, {"tid", 2}});
+  }
   for (const auto& r : records_) {
     const json args = {{"epoch", r.epoch}, {"batch", r.batch}};
-    events.push_back({{"name", "step"}, {"cat", "step"}, {"ph", "X"}, {"ts", r.start_ns / 1000.0},
+    events.push_back({{"name", "step"}, {"cat", "step"}, {"ph", "X"}, {"ts", (r.start_ns - origin) / 1000.0},
                       {"dur", r.step_ns / 1000.0}, {"pid", r.rank}, {"tid", 1}, {"args", args}});
-    int64_t offset = r.start_ns;
+    int64_t offset = r.start_ns - origin;
     for (Phase p : all_phases()) {
       const int64_t dur = r.phase(p);
       events.push_back({{"name", std::string(phase_name(p))}, {"cat", "phase"}, {"ph", "X"},

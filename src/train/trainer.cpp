@@ -186,7 +186,11 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
     warnings_ = slow_callbacks.warnings();
     callback_timings_.clear();
     for (const CallbackTiming* t : callbacks.timings()) callback_timings_.push_back(*t);
-    for (auto& sink : o.step_sinks) sink->finish();
+    const std::vector<CallbackSpan> spans = callbacks.take_spans();
+    for (auto& sink : o.step_sinks) {
+      sink->on_callback_spans(spans);
+      sink->finish();
+    }
   };
   try {
     model_->train(true);

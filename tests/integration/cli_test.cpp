@@ -178,9 +178,18 @@ TEST(Accounting, ASlowSyncCallbackMakesTheRunCallbackBoundAndIsNamedInAWarning) 
   for (const char* key : {"mean_ms", "p99_ms", "total_ms", "stall_ms"}) EXPECT_TRUE(slowest.contains(key)) << key;
 }
 
-TEST(Accounting, AnAsyncCallbackIsReportedAsAsyncWithItsStall) {
+TEST(Accounting, AnAsyncCallbackIsReportedAsAsyncWithItsStallAndTracedOnItsOwnThread) {
   TempDir tmp;
   const json s = short_run(tmp.path() + "/run", {"--slow-callback-ms", "1", "--callback-mode", "async"});
+  const json trace = json::parse(read_file(tmp.path() + "/run/trace.json"));
+  int64_t spans = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "X" && e.at("name") == "SlowCallback.on_train_batch_end") {
+      EXPECT_EQ(e.at("tid").get<int64_t>(), 2);
+      ++spans;
+    }
+  }
+  EXPECT_EQ(spans, 30);
   bool found = false;
   for (const auto& c : s.at("callbacks")) {
     EXPECT_EQ(c.at("mode"), "async");
@@ -212,8 +221,9 @@ TEST(Accounting, TraceJsonHasOneEventPerPhasePerStepNestedInItsStep) {
   std::map<std::pair<int64_t, int64_t>, int> phases;
   std::vector<json> phase_events;
   for (const auto& e : trace.at("traceEvents")) {
-    if (e.at("ph") != "X") continue;
+    if (e.at("ph") != "X" || e.at("cat") == "callback") continue;
     EXPECT_EQ(e.at("pid").get<int64_t>(), 0);
+    EXPECT_EQ(e.at("tid").get<int64_t>(), 1);
     const auto key = std::make_pair(e.at("args").at("epoch").get<int64_t>(), e.at("args").at("batch").get<int64_t>());
     const double ts = e.at("ts").get<double>(), end = ts + e.at("dur").get<double>();
     if (e.at("name") == "step") {

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "fitscope/callbacks/async_executor.hpp"
 #include "fitscope/callbacks/callback.hpp"
@@ -31,6 +33,9 @@ class AsyncCallback : public Callback {
   int64_t stall_ns() const override { return stall_ns_; }
   bool reads_batch_logs() const override { return inner_->reads_batch_logs(); }
   void set_trainer(Trainer* trainer) override;
+  std::vector<CallbackSpan> take_spans() override;
+  /// Spans kept for the trace; later ones are counted, not kept.
+  static constexpr std::size_t kMaxSpans = 20000;
 
   void on_train_begin(const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
@@ -54,8 +59,10 @@ class AsyncCallback : public Callback {
   void queue_and_wait(Hook hook, Call call);
 
   std::shared_ptr<Callback> inner_;
-  AsyncExecutor executor_;
   int64_t stall_ns_ = 0;
+  std::mutex spans_mutex_;
+  std::vector<CallbackSpan> spans_;  // written by the executor's thread
+  AsyncExecutor executor_;           // last: its thread stops before the members above go
 };
 
 }  // namespace fitscope

@@ -33,6 +33,8 @@ class Callback {
   virtual std::string mode() const { return "sync"; }
   /// Time the training thread spent blocked handing calls to this callback (async only), in ns.
   virtual int64_t stall_ns() const { return 0; }
+  /// Hands over (and forgets) the spans of hook calls run off the training thread (async only).
+  virtual std::vector<CallbackSpan> take_spans() { return {}; }
   /// Asks to run this callback off the training thread (CallbackList wraps it in an AsyncCallback).
   /// For callbacks that only observe: logging, progress, saving predictions. Default off.
   void set_async(bool async) { async_ = async; }
@@ -82,6 +84,8 @@ class CallbackList {
   const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
   /// Every (callback, hook) pair called so far, in callback order then hook order.
   std::vector<const CallbackTiming*> timings() const;
+  /// Every callback's spans off the training thread (see Callback::take_spans).
+  std::vector<CallbackSpan> take_spans();
   /// The timing of one callback's hook, or null when it was never called.
   const CallbackTiming* timing(std::size_t callback, Hook hook) const;
 

@@ -20,4 +20,11 @@ struct CallbackTiming {
   int64_t stall_ns = 0;            ///< total time blocked on a full async queue (ns)
 };
 
+/// One hook call run off the training thread, on steady_clock (ns since its epoch), for the trace.
+struct CallbackSpan {
+  std::string name;  ///< "<callback>.<hook>"
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+};
+
 }  // namespace fitscope

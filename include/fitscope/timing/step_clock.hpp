@@ -24,7 +24,7 @@ struct StepRecord {
   int64_t batch = 0;     ///< 0-based batch within the epoch
   int64_t rank = 0;      ///< the process's rank (0 when not distributed)
   int64_t samples = 0;   ///< examples in the batch
-  int64_t start_ns = 0;  ///< start of the step, relative to the clock's origin
+  int64_t start_ns = 0;  ///< start of the step on steady_clock (ns since its epoch)
   int64_t step_ns = 0;   ///< whole step, data_wait through callbacks
   std::array<int64_t, kPhaseCount> phase_ns{};  ///< per phase; phase_ns[other] = step - sum(rest)
 
@@ -34,8 +34,6 @@ struct StepRecord {
 class StepClock {
  public:
   using clock = std::chrono::steady_clock;
-
-  StepClock() : origin_(clock::now()) {}
 
   /// Starts a step; `epoch` and `batch` label its record. With `first`, that phase opens at the same
   /// instant (one clock read instead of two).
@@ -85,19 +83,18 @@ class StepClock {
     if (open_ != kNone) record_.phase_ns[open_] += (now - last_).count();
     open_ = kNone;
     record_.step_ns = (now - step_start_).count();
-    record_.start_ns = (step_start_ - origin_).count();
+    record_.start_ns = step_start_.time_since_epoch().count();
     int64_t claimed = 0;
     for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += record_.phase_ns[i];
     record_.phase_ns[static_cast<std::size_t>(Phase::other)] = record_.step_ns - claimed;
     return record_;
   }
 
-  /// Nanoseconds since the clock was made (for timestamps relative to the run).
-  int64_t now_ns() const { return (clock::now() - origin_).count(); }
+  /// Now on steady_clock, in ns since its epoch (the time base of StepRecord::start_ns).
+  static int64_t now_ns() { return clock::now().time_since_epoch().count(); }
 
  private:
   static constexpr std::size_t kNone = kPhaseCount;
-  clock::time_point origin_;
   clock::time_point step_start_;
   clock::time_point last_;
   std::size_t open_ = kNone;

@@ -3,6 +3,9 @@
 /// Called on the training thread, inside the loop: keep on_step cheap. A sink may throw; the error ends
 /// the run.
 
+#include <vector>
+
+#include "fitscope/callbacks/callback_timing.hpp"
 #include "fitscope/timing/step_clock.hpp"
 
 namespace fitscope {
@@ -12,6 +15,8 @@ class StepSink {
   virtual ~StepSink() = default;
   /// One finished step.
   virtual void on_step(const StepRecord& record) = 0;
+  /// Hook calls that ran off the training thread (async callbacks), given before finish().
+  virtual void on_callback_spans(const std::vector<CallbackSpan>& /*spans*/) {}
   /// The run has ended (normally or not): flush what is buffered.
   virtual void finish() {}
 };

@@ -1,8 +1,9 @@
 #pragma once
 /// TraceWriter: writes trace.json in Chrome's Trace Event format (opens in Perfetto and
 /// chrome://tracing). For every kept step: one complete event ("ph":"X") named "step" and one per
-/// phase (all ten, in step order), `ts`/`dur` in microseconds from the start of the run, `pid` = rank,
-/// `tid` = 1 (the training thread), `args` with epoch and batch. Phase events tile their step: each
+/// phase (all ten, in step order), `ts`/`dur` in microseconds from the first event, `pid` = rank,
+/// `tid` = 1 (the training thread), `args` with epoch and batch; and one event per async callback
+/// hook call on `tid` = 2 (the callback thread). Phase events tile their step: each
 /// starts where the previous one ends, so durations are exact and events nest; their order inside the
 /// step is the canonical phase order, not necessarily the order in which the phases ran.
 ///
@@ -26,6 +27,7 @@ class TraceWriter : public StepSink {
  public:
   explicit TraceWriter(std::string path, TraceOptions options = {});
   void on_step(const StepRecord& record) override;
+  void on_callback_spans(const std::vector<CallbackSpan>& spans) override;
   void finish() override;
   /// Steps kept so far.
   std::size_t kept() const { return records_.size(); }
@@ -35,6 +37,7 @@ class TraceWriter : public StepSink {
   TraceOptions options_;
   int64_t seen_ = 0;
   std::vector<StepRecord> records_;
+  std::vector<CallbackSpan> spans_;
 };
 
 }  // namespace fitscope
