@@ -37,6 +37,7 @@ test: build
 
 bench: build
 	$(BUILD_DIR)/bench/bench_fit_vs_handwritten
+	$(BUILD_DIR)/bench/bench_step_accounting
 
 clean:
 	rm -rf $(BUILD_DIR)

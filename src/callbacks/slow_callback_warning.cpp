@@ -18,23 +18,17 @@ void SlowCallbackWarning::check(const CallbackList& callbacks, const PhaseStats&
       const double p50 = timing->durations.quantile(0.5);
       if (p50 < threshold_ * step_p50) continue;
       warned_.insert({i, hook});
-      char text[640];
-      if (timing->mode == "async") {
-        std::snprintf(text, sizeof text,
-                      "callback %s.%s (async) holds the training thread %.3f ms per batch (p50) against a "
-                      "step of %.3f ms (p50), %.0f%% of it: it is slower than the step, so its queue "
-                      "fills; make it act every N batches (e.g. log every 50 batches)",
-                      timing->name.c_str(), std::string(hook_name(hook)).c_str(), p50 * 1e-6,
-                      step_p50 * 1e-6, 100.0 * p50 / step_p50);
-      } else {
-        std::snprintf(text, sizeof text,
-                      "callback %s.%s takes %.3f ms per batch (p50) against a step of %.3f ms (p50), "
-                      "%.0f%% of it: run it off the training thread (--callback-mode async) or make it "
-                      "act every N batches (e.g. log every 50 batches)",
-                      timing->name.c_str(), std::string(hook_name(hook)).c_str(), p50 * 1e-6,
-                      step_p50 * 1e-6, 100.0 * p50 / step_p50);
-      }
-      warnings_.emplace_back(text);
+      const bool async = timing->mode == "async";
+      char text[512];
+      std::snprintf(text, sizeof text, "callback %s.%s%s %.3f ms per batch (p50) against a step of %.3f ms (p50), %.0f%% of it: ",
+                    timing->name.c_str(), std::string(hook_name(hook)).c_str(),
+                    async ? " (async) holds the training thread" : " takes", p50 * 1e-6, step_p50 * 1e-6,
+                    100.0 * p50 / step_p50);
+      const std::string fix = async ? "it is slower than the step, so its queue fills; make it act every N batches "
+                                      "(e.g. log every 50 batches)"
+                                    : "run it off the training thread (--callback-mode async) or make it act every "
+                                      "N batches (e.g. log every 50 batches)";
+      warnings_.push_back(text + fix);
       if (warn_) warn_(warnings_.back());
     }
   }
