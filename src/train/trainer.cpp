@@ -12,31 +12,9 @@
 
 #include "fitscope/callbacks/slow_callback_warning.hpp"
 #include "fitscope/data/loader.hpp"
+#include "fitscope/metrics/metric_set.hpp"
 
 namespace fitscope {
-
-/// The loss mean and the chosen metrics, updated together and read together.
-struct Trainer::MetricSet {
-  std::vector<std::unique_ptr<Metric>> metrics;
-
-  explicit MetricSet(const std::vector<std::string>& names) {
-    metrics.push_back(std::make_unique<MeanLoss>());
-    for (const auto& name : names) {
-      if (name != "loss") metrics.push_back(make_metric(name));
-    }
-  }
-  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) {
-    for (auto& m : metrics) m->update(outputs, targets, loss);
-  }
-  void reset() {
-    for (auto& m : metrics) m->reset();
-  }
-  Logs logs() const {
-    Logs out;
-    for (const auto& m : metrics) out.set(m->name(), m->result());
-    return out;
-  }
-};
 
 namespace {
 
@@ -110,6 +88,15 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
 
 Trainer::~Trainer() = default;
 
+void Trainer::warn(const std::string& text) {
+  warnings_.push_back(text);
+  if (options_.warn) {
+    options_.warn(text);
+  } else {
+    std::cerr << "fitscope: warning: " << text << "\n";
+  }
+}
+
 double Trainer::learning_rate() const { return optimizer_->param_groups().front().options().get_lr(); }
 
 void Trainer::set_learning_rate(double lr) {
@@ -153,15 +140,9 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   const int64_t num_batches = loader.num_batches();
   stats_ = PhaseStats(options_.warmup_steps);
   clock_.set_enabled(options_.timing);
-  SlowCallbackWarning slow_callbacks(
-      [this](const std::string& text) {
-        if (options_.warn) {
-          options_.warn(text);
-        } else {
-          std::cerr << "fitscope: warning: " << text << "\n";
-        }
-      },
-      options_.slow_callback_threshold);
+  warnings_.clear();
+  const auto warn = [this](const std::string& text) { this->warn(text); };
+  SlowCallbackWarning slow_callbacks(warn, options_.slow_callback_threshold);
   if (clock_overhead_ns_ == 0) clock_overhead_ns_ = calibrate_clock();  // once per trainer
   stop_requested_ = false;
   History history;
@@ -183,7 +164,6 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   auto finish_sinks = [&] {
     fold();
     slow_callbacks.check(callbacks, stats_);
-    warnings_ = slow_callbacks.warnings();
     callback_timings_.clear();
     for (const CallbackTiming* t : callbacks.timings()) callback_timings_.push_back(*t);
     const std::vector<CallbackSpan> spans = callbacks.take_spans();
@@ -249,8 +229,10 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
         if (stop_requested_) break;
       }
       Logs epoch_logs = train_metrics_->logs();
+      train_metrics_->warn_undefined(warn, "");
       if (validation) {
         epoch_logs.merge(run_evaluation(*validation, o.batch_size, callbacks).with_prefix("val_"));
+        test_metrics_->warn_undefined(warn, "val_");
         model_->train(true);
       }
       epoch_logs.set("lr", learning_rate());

@@ -276,3 +276,13 @@ TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
   expect_usage_error({"train", "--callback-mode", "threads"}, "--callback-mode: threads not in {sync,async}");
   expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds >= 0, got '-5'");
 }
+
+TEST(TrainCommand, ChosenMetricsAppearInTheLogsWithValidationTwins) {
+  TempDir tmp;
+  const json s = short_run(tmp.path() + "/run", {"--metrics", "accuracy,precision,recall,f1,auc,top_3_accuracy,mae"});
+  for (const char* key : {"accuracy", "precision", "recall", "f1", "auc", "top_3_accuracy", "mean_absolute_error"}) {
+    EXPECT_TRUE(s.at("logs").contains(key)) << key;
+    EXPECT_TRUE(s.at("logs").contains(std::string("val_") + key)) << key;
+  }
+  expect_usage_error({"train", "--metrics", "accuracy,f7"}, "--metrics: unknown metric 'f7'");
+}

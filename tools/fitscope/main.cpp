@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "fitscope/metrics/metric.hpp"
 #include "train_command.hpp"
 
 namespace {
@@ -66,6 +67,16 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
       ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
   command->add_option("--slow-callback-ms", o.slow_callback_ms, "Add a callback costing this many ms per batch")
       ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
+  command->add_option("--metrics", o.metrics, "Comma-separated metrics besides the loss (accuracy, top_k_accuracy, precision, recall, f1[_macro|_micro], auc, mse, mae)")
+      ->delimiter(',')
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        try {
+          fitscope::make_metric(v);
+          return {};
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      }, "METRIC"))->capture_default_str();
   command->add_option("--callback-mode", o.callback_mode, "How the observing callbacks run: sync, or async (off the training thread)")
       ->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
 }

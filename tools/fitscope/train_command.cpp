@@ -94,6 +94,7 @@ struct Session {
     options.learning_rate = o.lr;
     options.device = device;
     options.warmup_steps = o.warmup_steps;
+    options.metrics = o.metrics;
     return std::make_unique<Trainer>(make_seed_model(o.model), options);
   }
 

@@ -28,6 +28,7 @@ struct TrainCommandOptions {
   double load_delay_ms = 0;         ///< --load-delay-ms: artificial loader delay per batch
   double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch
   std::string callback_mode = "sync";  ///< --callback-mode sync|async for the observing callbacks
+  std::vector<std::string> metrics = {"accuracy"};  ///< --metrics: besides the loss; validation gets val_
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.

@@ -4,11 +4,13 @@
 ///
 /// The state is a list of tensors that add across shards (sums and counts, never ratios): summing the
 /// states of several ranks and calling result() gives the metric of the union. Built-ins:
-/// "accuracy" and the running mean of the loss ("loss"). Not thread-safe; owned by the training loop.
+/// the running mean of the loss ("loss") here; accuracy and the others in their own headers.
+/// Not thread-safe; owned by the training loop.
 
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,8 @@ class Metric {
   virtual std::vector<at::Tensor> state() const = 0;
   /// Replaces the state, e.g. with the sum of every rank's state.
   virtual void load_state(const std::vector<at::Tensor>& state) = 0;
+  /// Why result() is not fully defined (a zero denominator counted as 0), or nothing.
+  virtual std::optional<std::string> undefined() const { return std::nullopt; }
 };
 
 /// The running mean of the batch losses, weighted by batch size. Key "loss".
@@ -40,29 +44,18 @@ class MeanLoss : public Metric {
   void reset() override;
   std::vector<at::Tensor> state() const override;
   void load_state(const std::vector<at::Tensor>& state) override;
+  /// Adds a precomputed sum of per-example losses over `count` examples (a group of batches).
+  void add_sum(const at::Tensor& loss_sum, int64_t count);
 
  private:
   at::Tensor sum_;    // float64, on the device of the loss
   int64_t count_ = 0;
 };
 
-/// Fraction of examples whose predicted class (argmax of the outputs; > 0.5 for one output column)
-/// equals the target. Key "accuracy".
-class Accuracy : public Metric {
- public:
-  std::string name() const override { return "accuracy"; }
-  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) override;
-  double result() const override;
-  void reset() override;
-  std::vector<at::Tensor> state() const override;
-  void load_state(const std::vector<at::Tensor>& state) override;
-
- private:
-  at::Tensor correct_;  // int64, on the device of the outputs
-  int64_t count_ = 0;
-};
-
-/// The metric named `name`; throws std::invalid_argument naming it and the known names.
+/// The metric named `name`: "loss", "accuracy", "top_k_accuracy" (k = 5) or "top_<k>_accuracy",
+/// "precision", "recall", "f1" and their "_macro" / "_micro" / "_binary" forms, "auc",
+/// "mean_squared_error" ("mse"), "mean_absolute_error" ("mae"). Throws std::invalid_argument naming
+/// the name and the known ones.
 std::unique_ptr<Metric> make_metric(const std::string& name);
 
 }  // namespace fitscope

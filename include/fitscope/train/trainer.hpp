@@ -21,6 +21,7 @@
 #include "fitscope/callbacks/callback.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
 #include "fitscope/metrics/metric.hpp"
+#include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/step_sink.hpp"
@@ -130,11 +131,11 @@ class Trainer {
   double clock_overhead_ns_per_step() const { return clock_overhead_ns_; }
   /// Per callback and hook, the last fit's callback timings.
   const std::vector<CallbackTiming>& callback_timings() const { return callback_timings_; }
-  /// The warnings of the last fit.
+  /// The warnings of the last fit (slow callbacks, metrics with a zero denominator).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
-  struct MetricSet;
+  void warn(const std::string& text);
   Logs run_evaluation(const TensorDataset& data, int64_t batch_size, CallbackList& callbacks);
 
   std::shared_ptr<Model> model_;

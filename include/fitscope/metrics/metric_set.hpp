@@ -1,0 +1,50 @@
+#pragma once
+/// MetricSet: the running loss and the chosen metrics of one loop (training or validation), as the
+/// trainer keeps them. Batches are fed to the metrics in groups of `group`: losses stacked, outputs
+/// and targets concatenated, so that the per-batch cost of the metrics (argmax, confusion counts,
+/// ...) is paid once per group instead of once per batch. Reading logs() first feeds what is
+/// pending, so every read sees every batch. The tensors handed to update() are kept until then; they
+/// must not be modified in place. Not thread-safe; owned by the training loop.
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fitscope/metrics/metric.hpp"
+#include "fitscope/train/logs.hpp"
+
+namespace fitscope {
+
+class MetricSet {
+ public:
+  /// `names` besides the loss (see make_metric); throws std::invalid_argument for an unknown name.
+  explicit MetricSet(const std::vector<std::string>& names, std::size_t group = 16);
+
+  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss);
+  /// Forgets every update.
+  void reset();
+  /// "loss" then each metric, by name (feeds what is pending first).
+  Logs logs();
+  /// Calls `warn` once per metric (and `prefix`) whose value had a zero denominator.
+  void warn_undefined(const std::function<void(const std::string&)>& warn, const std::string& prefix);
+  /// The metrics, loss first (feeds what is pending first).
+  const std::vector<std::unique_ptr<Metric>>& metrics();
+
+ private:
+  void feed();
+
+  std::vector<std::unique_ptr<Metric>> metrics_;  // [0] is the loss mean
+  MeanLoss* loss_;
+  std::size_t group_;
+  std::vector<at::Tensor> pending_losses_;
+  std::vector<int64_t> pending_sizes_;
+  std::vector<at::Tensor> pending_outputs_;
+  std::vector<at::Tensor> pending_targets_;
+  std::set<std::string> warned_;
+};
+
+}  // namespace fitscope
