@@ -115,6 +115,12 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
     throw std::invalid_argument("validation split must be in [0, 1), got " + std::to_string(o.validation_split));
   }
 
+  if (o.metrics) {  // built first: an unknown name leaves the trainer as it was
+    auto train_metrics = std::make_unique<MetricSet>(*o.metrics);
+    test_metrics_ = std::make_unique<MetricSet>(*o.metrics);
+    train_metrics_ = std::move(train_metrics);
+    options_.metrics = *o.metrics;
+  }
   TensorDataset train = data;
   std::optional<TensorDataset> validation = o.validation_data;
   if (!validation && o.validation_split > 0) {

@@ -157,3 +157,15 @@ TEST(Trainer, EvaluateAgreesWithTheValidationLogsOfFit) {
   EXPECT_NEAR(logs.at("loss"), h.last().at("val_loss"), 1e-6);
   EXPECT_DOUBLE_EQ(logs.at("accuracy"), h.last().at("val_accuracy"));
 }
+
+TEST(Trainer, MetricsChosenInFitOptionsReplaceTheTrainersAndGetValidationTwins) {
+  Trainer trainer{models::Mlp()};
+  FitOptions fit;
+  fit.metrics = std::vector<std::string>{"precision", "top_3_accuracy"};
+  fit.validation_split = 0.25;
+  const History h = trainer.fit(small_synthetic(400), fit);
+  EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss", "precision", "top_3_accuracy", "val_loss",
+                                                       "val_precision", "val_top_3_accuracy", "lr"}));
+  fit.metrics = std::vector<std::string>{"f9"};
+  EXPECT_EQ(message_of([&] { trainer.fit(small_synthetic(400), fit); }).rfind("unknown metric 'f9'", 0), 0u);
+}

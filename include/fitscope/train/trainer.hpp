@@ -67,6 +67,8 @@ struct FitOptions {
   std::optional<int64_t> steps_per_epoch;
   std::vector<std::shared_ptr<Callback>> callbacks;  ///< called in order
   std::vector<std::shared_ptr<StepSink>> step_sinks;  ///< get every StepRecord (steps.csv, ...)
+  /// Metrics for this fit and later evaluations (replacing TrainerOptions::metrics); unset = keep.
+  std::optional<std::vector<std::string>> metrics;
 };
 
 struct EvaluateOptions {
