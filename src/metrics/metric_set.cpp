@@ -24,10 +24,11 @@ MetricSet::MetricSet(const std::vector<std::string>& names, std::size_t group) :
 }
 
 void MetricSet::update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) {
-  pending_losses_.push_back(loss);
+  // kept tensors are detached: a kept autograd graph would hold the step's activations alive
+  pending_losses_.push_back(loss.requires_grad() ? loss.detach() : loss);
   pending_sizes_.push_back(targets.size(0));
   if (metrics_.size() > 1) {
-    pending_outputs_.push_back(outputs);
+    pending_outputs_.push_back(outputs.requires_grad() ? outputs.detach() : outputs);
     pending_targets_.push_back(targets);
   }
   if (pending_losses_.size() >= group_) feed();

@@ -3,8 +3,8 @@
 /// trainer keeps them. Batches are fed to the metrics in groups of `group`: losses stacked, outputs
 /// and targets concatenated, so that the per-batch cost of the metrics (argmax, confusion counts,
 /// ...) is paid once per group instead of once per batch. Reading logs() first feeds what is
-/// pending, so every read sees every batch. The tensors handed to update() are kept until then; they
-/// must not be modified in place. Not thread-safe; owned by the training loop.
+/// pending, so every read sees every batch. The tensors handed to update() are kept (detached from
+/// any autograd graph) until then; they must not be modified in place. Not thread-safe; owned by the training loop.
 
 #include <ATen/core/Tensor.h>
 
