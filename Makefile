@@ -38,6 +38,7 @@ test: build
 bench: build
 	$(BUILD_DIR)/bench/bench_fit_vs_handwritten
 	$(BUILD_DIR)/bench/bench_step_accounting
+	$(BUILD_DIR)/bench/bench_metrics_cost
 
 clean:
 	rm -rf $(BUILD_DIR)
