@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "state_check.hpp"
+
 namespace fitscope {
 
 void ConfusionState::update(const at::Tensor& outputs, const at::Tensor& targets) {
@@ -90,9 +92,7 @@ std::vector<at::Tensor> ConfusionMetric::state() const {
 }
 
 void ConfusionMetric::load_state(const std::vector<at::Tensor>& state) {
-  if (state.size() != 1) {
-    throw std::invalid_argument(name_ + " state has 1 tensor, got " + std::to_string(state.size()));
-  }
+  expect_state_size(state, 1, name_);
   state_->matrix = state[0].numel() ? state[0].to(at::kLong).clone() : at::Tensor();
 }
 
