@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "fitscope/fitscope.hpp"
+#include "rounds.hpp"
 
 using namespace fitscope;
 using Clock = std::chrono::steady_clock;
+using fitscope::bench::median;
 
 namespace {
 
@@ -53,10 +55,6 @@ double handwritten_epoch(Module& model, torch::optim::Adam& optimizer, const Ten
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 template <typename Module>
 void compare(const char* name, int64_t batch_size, int64_t examples, int64_t steps, int rounds, double goal) {

@@ -10,15 +10,11 @@
 #include <vector>
 
 #include "fitscope/fitscope.hpp"
+#include "rounds.hpp"
 
 using namespace fitscope;
 
-namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-}  // namespace
+using fitscope::bench::median;
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;

@@ -18,43 +18,12 @@
 #include <vector>
 
 #include "fitscope/fitscope.hpp"
+#include "rounds.hpp"
 
 using namespace fitscope;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double seconds(const std::function<void()>& f) {
-  const auto start = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// Median over rounds of time(b) / time(a), alternating which goes first.
-double paired_ratio(int rounds, const std::function<void()>& a, const std::function<void()>& b) {
-  a();
-  b();
-  std::vector<double> ratios;
-  for (int r = 0; r < rounds; ++r) {
-    double ta, tb;
-    if (r % 2 == 0) {
-      ta = seconds(a);
-      tb = seconds(b);
-    } else {
-      tb = seconds(b);
-      ta = seconds(a);
-    }
-    ratios.push_back(tb / ta);
-  }
-  return median(ratios);
-}
-
-}  // namespace
+using fitscope::bench::paired_ratio;
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 21;
