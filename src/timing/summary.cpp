@@ -43,6 +43,7 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
   }
   json out = {
       {"model", info.model},
+      {"epochs", info.epochs},
       {"steps", stats.steps()},
       {"warmup_steps", std::min(stats.warmup_steps(), stats.steps())},
       {"measured_steps", stats.measured_steps()},

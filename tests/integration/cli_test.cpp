@@ -46,6 +46,10 @@ json check_run_directory(const std::string& dir) {
   }
   EXPECT_NEAR(shares, 1.0, 0.01);
 
+  const auto epochs = lines_of(read_file(dir + "/metrics.csv"));
+  EXPECT_EQ(epochs.front().rfind("epoch,", 0), 0u) << epochs.front();
+  EXPECT_NE(epochs.front().find(",loss"), std::string::npos) << epochs.front();
+  EXPECT_EQ(static_cast<int64_t>(epochs.size()) - 1, static_cast<int64_t>(summary.at("epochs").get<int64_t>()));
   const auto rows = lines_of(read_file(dir + "/steps.csv"));
   EXPECT_EQ(rows.front(),
             "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,"

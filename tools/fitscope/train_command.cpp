@@ -135,6 +135,9 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   auto trainer = session.make_trainer(o);
   const fs::path run_dir = make_run_dir(o.run_dir, o.model);
   FitOptions fit = session.fit_options(o, /*progress=*/true);
+  auto csv_logger = std::make_shared<CSVLogger>((run_dir / "metrics.csv").string());
+  csv_logger->set_async(o.callback_mode == "async");
+  fit.callbacks.push_back(csv_logger);
   fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((run_dir / "steps.csv").string()));
   fit.step_sinks.push_back(std::make_shared<TraceWriter>((run_dir / "trace.json").string()));
 
@@ -147,6 +150,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   RunInfo info;
   info.model = o.model;
   info.wall_s = wall_s;
+  info.epochs = static_cast<int64_t>(history.epochs().size());
   info.threads = session.threads;
   info.batch_size = o.batch_size;
   info.device = session.device.str();

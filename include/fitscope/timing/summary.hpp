@@ -19,6 +19,7 @@ namespace fitscope {
 struct RunInfo {
   std::string model;            ///< model name ("cnn", "mlp", a file)
   double wall_s = 0;            ///< wall time of the whole fit, validation included
+  int64_t epochs = 0;           ///< epochs that ran
   int64_t threads = 1;          ///< intra-op threads
   int64_t world_size = 1;       ///< processes
   int64_t batch_size = 0;       ///< examples per step (per process)

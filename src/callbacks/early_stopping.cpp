@@ -1,0 +1,64 @@
+#include "fitscope/callbacks/early_stopping.hpp"
+
+#include <ATen/ATen.h>
+
+#include <iostream>
+#include <stdexcept>
+
+#include "fitscope/train/trainer.hpp"
+
+namespace fitscope {
+
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options)
+    : options_(std::move(options)), monitor_(options_.monitor, options_.mode) {
+  if (options_.patience < 0) {
+    throw std::invalid_argument("EarlyStopping patience must be >= 0, got " + std::to_string(options_.patience));
+  }
+}
+
+void EarlyStopping::on_train_begin(const Logs&) {
+  wait_ = 0;
+  stopped_epoch_ = 0;
+  best_ = monitor_.worst();
+  best_epoch_ = 0;
+  best_weights_.clear();
+}
+
+void EarlyStopping::save_weights() {
+  best_weights_.clear();
+  for (auto& [name, tensor] : trainer().model().named_state()) best_weights_.push_back(tensor.detach().clone());
+}
+
+void EarlyStopping::restore_weights() {
+  at::NoGradGuard no_grad;
+  auto state = trainer().model().named_state();
+  for (std::size_t i = 0; i < state.size() && i < best_weights_.size(); ++i) state[i].second.copy_(best_weights_[i]);
+}
+
+void EarlyStopping::on_epoch_end(int64_t epoch, const Logs& logs) {
+  const auto current = monitor_.read(logs);
+  if (!current) {
+    std::cerr << "fitscope: warning: EarlyStopping watches '" << monitor_.key()
+              << "', which the logs do not have (keys: ";
+    for (const auto& key : logs.keys()) std::cerr << key << " ";
+    std::cerr << ")\n";
+    return;
+  }
+  if (options_.restore_best_weights && best_weights_.empty()) save_weights();
+  if (epoch < options_.start_from_epoch) return;
+  ++wait_;
+  if (monitor_.improves(*current, best_, options_.min_delta)) {
+    best_ = *current;
+    best_epoch_ = epoch;
+    if (options_.restore_best_weights) save_weights();
+    if (!options_.baseline || monitor_.improves(*current, *options_.baseline, 0)) wait_ = 0;
+    return;
+  }
+  if (wait_ >= options_.patience && epoch > 0) {
+    stopped_epoch_ = epoch;
+    trainer().request_stop();
+    if (options_.restore_best_weights && !best_weights_.empty()) restore_weights();
+  }
+}
+
+}  // namespace fitscope

@@ -1,0 +1,41 @@
+#include "fitscope/callbacks/reduce_lr_on_plateau.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "fitscope/train/trainer.hpp"
+
+namespace fitscope {
+
+ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options)
+    : options_(std::move(options)), monitor_(options_.monitor, options_.mode) {
+  if (!(options_.factor > 0 && options_.factor < 1)) {
+    throw std::invalid_argument("ReduceLROnPlateau factor must be in (0, 1), got " + std::to_string(options_.factor));
+  }
+}
+
+void ReduceLROnPlateau::on_train_begin(const Logs&) {
+  best_ = monitor_.worst();
+  wait_ = 0;
+  cooldown_counter_ = 0;
+}
+
+void ReduceLROnPlateau::on_epoch_end(int64_t, const Logs& logs) {
+  const auto current = monitor_.read(logs);
+  if (!current) return;
+  if (cooldown_counter_ > 0) {
+    --cooldown_counter_;
+    wait_ = 0;
+  }
+  if (monitor_.improves(*current, best_, options_.min_delta)) {
+    best_ = *current;
+    wait_ = 0;
+  } else if (cooldown_counter_ == 0 && ++wait_ >= options_.patience) {
+    const double lr = trainer().learning_rate();
+    if (lr > options_.min_lr) trainer().set_learning_rate(std::max(lr * options_.factor, options_.min_lr));
+    cooldown_counter_ = options_.cooldown;
+    wait_ = 0;
+  }
+}
+
+}  // namespace fitscope

@@ -1,0 +1,18 @@
+#include "fitscope/callbacks/terminate_on_nan.hpp"
+
+#include <cmath>
+#include <iostream>
+
+#include "fitscope/train/trainer.hpp"
+
+namespace fitscope {
+
+void TerminateOnNaN::on_train_batch_end(int64_t batch, const Logs& logs) {
+  const auto loss = logs.get("loss");
+  if (loss && !std::isfinite(*loss)) {
+    std::cerr << "fitscope: batch " << batch << ": invalid loss " << *loss << ", terminating training\n";
+    trainer().request_stop();
+  }
+}
+
+}  // namespace fitscope

@@ -1,0 +1,172 @@
+#include <gtest/gtest.h>
+
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "fitscope/callbacks/csv_logger.hpp"
+#include "fitscope/callbacks/early_stopping.hpp"
+#include "fitscope/callbacks/learning_rate_scheduler.hpp"
+#include "fitscope/callbacks/reduce_lr_on_plateau.hpp"
+#include "fitscope/callbacks/terminate_on_nan.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+
+namespace {
+
+/// Drives a callback's epoch hooks with scripted logs, attached to a real trainer.
+struct Driver {
+  Trainer trainer{torch::nn::Linear(2, 2)};
+  int64_t run(Callback& callback, const std::string& key, const std::vector<double>& values) {
+    callback.set_trainer(&trainer);
+    callback.on_train_begin({});
+    int64_t epoch = 0;
+    for (; epoch < static_cast<int64_t>(values.size()); ++epoch) {
+      callback.on_epoch_end(epoch, Logs{{key, values[epoch]}});
+      if (trainer.stop_requested()) break;
+    }
+    return epoch;  // the epoch at which a stop was requested, or the count
+  }
+};
+
+}  // namespace
+
+TEST(EarlyStopping, StopsAfterPatienceEpochsWithoutImprovementLikeKeras) {
+  Driver d;
+  EarlyStopping es({"val_loss", 0, 2});
+  EXPECT_EQ(d.run(es, "val_loss", {1.0, 0.9, 0.95, 0.96, 0.97, 0.5}), 3);
+  EXPECT_EQ(es.stopped_epoch(), 3);
+  EXPECT_DOUBLE_EQ(es.best(), 0.9);
+  EXPECT_EQ(es.best_epoch(), 1);
+}
+
+TEST(EarlyStopping, MinDeltaBaselineModeAndStartFromEpoch) {
+  {
+    Driver d;  // improvements smaller than min_delta do not count
+    EarlyStopping es({"val_loss", 0.1, 1});
+    EXPECT_EQ(d.run(es, "val_loss", {1.0, 0.95, 0.5}), 1);
+  }
+  {
+    Driver d;  // accuracy is maximised under auto
+    EarlyStopping es({"val_accuracy", 0, 1});
+    EXPECT_EQ(d.run(es, "val_accuracy", {0.5, 0.6, 0.55, 0.7}), 2);
+  }
+  {
+    Driver d;  // improvements that do not beat the baseline do not reset the count (as in Keras)
+    EarlyStoppingOptions o{"val_loss", 0, 2};
+    o.baseline = 0.5;
+    EarlyStopping es(o);
+    EXPECT_EQ(d.run(es, "val_loss", {1.0, 0.9, 0.9, 0.9}), 2);  // without the baseline: 3
+  }
+  {
+    Driver d;  // the first epochs are not watched
+    EarlyStoppingOptions o{"val_loss", 0, 0};
+    o.start_from_epoch = 3;
+    EarlyStopping es(o);
+    EXPECT_EQ(d.run(es, "val_loss", {1.0, 2.0, 3.0, 4.0, 5.0}), 4);
+  }
+  EXPECT_THROW(EarlyStopping({"val_loss", 0, 0, "up"}), std::invalid_argument);
+}
+
+TEST(EarlyStopping, RestoresTheBestWeightsWhenItStops) {
+  Driver d;
+  EarlyStoppingOptions o{"val_loss", 0, 1};
+  o.restore_best_weights = true;
+  EarlyStopping es(o);
+  es.set_trainer(&d.trainer);
+  es.on_train_begin({});
+  auto weight = d.trainer.model().named_state().front().second;
+  auto set_weight = [&](float v) {
+    torch::NoGradGuard g;
+    weight.fill_(v);
+  };
+  set_weight(1);
+  es.on_epoch_end(0, Logs{{"val_loss", 0.5}});  // best
+  set_weight(2);
+  es.on_epoch_end(1, Logs{{"val_loss", 0.9}});  // worse: stops, restores
+  EXPECT_TRUE(d.trainer.stop_requested());
+  EXPECT_EQ(weight.min().item<float>(), 1.0f);
+  EXPECT_EQ(weight.max().item<float>(), 1.0f);
+}
+
+TEST(ReduceLROnPlateau, ReducesAfterPatienceThenCoolsDownAndStopsAtMinLr) {
+  Driver d;
+  d.trainer.set_learning_rate(1.0);
+  ReduceLROnPlateauOptions o;
+  o.factor = 0.5;
+  o.patience = 1;
+  o.cooldown = 2;  // Keras counts the reduction's epoch into the cooldown
+  o.min_lr = 0.2;
+  ReduceLROnPlateau r(o);
+  r.set_trainer(&d.trainer);
+  r.on_train_begin({});
+  std::vector<double> lrs;
+  for (int64_t e = 0; e < 7; ++e) {
+    r.on_epoch_end(e, Logs{{"val_loss", 1.0}});  // never improves after the first epoch
+    lrs.push_back(d.trainer.learning_rate());
+  }
+  EXPECT_EQ(lrs, (std::vector<double>{1.0, 0.5, 0.5, 0.25, 0.25, 0.2, 0.2}));
+}
+
+TEST(LearningRateScheduler, SetsTheRateAtEachEpochStartAndTheLogsShowIt) {
+  torch::manual_seed(0);
+  Trainer trainer{torch::nn::Linear(4, 3)};
+  FitOptions fit;
+  fit.epochs = 3;
+  fit.callbacks = {std::make_shared<LearningRateScheduler>([](int64_t epoch, double lr) {
+    return epoch == 0 ? 0.1 : lr / 10;
+  })};
+  const History h = trainer.fit(TensorDataset(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong)), fit);
+  ASSERT_EQ(h.at("lr").size(), 3u);
+  EXPECT_NEAR(h.at("lr")[0], 0.1, 1e-12);
+  EXPECT_NEAR(h.at("lr")[1], 0.01, 1e-12);
+  EXPECT_NEAR(h.at("lr")[2], 0.001, 1e-12);
+}
+
+TEST(TerminateOnNaN, StopsAfterTheBatchWhoseLossIsNotFinite) {
+  TrainerOptions options;
+  int64_t step = 0;
+  options.train_step = [&step](const Batch& batch, StepContext& ctx) {
+    StepOutput out = standard_train_step(batch, ctx);
+    if (++step == 3) out.loss = at::scalar_tensor(std::numeric_limits<float>::quiet_NaN());
+    return out;
+  };
+  Trainer trainer(make_model(torch::nn::Linear(4, 3)), options);
+  FitOptions fit;
+  fit.epochs = 5;
+  fit.batch_size = 2;  // 5 steps an epoch
+  fit.callbacks = {std::make_shared<TerminateOnNaN>()};
+  trainer.fit(TensorDataset(torch::randn({10, 4}), torch::randint(3, {10}, torch::kLong)), fit);
+  EXPECT_EQ(trainer.global_step(), 3);
+}
+
+TEST(CSVLogger, WritesTheHeaderAndOneRowPerEpochWithSortedKeys) {
+  const auto path = (std::filesystem::temp_directory_path() / "fitscope_csv_logger_test.csv").string();
+  torch::manual_seed(0);
+  Trainer trainer{torch::nn::Linear(4, 3)};
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.validation_split = 0.5;
+  fit.callbacks = {std::make_shared<CSVLogger>(path)};
+  const History h = trainer.fit(TensorDataset(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong)), fit);
+  std::ifstream in(path);
+  std::string header, row0, row1, extra;
+  std::getline(in, header);
+  std::getline(in, row0);
+  std::getline(in, row1);
+  EXPECT_FALSE(std::getline(in, extra));
+  EXPECT_EQ(header, "epoch,accuracy,loss,lr,val_accuracy,val_loss");
+  EXPECT_EQ(row0.substr(0, 2), "0,");
+  EXPECT_EQ(row1.substr(0, 2), "1,");
+  std::istringstream cells(row1);
+  std::string cell;
+  std::getline(cells, cell, ',');
+  std::getline(cells, cell, ',');
+  EXPECT_DOUBLE_EQ(std::stod(cell), h.at("accuracy")[1]);
+  std::filesystem::remove(path);
+}
