@@ -41,7 +41,7 @@ CallbackList::CallbackList(std::vector<std::shared_ptr<Callback>> callbacks) {
 
 void CallbackList::add(std::shared_ptr<Callback> callback) {
   if (!callback) throw std::invalid_argument("a callback list cannot hold a null callback");
-  if (callback->async() && callback->mode() != "async") {
+  if (callback->async() && !callback->changes_training() && callback->mode() != "async") {
     callback = std::make_shared<AsyncCallback>(std::move(callback));
   }
   callbacks_.push_back(std::move(callback));

@@ -3,8 +3,11 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <string>
+#include <vector>
 #include <thread>
 
+#include "fitscope/callbacks/async_callback.hpp"
 #include "fitscope/callbacks/async_executor.hpp"
 
 using fitscope::AsyncExecutor;
@@ -80,4 +83,40 @@ TEST(AsyncExecutor, RejectsAZeroCapacity) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "async queue capacity must be >= 1, got 0");
   }
+}
+
+namespace {
+
+class Recorder : public fitscope::Callback {
+ public:
+  std::vector<std::string> calls;
+  void on_epoch_begin(int64_t epoch, const fitscope::Logs&) override { calls.push_back("epoch_begin " + std::to_string(epoch)); }
+  void on_train_batch_end(int64_t batch, const fitscope::Logs& logs) override {
+    calls.push_back("batch_end " + std::to_string(batch) + " loss " + std::to_string(logs.at("loss")));
+  }
+  void on_epoch_end(int64_t epoch, const fitscope::Logs&) override { calls.push_back("epoch_end " + std::to_string(epoch)); }
+};
+
+}  // namespace
+
+TEST(AsyncCallback, DeliversEveryHookInOrderWithASnapshotOfTheLogs) {
+  auto recorder = std::make_shared<Recorder>();
+  std::vector<std::string> expected;
+  {
+    fitscope::AsyncCallback async(recorder, 2);  // a tiny queue: the training thread waits often
+    fitscope::Logs logs;
+    for (int64_t epoch = 0; epoch < 3; ++epoch) {
+      async.on_epoch_begin(epoch, logs);
+      expected.push_back("epoch_begin " + std::to_string(epoch));
+      for (int64_t batch = 0; batch < 50; ++batch) {
+        logs.set("loss", static_cast<double>(batch));  // mutated right after the call: the copy must be used
+        async.on_train_batch_end(batch, logs);
+        expected.push_back("batch_end " + std::to_string(batch) + " loss " + std::to_string(static_cast<double>(batch)));
+      }
+      async.on_epoch_end(epoch, logs);  // waits for every batch event
+      expected.push_back("epoch_end " + std::to_string(epoch));
+      EXPECT_EQ(recorder->calls.size(), expected.size());
+    }
+  }
+  EXPECT_EQ(recorder->calls, expected);
 }

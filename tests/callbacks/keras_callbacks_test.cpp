@@ -170,3 +170,13 @@ TEST(CSVLogger, WritesTheHeaderAndOneRowPerEpochWithSortedKeys) {
   EXPECT_DOUBLE_EQ(std::stod(cell), h.at("accuracy")[1]);
   std::filesystem::remove(path);
 }
+
+TEST(CallbackList, NeverMovesACallbackThatChangesTrainingOffTheTrainingThread) {
+  auto stopper = std::make_shared<EarlyStopping>();
+  stopper->set_async(true);
+  auto logger = std::make_shared<CSVLogger>("/dev/null");
+  logger->set_async(true);
+  CallbackList list({stopper, logger});
+  EXPECT_EQ(list.callbacks()[0]->mode(), "sync");
+  EXPECT_EQ(list.callbacks()[1]->mode(), "async");
+}

@@ -35,6 +35,9 @@ class Callback {
   virtual int64_t stall_ns() const { return 0; }
   /// Hands over (and forgets) the spans of hook calls run off the training thread (async only).
   virtual std::vector<CallbackSpan> take_spans() { return {}; }
+  /// Whether this callback changes training (stops it, sets the learning rate, ...): such callbacks
+  /// always run on the training thread, whatever async() says. Default false.
+  virtual bool changes_training() const { return false; }
   /// Asks to run this callback off the training thread (CallbackList wraps it in an AsyncCallback).
   /// For callbacks that only observe: logging, progress, saving predictions. Default off.
   void set_async(bool async) { async_ = async; }
@@ -75,7 +78,8 @@ class CallbackList {
   CallbackList() = default;
   explicit CallbackList(std::vector<std::shared_ptr<Callback>> callbacks);
 
-  /// Appends `callback`; one whose async() is set is wrapped in an AsyncCallback.
+  /// Appends `callback`; one whose async() is set (and that does not change training) is wrapped in
+  /// an AsyncCallback.
   void add(std::shared_ptr<Callback> callback);
   void set_trainer(Trainer* trainer);
   /// Whether any callback reads batch logs.

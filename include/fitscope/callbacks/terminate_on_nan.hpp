@@ -8,6 +8,7 @@ namespace fitscope {
 
 class TerminateOnNaN : public Callback {
  public:
+  bool changes_training() const override { return true; }
   void on_train_batch_end(int64_t batch, const Logs& logs) override;
 };
 
