@@ -141,8 +141,17 @@ TEST(TerminateOnNaN, StopsAfterTheBatchWhoseLossIsNotFinite) {
   fit.epochs = 5;
   fit.batch_size = 2;  // 5 steps an epoch
   fit.callbacks = {std::make_shared<TerminateOnNaN>()};
-  trainer.fit(TensorDataset(torch::randn({10, 4}), torch::randint(3, {10}, torch::kLong)), fit);
+  const TensorDataset data(torch::randn({10, 4}), torch::randint(3, {10}, torch::kLong));
+  trainer.fit(data, fit);
   EXPECT_EQ(trainer.global_step(), 3);
+  step = 0;
+  fit.callbacks = {std::make_shared<TerminateOnNaN>(/*raise_error=*/true)};
+  try {
+    trainer.fit(data, fit);
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "TerminateOnNaN: batch 2 has an invalid loss (nan)");
+  }
 }
 
 TEST(CSVLogger, WritesTheHeaderAndOneRowPerEpochWithSortedKeys) {

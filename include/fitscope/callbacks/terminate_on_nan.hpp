@@ -1,6 +1,7 @@
 #pragma once
 /// TerminateOnNaN: Keras's TerminateOnNaN. Stops training after a batch whose running loss is NaN or
-/// infinite. Reads batch logs. Changes training: runs on the training thread.
+/// infinite, or, with `raise_error`, fails the run with a std::runtime_error naming the batch. Reads
+/// batch logs. Changes training: runs on the training thread.
 
 #include "fitscope/callbacks/callback.hpp"
 
@@ -9,7 +10,11 @@ namespace fitscope {
 class TerminateOnNaN : public Callback {
  public:
   bool changes_training() const override { return true; }
+  explicit TerminateOnNaN(bool raise_error = false) : raise_error_(raise_error) {}
   void on_train_batch_end(int64_t batch, const Logs& logs) override;
+
+ private:
+  bool raise_error_;
 };
 
 }  // namespace fitscope
