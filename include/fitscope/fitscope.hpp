@@ -16,6 +16,7 @@
 #include "fitscope/callbacks/slow_callback.hpp"
 #include "fitscope/callbacks/slow_callback_warning.hpp"
 #include "fitscope/callbacks/terminate_on_nan.hpp"
+#include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/data/batch.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/synthetic.hpp"

@@ -8,13 +8,17 @@ SlowCallbackWarning::SlowCallbackWarning(Warn warn, double threshold)
     : warn_(std::move(warn)), threshold_(threshold) {}
 
 void SlowCallbackWarning::check(const CallbackList& callbacks, const PhaseStats& stats) {
-  if (stats.measured_steps() == 0) return;
-  const double step_p50 = stats.step_quantiles().quantile(0.5);
-  if (step_p50 <= 0) return;
+  if (stats.measured_steps() == 0 || !warn_) return;
+  // the hook's p50 <= its max, the step's p50 >= its min: below that bound it cannot be slow
+  const double cannot_be_slow = threshold_ * static_cast<double>(stats.step_quantiles().min());
+  double step_p50 = -1;  // read once, and only when some hook may be slow
   for (std::size_t i = 0; i < callbacks.callbacks().size(); ++i) {
     for (Hook hook : {Hook::on_train_batch_begin, Hook::on_train_batch_end}) {
       const CallbackTiming* timing = callbacks.timing(i, hook);
       if (!timing || warned_.count({i, hook})) continue;
+      if (static_cast<double>(timing->durations.max()) < cannot_be_slow) continue;
+      if (step_p50 < 0) step_p50 = stats.step_quantiles().quantile(0.5);
+      if (step_p50 <= 0) return;
       const double p50 = timing->durations.quantile(0.5);
       if (p50 < threshold_ * step_p50) continue;
       warned_.insert({i, hook});
@@ -28,8 +32,7 @@ void SlowCallbackWarning::check(const CallbackList& callbacks, const PhaseStats&
                                       "(e.g. log every 50 batches)"
                                     : "run it off the training thread (--callback-mode async) or make it act every "
                                       "N batches (e.g. log every 50 batches)";
-      warnings_.push_back(text + fix);
-      if (warn_) warn_(warnings_.back());
+      warn_(text + fix);
     }
   }
 }

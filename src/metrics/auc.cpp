@@ -34,26 +34,31 @@ void Auc::update(const at::Tensor& outputs, const at::Tensor& targets, const at:
 
 std::pair<double, bool> Auc::compute() const {
   if (!positives_.defined()) return {0.0, false};
-  const at::Tensor pos = positives_.to(at::kCPU).to(at::kDouble), neg = negatives_.to(at::kCPU).to(at::kDouble);
+  // one copy to the host, then plain loops: no tensor operation per bin (logs may be read per batch)
+  const at::Tensor pos_counts = positives_.to(at::kCPU).to(at::kDouble).contiguous();
+  const at::Tensor neg_counts = negatives_.to(at::kCPU).to(at::kDouble).contiguous();
+  const auto pos = pos_counts.accessor<double, 2>(), neg = neg_counts.accessor<double, 2>();
   double sum = 0;
   bool undefined = false;
-  for (int64_t c = 0; c < pos.size(0); ++c) {
-    const double total_pos = pos[c].sum().item<double>(), total_neg = neg[c].sum().item<double>();
+  for (int64_t c = 0; c < pos_counts.size(0); ++c) {
+    double total_pos = 0, total_neg = 0;
+    for (int64_t b = 0; b < bins_; ++b) {
+      total_pos += pos[c][b];
+      total_neg += neg[c][b];
+    }
     if (total_pos == 0 || total_neg == 0) {
       undefined = true;
       continue;
     }
     // walk thresholds from the top bin down: each bin adds a trapezoid (ties within a bin count half)
-    double tp = 0, fp = 0, area = 0;
+    double tp = 0, area = 0;
     for (int64_t b = bins_ - 1; b >= 0; --b) {
-      const double dp = pos[c][b].item<double>(), dn = neg[c][b].item<double>();
-      area += dn / total_neg * (tp + dp / 2) / total_pos;
-      tp += dp;
-      fp += dn;
+      area += neg[c][b] / total_neg * (tp + pos[c][b] / 2) / total_pos;
+      tp += pos[c][b];
     }
     sum += area;
   }
-  return {sum / pos.size(0), undefined};
+  return {sum / pos_counts.size(0), undefined};
 }
 
 double Auc::result() const { return compute().first; }

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <stdexcept>
+#include <vector>
 
 #include "state_check.hpp"
 
@@ -37,11 +38,20 @@ void ConfusionMetric::update(const at::Tensor& outputs, const at::Tensor& target
 
 std::pair<double, bool> ConfusionMetric::compute() const {
   if (!state_->matrix.defined()) return {0.0, false};
-  const at::Tensor c = state_->matrix.to(at::kCPU).to(at::kDouble);
-  const at::Tensor tp = c.diagonal();
-  const at::Tensor predicted = c.sum(0);  // per class: tp + fp
-  const at::Tensor actual = c.sum(1);     // per class: tp + fn
-  const int64_t classes = c.size(0);
+  // one copy to the host, then plain loops: no tensor operation per class (logs may be read per batch)
+  const at::Tensor counts = state_->matrix.to(at::kCPU).to(at::kDouble).contiguous();
+  const auto c = counts.accessor<double, 2>();
+  const int64_t classes = counts.size(0);
+  std::vector<double> tp(classes), predicted(classes, 0.0), actual(classes, 0.0);  // predicted: tp + fp
+  double total = 0;
+  for (int64_t t = 0; t < classes; ++t) {
+    tp[t] = c[t][t];
+    for (int64_t p = 0; p < classes; ++p) {
+      actual[t] += c[t][p];
+      predicted[p] += c[t][p];
+      total += c[t][p];
+    }
+  }
   Average average = score_ == ConfusionScore::accuracy ? Average::micro : average_;
   if (average == Average::automatic) average = classes == 2 ? Average::binary : Average::macro;
   if (average == Average::binary && classes != 2) {
@@ -61,16 +71,17 @@ std::pair<double, bool> ConfusionMetric::compute() const {
     return num / den;
   };
   if (average == Average::binary) {
-    return {score_of(tp[1].item<double>(), predicted[1].item<double>(), actual[1].item<double>()), undefined};
+    return {score_of(tp[1], predicted[1], actual[1]), undefined};
   }
   if (average == Average::micro) {
-    const double total = c.sum().item<double>();
     if (total == 0) return {0.0, false};  // nothing seen yet
-    return {score_of(tp.sum().item<double>(), total, total), undefined};
+    double tp_sum = 0;
+    for (double v : tp) tp_sum += v;
+    return {score_of(tp_sum, total, total), undefined};
   }
   double sum = 0;
   for (int64_t k = 0; k < classes; ++k) {
-    sum += score_of(tp[k].item<double>(), predicted[k].item<double>(), actual[k].item<double>());
+    sum += score_of(tp[k], predicted[k], actual[k]);
   }
   return {sum / classes, undefined};
 }

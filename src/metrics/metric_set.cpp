@@ -71,11 +71,6 @@ Logs MetricSet::logs() {
   return out;
 }
 
-const std::vector<std::unique_ptr<Metric>>& MetricSet::metrics() {
-  feed();
-  return metrics_;
-}
-
 void MetricSet::warn_undefined(const std::function<void(const std::string&)>& warn, const std::string& prefix) {
   feed();
   for (const auto& m : metrics_) {

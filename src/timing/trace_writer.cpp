@@ -1,8 +1,8 @@
 #include "fitscope/timing/trace_writer.hpp"
 
+#include "fitscope/checkpoint/atomic_file.hpp"
+
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -67,14 +67,7 @@ void TraceWriter::finish() {
     }
   }
   const json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  const std::string tmp = path_ + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << trace.dump();
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path_);
+  write_file_atomically(path_, trace.dump());
 }
 
 }  // namespace fitscope

@@ -70,12 +70,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
   }
   train_metrics_ = std::make_unique<MetricSet>(options_.metrics);
   test_metrics_ = std::make_unique<MetricSet>(options_.metrics);
-  for (const auto& p : model_->parameters()) {
-    if (p.device() != options_.device) {
-      model_->to(options_.device);
-      break;
-    }
-  }
+  model_->to(options_.device);
   if (options_.optimizer == OptimizerKind::adam) {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(options_.learning_rate));
@@ -141,7 +136,7 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   CallbackList callbacks(o.callbacks);
   Attached attached(callbacks, this);
   const bool batch_logs = callbacks.reads_batch_logs();
-  const bool has_callbacks = !callbacks.callbacks().empty();
+  const bool has_callbacks = !callbacks.empty();
   const bool transfer = !options_.device.is_cpu();
   const int64_t num_batches = loader.num_batches();
   stats_ = PhaseStats(options_.warmup_steps);
@@ -169,7 +164,6 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   };
   auto finish_sinks = [&] {
     fold();
-    slow_callbacks.check(callbacks, stats_);
     callback_timings_.clear();
     for (const CallbackTiming* t : callbacks.timings()) callback_timings_.push_back(*t);
     const std::vector<CallbackSpan> spans = callbacks.take_spans();
@@ -213,12 +207,8 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
         const StepOutput out = options_.train_step(batch, context);
 
         clock_.enter(Phase::metrics);
-        Logs logs;
-        {
-          at::NoGradGuard no_grad;  // a custom step may hand back tensors that still require grad
-          train_metrics_->update(out.outputs, batch.targets, out.loss);
-          if (batch_logs) logs = train_metrics_->logs();
-        }
+        train_metrics_->update(out.outputs, batch.targets, out.loss);
+        const Logs logs = batch_logs ? train_metrics_->logs() : no_logs;
         if (has_callbacks) {
           clock_.enter(Phase::callbacks);
           callbacks.on_train_batch_end(b, logs);

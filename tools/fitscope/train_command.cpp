@@ -6,7 +6,6 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <stdexcept>
 
@@ -53,18 +52,6 @@ fs::path make_run_dir(const std::string& chosen, const std::string& name) {
   return dir;
 }
 
-/// Writes through a temporary file in the same directory and a rename, so a reader never sees half.
-void write_file_atomically(const fs::path& path, const std::string& content) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    out << content;
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
-}
-
 std::shared_ptr<Model> make_seed_model(const std::string& name) {
   if (name == "mlp") return make_model(models::Mlp());
   if (name == "cnn") return make_model(models::Cnn());
@@ -98,8 +85,9 @@ struct Session {
     return std::make_unique<Trainer>(make_seed_model(o.model), options);
   }
 
-  /// The fit settings of the command line, with the seed scenarios' callbacks.
-  FitOptions fit_options(const TrainCommandOptions& o, bool progress) const {
+  /// The fit settings of the command line, with the observing callbacks (progress bar, CSVLogger
+  /// into `metrics_csv` when given, the seed scenario's SlowCallback) in --callback-mode.
+  FitOptions fit_options(const TrainCommandOptions& o, bool progress, const std::string& metrics_csv = "") const {
     FitOptions fit;
     fit.epochs = o.epochs;
     fit.batch_size = o.batch_size;
@@ -112,6 +100,7 @@ struct Session {
       bar.one_line_per_epoch = o.quiet;
       fit.callbacks.push_back(std::make_shared<ProgressBar>(bar));
     }
+    if (!metrics_csv.empty()) fit.callbacks.push_back(std::make_shared<CSVLogger>(metrics_csv));
     if (o.slow_callback_ms > 0) fit.callbacks.push_back(std::make_shared<SlowCallback>(o.slow_callback_ms));
     for (auto& callback : fit.callbacks) callback->set_async(async);
     return fit;
@@ -134,10 +123,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   const Session session(o);
   auto trainer = session.make_trainer(o);
   const fs::path run_dir = make_run_dir(o.run_dir, o.model);
-  FitOptions fit = session.fit_options(o, /*progress=*/true);
-  auto csv_logger = std::make_shared<CSVLogger>((run_dir / "metrics.csv").string());
-  csv_logger->set_async(o.callback_mode == "async");
-  fit.callbacks.push_back(csv_logger);
+  FitOptions fit = session.fit_options(o, /*progress=*/true, (run_dir / "metrics.csv").string());
   fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((run_dir / "steps.csv").string()));
   fit.step_sinks.push_back(std::make_shared<TraceWriter>((run_dir / "trace.json").string()));
 
@@ -160,7 +146,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.warnings = trainer->warnings();
   info.cpu = cpu.stop();
   const Verdict verdict = judge(trainer->step_stats(), verdict_context(o, session.threads, *trainer));
-  write_file_atomically(run_dir / "summary.json", summary_json(trainer->step_stats(), info, verdict));
+  write_file_atomically((run_dir / "summary.json").string(), summary_json(trainer->step_stats(), info, verdict));
 
   out << "\n" << format_breakdown(trainer->step_stats(), verdict, info.callbacks);
   if (auto acc = history.last().get("val_accuracy")) {
@@ -198,8 +184,8 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
     out << "  batch " << batch_size << ": " << static_cast<int64_t>(row.samples_per_s) << " samples/s\n";
     out.flush();
   }
-  write_file_atomically(run_dir / "sweep.json", sweep_json(rows, s.train.model, s.steps));
-  write_file_atomically(run_dir / "sweep.csv", sweep_csv(rows));
+  write_file_atomically((run_dir / "sweep.json").string(), sweep_json(rows, s.train.model, s.steps));
+  write_file_atomically((run_dir / "sweep.csv").string(), sweep_csv(rows));
   out << "\n" << format_sweep(rows) << "Run directory: " << run_dir.string() << "\n";
 }
 

@@ -10,7 +10,6 @@
 /// thread ends with the fit that made it. The wrapped callback must only observe (it must not call
 /// request_stop or set_learning_rate: those belong to the training thread).
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,7 +33,7 @@ class AsyncCallback : public Callback {
   bool reads_batch_logs() const override { return inner_->reads_batch_logs(); }
   void set_trainer(Trainer* trainer) override;
   std::vector<CallbackSpan> take_spans() override;
-  /// Spans kept for the trace; later ones are counted, not kept.
+  /// Spans kept for the trace; later ones are dropped.
   static constexpr std::size_t kMaxSpans = 20000;
 
   void on_train_begin(const Logs& logs) override;

@@ -31,8 +31,6 @@ class MetricSet {
   Logs logs();
   /// Calls `warn` once per metric (and `prefix`) whose value had a zero denominator.
   void warn_undefined(const std::function<void(const std::string&)>& warn, const std::string& prefix);
-  /// The metrics, loss first (feeds what is pending first).
-  const std::vector<std::unique_ptr<Metric>>& metrics();
 
  private:
   void feed();

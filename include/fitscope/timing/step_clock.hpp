@@ -45,7 +45,6 @@ class StepClock {
     open_ = first ? static_cast<std::size_t>(*first) : kNone;
     if (!enabled_) return;
     step_start_ = last_ = clock::now();
-    in_step_ = true;
   }
 
   /// Closes the open phase (if any) and opens `phase` at the same instant.
@@ -72,12 +71,9 @@ class StepClock {
   /// Turns time reading on (default) or off.
   void set_enabled(bool enabled) { enabled_ = enabled; }
   bool enabled() const { return enabled_; }
-  /// Whether a step is open.
-  bool in_step() const { return in_step_; }
 
   /// Ends the step: closes the open phase, computes `other` and returns the record.
   const StepRecord& end_step() {
-    in_step_ = false;
     if (!enabled_) return record_;
     const auto now = clock::now();
     if (open_ != kNone) record_.phase_ns[open_] += (now - last_).count();
@@ -98,7 +94,6 @@ class StepClock {
   clock::time_point step_start_;
   clock::time_point last_;
   std::size_t open_ = kNone;
-  bool in_step_ = false;
   bool enabled_ = true;
   StepRecord record_;
 };

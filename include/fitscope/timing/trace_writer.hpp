@@ -8,7 +8,7 @@
 /// step is the canonical phase order, not necessarily the order in which the phases ran.
 ///
 /// Bounded size: the first `keep_first` steps are kept, then one step in every `sample_every`.
-/// Records are held in memory and written at finish(), through a temporary file and a rename.
+/// Records are held in memory and written at finish() with write_file_atomically.
 /// Training thread only.
 
 #include <string>
