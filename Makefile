@@ -2,7 +2,7 @@
 # test. Both install the missing Debian packages first (as root, or through sudo).
 
 PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread \
-            libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+            libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)

@@ -1,56 +1,132 @@
 #include "fitscope/data/loader.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+#include "error_context.hpp"
+#include "fitscope/data/cached_dataset.hpp"
 
 namespace fitscope {
 
-InMemoryLoader::InMemoryLoader(TensorDataset data, LoaderOptions options)
-    : data_(std::move(data)), options_(options) {
+Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
+    : data_(std::move(data)), options_(std::move(options)) {
+  if (!data_) throw std::invalid_argument("the loader needs a data set, got null");
   if (options_.batch_size < 1) {
     throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(options_.batch_size));
   }
   if (options_.delay_ms < 0) {
     throw std::invalid_argument("load delay must be >= 0 ms, got " + std::to_string(options_.delay_ms));
   }
-  set_epoch(0);
+  if (options_.workers < 0) throw std::invalid_argument("workers must be >= 0, got " + std::to_string(options_.workers));
+  if (options_.prefetch < 1) throw std::invalid_argument("prefetch must be >= 1, got " + std::to_string(options_.prefetch));
+  for (const auto& t : options_.transforms) {
+    if (!t) throw std::invalid_argument("the loader was given a null transform");
+  }
+  if (options_.cache) data_ = std::make_shared<CachedDataset>(data_);
+  if (!options_.sampler) {
+    if (options_.shuffle) {
+      options_.sampler = std::make_shared<RandomSampler>(data_->size(), options_.seed);
+    } else {
+      options_.sampler = std::make_shared<SequentialSampler>(data_->size());
+    }
+  }
+  options_.sampler->set_epoch(0);
+  order_ = options_.sampler->indices();
+  samples_per_epoch_ = static_cast<int64_t>(order_.size());
+  if (options_.workers > 0) options_.prefetch = std::max(options_.prefetch, options_.workers);
+  if (options_.workers > 0) prefetcher_ = std::make_unique<Prefetcher<Batch>>(options_.workers, options_.prefetch);
 }
 
-void InMemoryLoader::set_epoch(int64_t epoch) {
-  if (!options_.shuffle) return;
-  // one generator per (seed, epoch): the order does not depend on what ran before
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(options_.seed * 1000003ULL +
-                                                            static_cast<uint64_t>(epoch) + 1);
-  order_ = at::randperm(data_.size(), generator, at::TensorOptions().dtype(at::kLong));
-}
+Loader::~Loader() = default;  // the prefetcher cancels its pass and joins its workers
 
-int64_t InMemoryLoader::num_batches() const {
-  const int64_t n = data_.size();
+int64_t Loader::num_batches() const {
+  const int64_t n = samples_per_epoch_;
   const int64_t b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
-Batch InMemoryLoader::batch(int64_t index) const {
-  if (index < 0 || index >= num_batches()) {
-    throw std::out_of_range("batch " + std::to_string(index) + " outside an epoch of " +
-                            std::to_string(num_batches()) + " batches");
+void Loader::set_epoch(int64_t epoch) {
+  if (prefetcher_) prefetcher_->cancel();  // nothing may read order_ while it changes
+  epoch_ = epoch;
+  options_.sampler->set_epoch(epoch);
+  order_ = options_.sampler->indices();
+  if (static_cast<int64_t>(order_.size()) != samples_per_epoch_) {
+    throw std::logic_error("the sampler changed its length between epochs");
   }
+  cursor_ = 0;
+  if (prefetcher_) {
+    prefetcher_->start(num_batches(), [this](int64_t batch, const StopToken& stop) {
+      return build(batch, &stop);
+    });
+  }
+}
+
+Batch Loader::build(int64_t batch, const StopToken* stop) const {
   if (options_.delay_ms > 0) {
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options_.delay_ms));
+    const auto delay = std::chrono::duration<double, std::milli>(options_.delay_ms);
+    if (stop) {
+      if (!stop->sleep_for(delay)) return {};  // abandoned: the result is dropped
+    } else {
+      std::this_thread::sleep_for(delay);
+    }
   }
-  const int64_t begin = index * options_.batch_size;
-  const int64_t count = std::min(options_.batch_size, data_.size() - begin);
-  if (!order_.defined()) {
-    return {data_.inputs().narrow(0, begin, count), data_.targets().narrow(0, begin, count)};
+  const int64_t begin = batch * options_.batch_size;
+  const int64_t end = std::min(begin + options_.batch_size, samples_per_epoch_);
+  const std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
+  Batch out;
+  try {
+    out = data_->get_batch(indices);
+  } catch (...) {
+    detail::rethrow_with_context("batch " + std::to_string(batch) + ": ");
   }
-  const at::Tensor rows = order_.narrow(0, begin, count);
-  return {data_.inputs().index_select(0, rows), data_.targets().index_select(0, rows)};
+  const BatchContext context{options_.seed, epoch_, &indices};
+  for (const auto& transform : options_.transforms) {
+    try {
+      out = transform->apply(std::move(out), context);
+    } catch (...) {
+      detail::rethrow_with_context("transform " + transform->name() + " on batch " + std::to_string(batch) +
+                                   " (samples " + std::to_string(indices.front()) + ", ...) of " +
+                                   data_->source() + ": ");
+    }
+  }
+  if (options_.pin_memory) {
+    out.inputs = out.inputs.pin_memory();
+    out.targets = out.targets.pin_memory();
+  }
+  return out;
+}
+
+Batch Loader::next() {
+  if (!prefetcher_) {
+    if (cursor_ >= num_batches()) {
+      throw std::out_of_range("batch " + std::to_string(cursor_) + " requested from an epoch of " +
+                              std::to_string(num_batches()));
+    }
+    ++handed_out_;
+    return build(cursor_++, nullptr);
+  }
+  Batch batch = prefetcher_->next();
+  ++handed_out_;
+  return batch;
+}
+
+void Loader::stop() {
+  if (prefetcher_) prefetcher_->cancel();
+  cursor_ = num_batches();
+}
+
+LoaderStats Loader::stats() const {
+  LoaderStats s;
+  s.workers = options_.workers;
+  s.prefetch = prefetcher_ ? prefetcher_->depth() : 0;
+  s.batches = handed_out_;
+  s.mean_queue_depth = prefetcher_ ? prefetcher_->mean_depth() : 0.0;
+  return s;
 }
 
 }  // namespace fitscope

@@ -63,7 +63,7 @@ TensorDataset make_synthetic(const SyntheticOptions& o) {
   }
   const auto brightness = at::rand({n, 1, 1}, gen) * 0.6 + 0.7;
   images = images * brightness + at::randn({n, s, s}, gen) * o.noise;
-  return TensorDataset(images.unsqueeze(1).contiguous(), targets);
+  return TensorDataset(images.unsqueeze(1).contiguous(), targets, "synthetic");
 }
 
 }  // namespace fitscope

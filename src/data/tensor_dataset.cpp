@@ -2,14 +2,15 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "split_count.hpp"
+
 namespace fitscope {
 
-TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
-    : inputs_(std::move(inputs)), targets_(std::move(targets)) {
+TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets, std::string source)
+    : inputs_(std::move(inputs)), targets_(std::move(targets)), source_(std::move(source)) {
   if (!inputs_.defined() || !targets_.defined()) {
     throw std::invalid_argument("a data set needs defined inputs and targets");
   }
@@ -20,6 +21,38 @@ TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
   }
 }
 
+Example TensorDataset::get(int64_t index) const {
+  if (index < 0 || index >= size()) {
+    throw std::out_of_range("example " + std::to_string(index) + " outside " + source_ + " of " +
+                            std::to_string(size()) + " examples");
+  }
+  return {inputs_[index], targets_[index]};
+}
+
+Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
+  const auto n = static_cast<int64_t>(indices.size());
+  if (n == 0) return {inputs_.narrow(0, 0, 0), targets_.narrow(0, 0, 0)};
+  bool consecutive = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t index = indices[static_cast<std::size_t>(i)];
+    if (index < 0 || index >= size()) {
+      throw std::out_of_range("example " + std::to_string(index) + " outside " + source_ + " of " +
+                              std::to_string(size()) + " examples");
+    }
+    consecutive = consecutive && index == indices[0] + i;
+  }
+  if (consecutive) return {inputs_.narrow(0, indices[0], n), targets_.narrow(0, indices[0], n)};
+  // the indices are only read during the gather: no copy of them
+  const at::Tensor rows = at::from_blob(const_cast<int64_t*>(indices.data()), {n}, at::kLong);
+  return {inputs_.index_select(0, rows), targets_.index_select(0, rows)};
+}
+
+std::vector<int64_t> TensorDataset::example_shape() const {
+  if (!inputs_.defined()) return {};
+  const auto sizes = inputs_.sizes();
+  return {sizes.begin() + 1, sizes.end()};
+}
+
 TensorDataset TensorDataset::slice(int64_t begin, int64_t end) const {
   if (begin < 0 || end < begin || end > size()) {
     throw std::out_of_range("slice [" + std::to_string(begin) + ", " + std::to_string(end) +
@@ -28,18 +61,12 @@ TensorDataset TensorDataset::slice(int64_t begin, int64_t end) const {
   TensorDataset out;
   out.inputs_ = inputs_.narrow(0, begin, end - begin);
   out.targets_ = targets_.narrow(0, begin, end - begin);
+  out.source_ = source_;
   return out;
 }
 
 std::pair<TensorDataset, TensorDataset> TensorDataset::split(double fraction) const {
-  if (!(fraction > 0.0 && fraction < 1.0)) {
-    throw std::invalid_argument("validation split must be in (0, 1), got " + std::to_string(fraction));
-  }
-  const auto held_out = static_cast<int64_t>(std::floor(size() * fraction));
-  if (held_out == 0 || held_out == size()) {
-    throw std::invalid_argument("validation split " + std::to_string(fraction) + " of " +
-                                std::to_string(size()) + " examples leaves an empty part");
-  }
+  const int64_t held_out = detail::held_out_count(size(), fraction);
   return {slice(0, size() - held_out), slice(size() - held_out, size())};
 }
 

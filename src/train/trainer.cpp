@@ -9,9 +9,11 @@
 #include <chrono>
 #include <iostream>
 #include <stdexcept>
+#include <tuple>
 
 #include "fitscope/callbacks/slow_callback_warning.hpp"
 #include "fitscope/data/loader.hpp"
+#include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 
 namespace fitscope {
@@ -100,6 +102,26 @@ void Trainer::set_learning_rate(double lr) {
 }
 
 History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
+  return fit(std::make_shared<const TensorDataset>(data), o);
+}
+
+LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const {
+  LoaderOptions l;
+  l.batch_size = o.batch_size;
+  l.shuffle = training && o.shuffle;
+  l.seed = o.seed;
+  l.drop_last = training && o.drop_last;
+  l.delay_ms = training ? o.load_delay_ms : 0;
+  l.workers = o.workers;
+  l.prefetch = o.prefetch;
+  if (training) l.transforms = o.transforms;
+  l.cache = o.cache;
+  l.pin_memory = options_.device.is_cuda();
+  return l;
+}
+
+History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
+  if (!data) throw std::invalid_argument("fit needs a training set, got null");
   require_positive(o.epochs, "epochs");
   require_positive(o.batch_size, "batch size");
   if (o.initial_epoch < 0) {
@@ -116,21 +138,21 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
     train_metrics_ = std::move(train_metrics);
     options_.metrics = *o.metrics;
   }
-  TensorDataset train = data;
-  std::optional<TensorDataset> validation = o.validation_data;
+  std::shared_ptr<const Dataset> train = data;
+  std::shared_ptr<const Dataset> validation = o.validation_data;
   if (!validation && o.validation_split > 0) {
-    auto parts = data.split(o.validation_split);
-    train = parts.first;
-    validation = parts.second;
+    std::tie(train, validation) = split_dataset(data, o.validation_split);
   }
-  InMemoryLoader loader(train, {o.batch_size, o.shuffle, o.seed, o.drop_last, o.load_delay_ms});
+  Loader loader(train, loader_options(o, /*training=*/true));
+  std::unique_ptr<Loader> validation_loader;
+  if (validation) validation_loader = std::make_unique<Loader>(validation, loader_options(o, /*training=*/false));
   if (loader.num_batches() == 0) {
-    throw std::invalid_argument("a training set of " + std::to_string(train.size()) +
+    throw std::invalid_argument("a training set of " + std::to_string(train->size()) +
                                 " examples gives no batch of " + std::to_string(o.batch_size) +
                                 " with drop_last");
   }
   const int64_t steps = o.steps_per_epoch.value_or(loader.num_batches());
-  params_ = {o.epochs, o.initial_epoch, steps, o.batch_size, train.size(),
+  params_ = {o.epochs, o.initial_epoch, steps, o.batch_size, train->size(),
              validation ? validation->size() : 0};
 
   CallbackList callbacks(o.callbacks);
@@ -171,6 +193,7 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
       sink->on_callback_spans(spans);
       sink->finish();
     }
+    loader_stats_ = loader.stats();
   };
   try {
     model_->train(true);
@@ -195,7 +218,8 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
           loader.set_epoch(++pass);
           cursor = 0;
         }
-        Batch batch = loader.batch(cursor++);
+        Batch batch = loader.next();
+        ++cursor;
         if (transfer) {
           clock_.enter(Phase::h2d);
           batch.inputs = to_device(batch.inputs, options_.device);
@@ -227,7 +251,8 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
       Logs epoch_logs = train_metrics_->logs();
       train_metrics_->warn_undefined(warn, "");
       if (validation) {
-        epoch_logs.merge(run_evaluation(*validation, o.batch_size, callbacks).with_prefix("val_"));
+        validation_loader->set_epoch(0);
+        epoch_logs.merge(run_evaluation(*validation_loader, callbacks).with_prefix("val_"));
         test_metrics_->warn_undefined(warn, "val_");
         model_->train(true);
       }
@@ -249,9 +274,7 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   return history;
 }
 
-Logs Trainer::run_evaluation(const TensorDataset& data, int64_t batch_size, CallbackList& callbacks) {
-  require_positive(batch_size, "batch size");
-  InMemoryLoader loader(data, {batch_size, /*shuffle=*/false, 0, /*drop_last=*/false});
+Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks) {
   const bool batch_logs = callbacks.reads_batch_logs();
   const Logs no_logs;
   torch::NoGradGuard no_grad;
@@ -260,7 +283,7 @@ Logs Trainer::run_evaluation(const TensorDataset& data, int64_t batch_size, Call
   callbacks.on_test_begin(no_logs);
   for (int64_t b = 0; b < loader.num_batches(); ++b) {
     callbacks.on_test_batch_begin(b, no_logs);
-    const Batch batch = loader.batch(b);
+    const Batch batch = loader.next();
     const at::Tensor targets = to_device(batch.targets, options_.device);
     const at::Tensor outputs = model_->forward(to_device(batch.inputs, options_.device));
     test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets));
@@ -272,9 +295,19 @@ Logs Trainer::run_evaluation(const TensorDataset& data, int64_t batch_size, Call
 }
 
 Logs Trainer::evaluate(const TensorDataset& data, const EvaluateOptions& o) {
+  return evaluate(std::make_shared<const TensorDataset>(data), o);
+}
+
+Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOptions& o) {
+  if (!data) throw std::invalid_argument("evaluate needs a data set, got null");
+  FitOptions fit;
+  fit.batch_size = o.batch_size;
+  fit.workers = 0;
+  Loader loader(std::move(data), loader_options(fit, /*training=*/false));
+  loader.set_epoch(0);
   CallbackList callbacks(o.callbacks);
   Attached attached(callbacks, this);
-  return run_evaluation(data, o.batch_size, callbacks);
+  return run_evaluation(loader, callbacks);
 }
 
 at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {

@@ -81,7 +81,7 @@ TEST(HookOrder, FitCallsTheKerasHooksInKerasOrderWithValidationInsideEachEpoch) 
   FitOptions fit;
   fit.epochs = 2;
   fit.batch_size = 4;  // 10 examples -> 3 batches; 5 validation examples -> 2 batches
-  fit.validation_data = p.validation;
+  fit.validation_data = std::make_shared<TensorDataset>(p.validation);
   fit.callbacks = {recorder};
   trainer.fit(p.train, fit);
 
@@ -129,7 +129,7 @@ TEST(HookOrder, StopRequestedInABatchEndsTheEpochAfterThatBatchWithValidationAnd
   FitOptions fit;
   fit.epochs = 5;
   fit.batch_size = 4;
-  fit.validation_data = p.validation;
+  fit.validation_data = std::make_shared<TensorDataset>(p.validation);
   fit.callbacks = {std::make_shared<LambdaCallback>(hooks, "Stopper"), recorder};
   const History history = trainer.fit(p.train, fit);
 
@@ -203,7 +203,7 @@ TEST(HookOrder, AnAsyncCallbackSeesTheSameCallsInTheSameOrderAsASyncOne) {
   FitOptions fit;
   fit.epochs = 2;
   fit.batch_size = 3;
-  fit.validation_data = p.validation;
+  fit.validation_data = std::make_shared<TensorDataset>(p.validation);
   fit.callbacks = {sync, async};
   Trainer trainer(torch::nn::Linear(4, 3));
   trainer.fit(p.train, fit);

@@ -67,28 +67,3 @@ TEST(TensorDataset, RejectsMismatchedFirstDimensions) {
   }
 }
 
-TEST(InMemoryLoader, VisitsEveryExampleOncePerEpochInASeededOrder) {
-  InMemoryLoader loader(numbered(10), {3, true, 5, false});
-  ASSERT_EQ(loader.num_batches(), 4);
-  std::vector<int64_t> epoch0, epoch0_again, epoch1;
-  auto collect = [&](int64_t epoch, std::vector<int64_t>& out) {
-    loader.set_epoch(epoch);
-    for (int64_t b = 0; b < loader.num_batches(); ++b) {
-      const auto t = loader.batch(b).targets;
-      for (int64_t i = 0; i < t.size(0); ++i) out.push_back(t[i].item<int64_t>());
-    }
-  };
-  collect(0, epoch0);
-  collect(1, epoch1);
-  collect(0, epoch0_again);
-  EXPECT_EQ(std::set<int64_t>(epoch0.begin(), epoch0.end()).size(), 10u);
-  EXPECT_EQ(epoch0.size(), 10u);
-  EXPECT_EQ(epoch0, epoch0_again);
-  EXPECT_NE(epoch0, epoch1);
-}
-
-TEST(InMemoryLoader, KeepsOrDropsTheLastPartialBatch) {
-  EXPECT_EQ(InMemoryLoader(numbered(10), {4, false, 0, false}).num_batches(), 3);
-  EXPECT_EQ(InMemoryLoader(numbered(10), {4, false, 0, false}).batch(2).size(), 2);
-  EXPECT_EQ(InMemoryLoader(numbered(10), {4, false, 0, true}).num_batches(), 2);
-}

@@ -151,7 +151,7 @@ TEST(Trainer, EvaluateAgreesWithTheValidationLogsOfFit) {
   const auto data = small_synthetic(1000);
   const auto [train, validation] = data.split(0.2);
   FitOptions fit;
-  fit.validation_data = validation;
+  fit.validation_data = std::make_shared<TensorDataset>(validation);
   const History h = trainer.fit(train, fit);
   const Logs logs = trainer.evaluate(validation);
   EXPECT_NEAR(logs.at("loss"), h.last().at("val_loss"), 1e-6);

@@ -1,42 +1,85 @@
 #pragma once
-/// InMemoryLoader: batches of a TensorDataset in a per-epoch order: sequential, or shuffled by a
-/// permutation drawn from (seed, epoch), so the same seed gives the same batches in every run.
-/// The last partial batch is kept unless drop_last. Gathering a batch happens on the calling thread
-/// (the parallel pipeline is the data issue's). Not thread-safe.
+/// Loader: batches of a Dataset, one epoch at a time, in a deterministic order.
+///
+/// set_epoch(e) chooses the epoch's order (the sampler's; by default sequential, or a permutation
+/// drawn from (seed, e) when shuffle is on) and starts building its batches; next() returns them in
+/// order. With workers = 0 the calling thread builds each batch inside next(); with workers W > 0, W
+/// threads gather, transform (and pin, for a GPU) batches up to `prefetch` ahead, and next() only
+/// waits when the next batch is not built yet: that wait is the step clock's data_wait. The batches
+/// are the same, bit for bit, for any number of workers.
+///
+/// A worker's error is rethrown by next() on the calling thread, naming the batch, its samples and
+/// the source. Destroying the loader (or set_epoch, or stop) abandons the epoch: no hang, no leaked
+/// thread; the per-batch delay is interrupted.
+///
+/// Not thread-safe: one consumer thread (the training thread); the workers are internal.
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "fitscope/data/batch.hpp"
-#include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/prefetcher.hpp"
+#include "fitscope/data/sampler.hpp"
+#include "fitscope/data/transforms.hpp"
 
 namespace fitscope {
 
 struct LoaderOptions {
   int64_t batch_size = 32;  ///< examples per batch (>= 1)
-  bool shuffle = true;      ///< draw a new order every epoch
-  uint64_t seed = 0;        ///< seed of the orders
+  bool shuffle = true;      ///< a new seeded order every epoch (ignored when `sampler` is set)
+  uint64_t seed = 0;        ///< seed of the orders and of the random transforms
   bool drop_last = false;   ///< drop the last batch when it is smaller than batch_size
-  double delay_ms = 0;      ///< artificial delay per batch (--load-delay-ms): a slow input pipeline
+  double delay_ms = 0;      ///< artificial delay per batch, slept by whoever builds it (--load-delay-ms)
+  int64_t workers = 0;      ///< threads building batches (>= 0; 0 = the calling thread, in next())
+  int64_t prefetch = 2;     ///< batches built or being built ahead of the consumer (>= 1; at least workers)
+  std::vector<std::shared_ptr<Transform>> transforms;  ///< applied in order to every batch
+  bool cache = false;       ///< keep every example in memory after its first use (CachedDataset)
+  bool pin_memory = false;  ///< pin batches in page-locked memory (for non-blocking copies to a GPU)
+  std::shared_ptr<Sampler> sampler;  ///< a custom order (e.g. DistributedSampler); unset = shuffle's
 };
 
-class InMemoryLoader {
- public:
-  /// Throws std::invalid_argument for batch_size < 1.
-  InMemoryLoader(TensorDataset data, LoaderOptions options);
+/// How well the loader kept up.
+struct LoaderStats {
+  int64_t workers = 0;            ///< worker threads
+  int64_t prefetch = 0;           ///< prefetch depth in use
+  int64_t batches = 0;            ///< batches handed out
+  double mean_queue_depth = 0;    ///< built batches waiting when the consumer asked (mean)
+};
 
-  /// Selects the order of `epoch` (reshuffles when shuffle is on).
+class Loader {
+ public:
+  /// Throws std::invalid_argument for bad options (naming the field and value) or a null data set.
+  Loader(std::shared_ptr<const Dataset> data, LoaderOptions options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  /// Chooses the order of `epoch` and starts building its batches (abandoning the current epoch).
   void set_epoch(int64_t epoch);
   /// Batches per epoch.
   int64_t num_batches() const;
-  /// Batch `index` (0 <= index < num_batches()) of the current epoch.
-  Batch batch(int64_t index) const;
+  /// The next batch of the epoch. Throws std::out_of_range past the end; rethrows a worker's error.
+  Batch next();
+  /// Abandons the current epoch (workers stop; nothing is left running).
+  void stop();
+  LoaderStats stats() const;
   const LoaderOptions& options() const { return options_; }
-  const TensorDataset& dataset() const { return data_; }
+  const Dataset& dataset() const { return *data_; }
 
  private:
-  TensorDataset data_;
+  /// Builds batch `batch` of the epoch; `stop` is null on the calling thread.
+  Batch build(int64_t batch, const StopToken* stop) const;
+
+  std::shared_ptr<const Dataset> data_;
   LoaderOptions options_;
-  at::Tensor order_;  // permutation of the current epoch; undefined when sequential
+  int64_t epoch_ = 0;
+  std::vector<int64_t> order_;   // the epoch's indices
+  int64_t samples_per_epoch_ = 0;
+  int64_t cursor_ = 0;           // next batch (workers = 0)
+  int64_t handed_out_ = 0;
+  std::unique_ptr<Prefetcher<Batch>> prefetcher_;  // the workers (workers > 0)
 };
 
 }  // namespace fitscope

@@ -1,21 +1,31 @@
 #pragma once
 /// TensorDataset: a data set held in memory as two tensors, inputs [N, ...] and targets [N, ...].
 /// Immutable after construction; slices share storage with the original. Thread-safe for reading.
+/// get_batch() is one gather (or a view for consecutive indices), not N copies.
 
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
+
+#include "fitscope/data/dataset.hpp"
 
 namespace fitscope {
 
-class TensorDataset {
+class TensorDataset : public Dataset {
  public:
   TensorDataset() = default;
   /// Throws std::invalid_argument when the first dimensions differ or a tensor is undefined.
-  TensorDataset(at::Tensor inputs, at::Tensor targets);
+  /// `source` names the data in messages.
+  TensorDataset(at::Tensor inputs, at::Tensor targets, std::string source = "tensors");
 
-  int64_t size() const { return inputs_.defined() ? inputs_.size(0) : 0; }
+  int64_t size() const override { return inputs_.defined() ? inputs_.size(0) : 0; }
+  Example get(int64_t index) const override;
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
+  std::string source() const override { return source_; }
+  std::vector<int64_t> example_shape() const override;
+
   const at::Tensor& inputs() const { return inputs_; }
   const at::Tensor& targets() const { return targets_; }
 
@@ -29,6 +39,7 @@ class TensorDataset {
  private:
   at::Tensor inputs_;
   at::Tensor targets_;
+  std::string source_ = "tensors";
 };
 
 }  // namespace fitscope

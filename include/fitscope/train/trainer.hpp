@@ -19,7 +19,10 @@
 #include <vector>
 
 #include "fitscope/callbacks/callback.hpp"
+#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/loader.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/data/transforms.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/timing/phase_stats.hpp"
@@ -59,9 +62,13 @@ struct FitOptions {
   bool shuffle = true;         ///< reshuffle the training set every epoch
   uint64_t seed = 0;           ///< seed of the shuffles
   bool drop_last = false;      ///< drop the last, smaller training batch
-  double load_delay_ms = 0;    ///< artificial loader delay per batch (reproduces a slow pipeline)
+  double load_delay_ms = 0;    ///< artificial loader delay per batch, slept in the worker (a slow pipeline)
+  int64_t workers = 1;         ///< loader threads (0 = batches built on the training thread)
+  int64_t prefetch = 2;        ///< batches built or being built ahead of the step (>= 1; raised to workers)
+  std::vector<std::shared_ptr<Transform>> transforms;  ///< training-batch augmentation, in order
+  bool cache = false;          ///< keep examples in memory after their first use (CachedDataset)
   double validation_split = 0;  ///< fraction of the training set (its end) held out; 0 = none
-  std::optional<TensorDataset> validation_data;  ///< explicit validation set (wins over the split)
+  std::shared_ptr<const Dataset> validation_data;  ///< explicit validation set (wins over the split)
   /// Steps per epoch; unset = one pass over the training set. When larger than a pass, the epoch
   /// continues into the next shuffled pass.
   std::optional<int64_t> steps_per_epoch;
@@ -103,8 +110,10 @@ class Trainer {
 
   /// Trains; returns the epoch logs. Throws std::invalid_argument for bad options; a callback's or
   /// sink's exception ends the run and propagates (sinks are flushed first).
+  History fit(std::shared_ptr<const Dataset> train, const FitOptions& options = {});
   History fit(const TensorDataset& train, const FitOptions& options = {});
   /// Loss and metrics over `data` (on_test_* hooks).
+  Logs evaluate(std::shared_ptr<const Dataset> data, const EvaluateOptions& options = {});
   Logs evaluate(const TensorDataset& data, const EvaluateOptions& options = {});
   /// The model's outputs for `inputs`, batch by batch (on_predict_* hooks).
   at::Tensor predict(const at::Tensor& inputs, const PredictOptions& options = {});
@@ -133,12 +142,16 @@ class Trainer {
   double clock_overhead_ns_per_step() const { return clock_overhead_ns_; }
   /// Per callback and hook, the last fit's callback timings.
   const std::vector<CallbackTiming>& callback_timings() const { return callback_timings_; }
+  /// How the last fit's training loader kept up (workers, mean prefetch queue depth).
+  const LoaderStats& loader_stats() const { return loader_stats_; }
   /// The warnings of the last fit (slow callbacks, metrics with a zero denominator).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   void warn(const std::string& text);
-  Logs run_evaluation(const TensorDataset& data, int64_t batch_size, CallbackList& callbacks);
+  Logs run_evaluation(Loader& loader, CallbackList& callbacks);
+  /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
+  LoaderOptions loader_options(const FitOptions& fit, bool training) const;
 
   std::shared_ptr<Model> model_;
   TrainerOptions options_;
@@ -152,6 +165,7 @@ class Trainer {
   double clock_overhead_ns_ = 0;
   bool stop_requested_ = false;
   std::vector<CallbackTiming> callback_timings_;
+  LoaderStats loader_stats_;
   std::vector<std::string> warnings_;
 };
 

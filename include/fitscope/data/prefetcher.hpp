@@ -1,0 +1,213 @@
+#pragma once
+/// Prefetcher<T>: builds the items 0..count-1 of a pass on `workers` threads, at most `depth` items
+/// ahead of the consumer (built or being built), and hands them out strictly in index order, so the
+/// result never depends on the number of workers or on scheduling.
+///
+/// A job that throws does not stop the others; its exception is rethrown by next() when the consumer
+/// reaches that index. cancel() (and start() of a new pass, and the destructor) abandons the pass:
+/// queued items are dropped, jobs in progress are told to stop through their StopToken and waited for,
+/// so stopping early never hangs and leaks no thread.
+///
+/// The prefetcher also reports how far ahead the workers are: at every next() it samples how many
+/// items were already built (the queue's depth), and mean_depth() averages those samples.
+///
+/// Does not depend on libtorch. Thread-safe between the one consumer thread (start, next, cancel,
+/// statistics) and the worker threads it owns.
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fitscope {
+
+/// Lets a job notice that its pass was abandoned, and sleep without delaying shutdown.
+class StopToken {
+ public:
+  StopToken() = default;
+  /// True once the job's pass was cancelled.
+  bool stop_requested() const {
+    if (!state_) return false;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->generation != generation_ || state_->shutdown;
+  }
+  /// Sleeps for `duration` unless the pass is cancelled first; returns false when it was.
+  template <typename Rep, typename Period>
+  bool sleep_for(std::chrono::duration<Rep, Period> duration) const {
+    if (!state_) {
+      std::this_thread::sleep_for(duration);
+      return true;
+    }
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    return !state_->wake.wait_for(lock, duration, [&] {
+      return state_->generation != generation_ || state_->shutdown;
+    });
+  }
+
+ private:
+  template <typename T>
+  friend class Prefetcher;
+  struct State {
+    std::mutex mutex;
+    std::condition_variable wake;
+    uint64_t generation = 0;
+    bool shutdown = false;
+  };
+  StopToken(std::shared_ptr<State> state, uint64_t generation)
+      : state_(std::move(state)), generation_(generation) {}
+  std::shared_ptr<State> state_;
+  uint64_t generation_ = 0;
+};
+
+template <typename T>
+class Prefetcher {
+ public:
+  using Job = std::function<T(int64_t index, const StopToken& stop)>;
+
+  /// `workers` >= 1 threads; `depth` >= 1 items ahead of the consumer (raised to `workers` so every
+  /// worker can be busy). Throws std::invalid_argument otherwise.
+  Prefetcher(int64_t workers, int64_t depth) {
+    if (workers < 1) throw std::invalid_argument("prefetcher workers must be >= 1, got " + std::to_string(workers));
+    if (depth < 1) throw std::invalid_argument("prefetch depth must be >= 1, got " + std::to_string(depth));
+    depth_ = std::max(depth, workers);
+    slots_.resize(static_cast<std::size_t>(depth_));
+    threads_.reserve(static_cast<std::size_t>(workers));
+    for (int64_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  }
+
+  ~Prefetcher() {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->shutdown = true;
+    }
+    state_->wake.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  /// Abandons the current pass (if any) and starts building items 0..count-1 with `job`.
+  void start(int64_t count, Job job) {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    cancel_locked(lock);
+    job_ = std::make_shared<Job>(std::move(job));
+    count_ = count;
+    next_job_ = 0;
+    next_out_ = 0;
+    lock.unlock();
+    state_->wake.notify_all();
+  }
+
+  /// The next item in index order; blocks until it is built. Rethrows the job's exception for that
+  /// index. Throws std::out_of_range past the end of the pass.
+  T next() {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    if (next_out_ >= count_) {
+      throw std::out_of_range("prefetcher: item " + std::to_string(next_out_) + " requested from a pass of " +
+                              std::to_string(count_));
+    }
+    depth_sum_ += static_cast<double>(ready_);
+    ++depth_samples_;
+    Slot& slot = slots_[static_cast<std::size_t>(next_out_ % depth_)];
+    state_->wake.wait(lock, [&] { return slot.done; });
+    Slot taken = std::move(slot);
+    slot = Slot{};
+    --ready_;
+    ++next_out_;
+    lock.unlock();
+    state_->wake.notify_all();  // a worker may start the next item
+    if (taken.error) std::rethrow_exception(taken.error);
+    return std::move(*taken.value);
+  }
+
+  /// Abandons the current pass: drops built items and waits for the jobs in progress.
+  void cancel() {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    cancel_locked(lock);
+  }
+
+  /// Items built and waiting, now.
+  int64_t ready() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return ready_;
+  }
+  /// Mean number of built items waiting when the consumer asked for the next one.
+  double mean_depth() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return depth_samples_ == 0 ? 0.0 : depth_sum_ / static_cast<double>(depth_samples_);
+  }
+  int64_t depth() const { return depth_; }
+  int64_t workers() const { return static_cast<int64_t>(threads_.size()); }
+
+ private:
+  struct Slot {
+    bool done = false;
+    std::optional<T> value;
+    std::exception_ptr error;
+  };
+
+  void cancel_locked(std::unique_lock<std::mutex>& lock) {
+    ++state_->generation;  // jobs in progress see stop_requested(); their results are dropped
+    count_ = 0;
+    next_job_ = 0;
+    next_out_ = 0;
+    state_->wake.notify_all();
+    state_->wake.wait(lock, [&] { return running_ == 0; });
+    for (Slot& s : slots_) s = Slot{};
+    ready_ = 0;
+    job_.reset();
+  }
+
+  bool can_start_locked() const { return next_job_ < count_ && next_job_ < next_out_ + depth_; }
+
+  void work() {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    for (;;) {
+      state_->wake.wait(lock, [&] { return state_->shutdown || can_start_locked(); });
+      if (state_->shutdown) return;
+      const int64_t index = next_job_++;
+      const uint64_t generation = state_->generation;
+      const std::shared_ptr<Job> job = job_;
+      ++running_;
+      lock.unlock();
+      Slot result;
+      try {
+        result.value.emplace((*job)(index, StopToken(state_, generation)));
+      } catch (...) {
+        result.error = std::current_exception();
+      }
+      result.done = true;
+      lock.lock();
+      --running_;
+      if (generation == state_->generation) {
+        slots_[static_cast<std::size_t>(index % depth_)] = std::move(result);
+        ++ready_;
+      }
+      state_->wake.notify_all();
+    }
+  }
+
+  std::shared_ptr<StopToken::State> state_ = std::make_shared<StopToken::State>();
+  int64_t depth_ = 1;
+  std::vector<Slot> slots_;        // ring of depth_ slots; item i lives in slot i % depth_
+  std::shared_ptr<Job> job_;
+  int64_t count_ = 0;
+  int64_t next_job_ = 0;           // next index to hand to a worker
+  int64_t next_out_ = 0;           // next index to hand to the consumer
+  int64_t running_ = 0;            // jobs in progress
+  int64_t ready_ = 0;              // built items waiting
+  double depth_sum_ = 0;
+  int64_t depth_samples_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace fitscope
