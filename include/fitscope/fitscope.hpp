@@ -25,6 +25,7 @@
 #include "fitscope/data/file_sources.hpp"
 #include "fitscope/data/idx_format.hpp"
 #include "fitscope/data/loader.hpp"
+#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/data/map_dataset.hpp"
 #include "fitscope/data/prefetcher.hpp"
 #include "fitscope/data/sample_random.hpp"

@@ -1,6 +1,7 @@
 // The prefetcher and the samplers alone (no libtorch): also built under ThreadSanitizer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -95,10 +96,11 @@ TEST(Prefetcher, ReportsTheMeanQueueDepthWhenTheConsumerIsSlow) {
   Prefetcher<int> prefetcher(2, 4);
   prefetcher.start(20, [](int64_t i, const StopToken&) { return static_cast<int>(i); });
   for (int i = 0; i < 20; ++i) {
-    while (i + 4 <= 20 && prefetcher.ready() < 4) std::this_thread::yield();  // let the workers fill up
+    // the workers are woken when half of the queue is free, so at least 2 of 4 items are ready
+    while (prefetcher.ready() < std::min(2, 20 - i)) std::this_thread::yield();
     prefetcher.next();
   }
-  EXPECT_GE(prefetcher.mean_depth(), 3.0);
+  EXPECT_GE(prefetcher.mean_depth(), 1.9);
 }
 
 TEST(Sampler, RandomOrderIsASeededPermutationPerEpoch) {

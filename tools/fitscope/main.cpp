@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "fitscope/data/transforms.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "train_command.hpp"
 
@@ -37,7 +38,25 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
       "cnn|mlp|FILE.pt");
   command->add_option("--model", o.model, "Model: the seed cnn, the seed mlp, or a TorchScript file")
       ->check(model_check)->capture_default_str();
-  command->add_option("--data", o.data, "Data set: synthetic (built-in)")->capture_default_str();
+  command->add_option("--data", o.data,
+                      "Data set: synthetic (built-in), idx:DIR (MNIST-style train-/t10k- files, raw or .gz), "
+                      "cifar10:DIR (data_batch_*.bin, test_batch.bin) or csv:FILE; a test set in the files is the validation set")
+      ->capture_default_str();
+  command->add_option("--label-column", o.label_column, "CSV: the label column, by header name or 0-based index (default: 'label', else 0)");
+  command->add_option("--workers", o.workers, "Loader threads (0 = batches built on the training thread)")
+      ->check(CLI::Range(int64_t{0}, int64_t{256}))->capture_default_str();
+  command->add_option("--prefetch", o.prefetch, "Batches built ahead of the training step (at least --workers)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}))->capture_default_str();
+  command->add_option("--augment", o.augment, "Random augmentation in the loader: flip, brightness (comma-separated)")
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        try {
+          fitscope::parse_augment(v);
+          return {};
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      }, "flip,brightness"));
+  command->add_flag("--cache", o.cache, "Keep examples in memory after their first use");
   command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
       ->check(CLI::Range(int64_t{100}, int64_t{10'000'000}))->capture_default_str();
   command->add_option("--epochs", o.epochs, "Epochs")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();

@@ -1,11 +1,13 @@
 #include "train_command.hpp"
 
+#include <ATen/ATen.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 
@@ -20,10 +22,49 @@ void validate(const TrainCommandOptions& o) {
     throw std::invalid_argument("--model " + o.model +
                                 ": TorchScript models are not supported by this build yet (expected cnn or mlp)");
   }
-  if (o.data != "synthetic") {
-    throw std::invalid_argument("--data " + o.data +
-                                ": only the built-in data set is supported by this build yet (expected synthetic)");
+}
+
+/// `prefix:rest` -> rest, when `spec` starts with `prefix:`.
+std::optional<std::string> after_prefix(const std::string& spec, const std::string& prefix) {
+  if (spec.rfind(prefix + ":", 0) != 0) return std::nullopt;
+  return spec.substr(prefix.size() + 1);
+}
+
+/// --data: the training set and, when the files hold one, their test set.
+FileData load_data(const TrainCommandOptions& o) {
+  try {
+    if (o.data == "synthetic") {
+      SyntheticOptions data_options;
+      data_options.size = o.synthetic_size;
+      data_options.seed = o.seed;
+      return {std::make_shared<TensorDataset>(make_synthetic(data_options)), nullptr};
+    }
+    if (auto dir = after_prefix(o.data, "idx")) return load_idx(*dir);
+    if (auto dir = after_prefix(o.data, "cifar10")) return load_cifar10(*dir);
+    if (auto file = after_prefix(o.data, "csv")) {
+      CsvOptions csv;
+      csv.label_column = o.label_column;
+      return {std::make_shared<TensorDataset>(load_csv(*file, csv)), nullptr};
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--data " + o.data + ": " + e.what());
   }
+  throw std::invalid_argument("--data " + o.data + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
+}
+
+/// Classes of the data: 10 for the image sets, the largest label + 1 (at least 2) for CSV.
+int64_t class_count(const FileData& data) {
+  int64_t classes = 10;
+  for (const auto& part : {data.train, data.test}) {
+    if (part) classes = std::max(classes, part->targets().max().item<int64_t>() + 1);
+  }
+  return classes;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 c10::Device resolve_device(const std::string& name) {
@@ -52,9 +93,21 @@ fs::path make_run_dir(const std::string& chosen, const std::string& name) {
   return dir;
 }
 
-std::shared_ptr<Model> make_seed_model(const std::string& name) {
-  if (name == "mlp") return make_model(models::Mlp());
-  if (name == "cnn") return make_model(models::Cnn());
+/// The seed model shaped for the data: the MLP on the flattened example, the CNN on square images.
+std::shared_ptr<Model> make_seed_model(const std::string& name, const std::string& data,
+                                       const std::vector<int64_t>& shape, int64_t classes) {
+  if (name == "mlp") {
+    int64_t inputs = 1;
+    for (int64_t d : shape) inputs *= d;
+    return make_model(models::Mlp(inputs, classes));
+  }
+  if (name == "cnn") {
+    if (shape.size() != 3 || shape[1] != shape[2] || shape[1] < 4) {
+      throw std::invalid_argument("--model cnn needs square images [channels x size x size] but --data " + data +
+                                  " gives examples of shape " + shape_text(shape) + " (use --model mlp)");
+    }
+    return make_model(models::Cnn(shape[1], shape[0], classes));
+  }
   throw std::invalid_argument("--model " + name + ": unknown model (expected cnn, mlp or FILE.pt)");
 }
 
@@ -62,16 +115,15 @@ std::shared_ptr<Model> make_seed_model(const std::string& name) {
 struct Session {
   int64_t threads = 1;
   c10::Device device = c10::Device(c10::kCPU);
-  TensorDataset data;
+  FileData data;
+  int64_t classes = 10;
 
   explicit Session(const TrainCommandOptions& o) {
     validate(o);
     threads = apply_threads(o.threads > 0 ? o.threads : default_threads());
     device = resolve_device(o.device);
-    SyntheticOptions data_options;
-    data_options.size = o.synthetic_size;
-    data_options.seed = o.seed;
-    data = make_synthetic(data_options);
+    data = load_data(o);
+    classes = class_count(data);
   }
 
   std::unique_ptr<Trainer> make_trainer(const TrainCommandOptions& o) const {
@@ -82,7 +134,26 @@ struct Session {
     options.device = device;
     options.warmup_steps = o.warmup_steps;
     options.metrics = o.metrics;
-    return std::make_unique<Trainer>(make_seed_model(o.model), options);
+    auto trainer = std::make_unique<Trainer>(
+        make_seed_model(o.model, o.data, data.train->example_shape(), classes), options);
+    check_input_shape(*trainer, o);
+    return trainer;
+  }
+
+  /// One example through the model before training: a shape mismatch is bad input (exit 2), named.
+  void check_input_shape(Trainer& trainer, const TrainCommandOptions& o) const {
+    const at::Tensor one = data.train->inputs().narrow(0, 0, 1).to(device);
+    try {
+      torch::NoGradGuard no_grad;
+      trainer.model().train(false);
+      trainer.model().forward(one);
+      trainer.model().train(true);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      what = what.substr(0, what.find('\n'));
+      throw std::invalid_argument("--model " + o.model + " does not accept the examples of --data " + o.data +
+                                  " (shape " + shape_text(data.train->example_shape()) + "): " + what);
+    }
   }
 
   /// The fit settings of the command line, with the observing callbacks (progress bar, CSVLogger
@@ -94,6 +165,11 @@ struct Session {
     fit.seed = o.seed;
     fit.validation_split = o.validation_split;
     fit.load_delay_ms = o.load_delay_ms;
+    fit.workers = o.workers;
+    fit.prefetch = o.prefetch;
+    fit.transforms = parse_augment(o.augment);
+    fit.cache = o.cache;
+    if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
     const bool async = o.callback_mode == "async";
     if (progress) {
       ProgressBarOptions bar;
@@ -112,6 +188,7 @@ VerdictContext verdict_context(const TrainCommandOptions& o, int64_t threads, co
   context.batch_size = o.batch_size;
   context.threads = threads;
   context.callback_mode = o.callback_mode;
+  context.workers = o.workers;
   const auto costly = by_total_time(trainer.callback_timings());
   if (!costly.empty()) context.slowest_callback = costly.front()->name + "." + std::string(hook_name(costly.front()->hook));
   return context;
@@ -130,7 +207,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   CpuUsage cpu;
   cpu.start();
   const auto start = std::chrono::steady_clock::now();
-  const History history = trainer->fit(session.data, fit);
+  const History history = trainer->fit(session.data.train, fit);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunInfo info;
@@ -145,6 +222,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.callbacks = trainer->callback_timings();
   info.warnings = trainer->warnings();
   info.cpu = cpu.stop();
+  info.loader = trainer->loader_stats();
   const Verdict verdict = judge(trainer->step_stats(), verdict_context(o, session.threads, *trainer));
   write_file_atomically((run_dir / "summary.json").string(), summary_json(trainer->step_stats(), info, verdict));
 
@@ -169,7 +247,7 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
     auto trainer = session.make_trainer(o);
     FitOptions fit = session.fit_options(o, /*progress=*/false);
     fit.steps_per_epoch = s.train.warmup_steps + s.steps;
-    trainer->fit(session.data, fit);
+    trainer->fit(session.data.train, fit);
     const PhaseStats& stats = trainer->step_stats();
     const Verdict verdict = judge(stats, verdict_context(o, session.threads, *trainer));
     SweepRow row;

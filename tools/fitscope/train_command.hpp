@@ -25,6 +25,11 @@ struct TrainCommandOptions {
   std::string device = "auto";      ///< --device auto|cpu|cuda
   std::string run_dir;              ///< --run-dir; empty = runs/<YYYYmmdd-HHMMSS>-<model>
   bool quiet = false;               ///< --quiet: one progress line per epoch
+  std::string label_column;         ///< --label-column: CSV label column (name or index); empty = default
+  int64_t workers = 1;              ///< --workers: loader threads (0 = the training thread)
+  int64_t prefetch = 8;             ///< --prefetch: batches built ahead of the step
+  std::string augment;              ///< --augment flip,brightness
+  bool cache = false;               ///< --cache: keep examples in memory after first use
   double load_delay_ms = 0;         ///< --load-delay-ms: artificial loader delay per batch
   double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch
   std::string callback_mode = "sync";  ///< --callback-mode sync|async for the observing callbacks

@@ -20,6 +20,7 @@
 
 #include "fitscope/data/batch.hpp"
 #include "fitscope/data/dataset.hpp"
+#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/data/prefetcher.hpp"
 #include "fitscope/data/sampler.hpp"
 #include "fitscope/data/transforms.hpp"
@@ -33,19 +34,11 @@ struct LoaderOptions {
   bool drop_last = false;   ///< drop the last batch when it is smaller than batch_size
   double delay_ms = 0;      ///< artificial delay per batch, slept by whoever builds it (--load-delay-ms)
   int64_t workers = 0;      ///< threads building batches (>= 0; 0 = the calling thread, in next())
-  int64_t prefetch = 2;     ///< batches built or being built ahead of the consumer (>= 1; at least workers)
+  int64_t prefetch = 8;     ///< batches built or being built ahead of the consumer (>= 1; at least workers)
   std::vector<std::shared_ptr<Transform>> transforms;  ///< applied in order to every batch
   bool cache = false;       ///< keep every example in memory after its first use (CachedDataset)
   bool pin_memory = false;  ///< pin batches in page-locked memory (for non-blocking copies to a GPU)
   std::shared_ptr<Sampler> sampler;  ///< a custom order (e.g. DistributedSampler); unset = shuffle's
-};
-
-/// How well the loader kept up.
-struct LoaderStats {
-  int64_t workers = 0;            ///< worker threads
-  int64_t prefetch = 0;           ///< prefetch depth in use
-  int64_t batches = 0;            ///< batches handed out
-  double mean_queue_depth = 0;    ///< built batches waiting when the consumer asked (mean)
 };
 
 class Loader {

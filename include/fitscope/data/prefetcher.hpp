@@ -28,6 +28,11 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 namespace fitscope {
 
 /// Lets a job notice that its pass was abandoned, and sleep without delaying shutdown.
@@ -90,6 +95,7 @@ class Prefetcher {
       state_->shutdown = true;
     }
     state_->wake.notify_all();
+    work_.notify_all();
     for (auto& t : threads_) t.join();
   }
   Prefetcher(const Prefetcher&) = delete;
@@ -104,7 +110,7 @@ class Prefetcher {
     next_job_ = 0;
     next_out_ = 0;
     lock.unlock();
-    state_->wake.notify_all();
+    work_.notify_all();
   }
 
   /// The next item in index order; blocks until it is built. Rethrows the job's exception for that
@@ -118,13 +124,19 @@ class Prefetcher {
     depth_sum_ += static_cast<double>(ready_);
     ++depth_samples_;
     Slot& slot = slots_[static_cast<std::size_t>(next_out_ % depth_)];
-    state_->wake.wait(lock, [&] { return slot.done; });
+    if (!slot.done) {
+      work_.notify_all();  // never wait on workers that wait for room
+      has_item_.wait(lock, [&] { return slot.done; });
+    }
     Slot taken = std::move(slot);
     slot = Slot{};
     --ready_;
     ++next_out_;
+    // Waking a worker costs a system call (and, on a VM, an interrupt to another core): the workers
+    // are woken once half of the queue is free rather than after every item.
+    const bool wake = next_job_ < count_ && next_job_ - next_out_ <= depth_ / 2;
     lock.unlock();
-    state_->wake.notify_all();  // a worker may start the next item
+    if (wake) work_.notify_all();
     if (taken.error) std::rethrow_exception(taken.error);
     return std::move(*taken.value);
   }
@@ -160,8 +172,8 @@ class Prefetcher {
     count_ = 0;
     next_job_ = 0;
     next_out_ = 0;
-    state_->wake.notify_all();
-    state_->wake.wait(lock, [&] { return running_ == 0; });
+    state_->wake.notify_all();  // sleeping jobs return early
+    idle_.wait(lock, [&] { return running_ == 0; });
     for (Slot& s : slots_) s = Slot{};
     ready_ = 0;
     job_.reset();
@@ -170,9 +182,16 @@ class Prefetcher {
   bool can_start_locked() const { return next_job_ < count_ && next_job_ < next_out_ + depth_; }
 
   void work() {
+#ifdef __linux__
+    // A woken worker must not preempt the training thread that woke it (Linux places a wakee on the
+    // waker's core and lets it run first): SCHED_BATCH threads never preempt on wake-up, and the
+    // scheduler moves them to an idle core instead. No privilege is needed; failure changes nothing.
+    sched_param no_priority{};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &no_priority);
+#endif
     std::unique_lock<std::mutex> lock(state_->mutex);
     for (;;) {
-      state_->wake.wait(lock, [&] { return state_->shutdown || can_start_locked(); });
+      work_.wait(lock, [&] { return state_->shutdown || can_start_locked(); });
       if (state_->shutdown) return;
       const int64_t index = next_job_++;
       const uint64_t generation = state_->generation;
@@ -191,12 +210,16 @@ class Prefetcher {
       if (generation == state_->generation) {
         slots_[static_cast<std::size_t>(index % depth_)] = std::move(result);
         ++ready_;
+        if (index == next_out_) has_item_.notify_one();  // the item the consumer may wait for
       }
-      state_->wake.notify_all();
+      if (running_ == 0) idle_.notify_all();
     }
   }
 
-  std::shared_ptr<StopToken::State> state_ = std::make_shared<StopToken::State>();
+  std::shared_ptr<StopToken::State> state_ = std::make_shared<StopToken::State>();  // mutex, sleepers
+  std::condition_variable work_;      // workers wait for an item to build
+  std::condition_variable has_item_;  // the consumer waits for its next item
+  std::condition_variable idle_;      // cancel waits for the jobs in progress
   int64_t depth_ = 1;
   std::vector<Slot> slots_;        // ring of depth_ slots; item i lives in slot i % depth_
   std::shared_ptr<Job> job_;

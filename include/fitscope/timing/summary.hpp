@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fitscope/callbacks/callback_timing.hpp"
+#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/verdict.hpp"
@@ -29,6 +30,7 @@ struct RunInfo {
   std::vector<CallbackTiming> callbacks;  ///< per callback and hook
   std::vector<std::string> warnings;      ///< slow callbacks, ...
   CpuUtilization cpu;                     ///< CPU use during fit
+  LoaderStats loader;                     ///< how the training loader kept up
 };
 
 /// The callback timings sorted by total time, most expensive first.

@@ -64,7 +64,7 @@ struct FitOptions {
   bool drop_last = false;      ///< drop the last, smaller training batch
   double load_delay_ms = 0;    ///< artificial loader delay per batch, slept in the worker (a slow pipeline)
   int64_t workers = 1;         ///< loader threads (0 = batches built on the training thread)
-  int64_t prefetch = 2;        ///< batches built or being built ahead of the step (>= 1; raised to workers)
+  int64_t prefetch = 8;        ///< batches built or being built ahead of the step (>= 1; raised to workers)
   std::vector<std::shared_ptr<Transform>> transforms;  ///< training-batch augmentation, in order
   bool cache = false;          ///< keep examples in memory after their first use (CachedDataset)
   double validation_split = 0;  ///< fraction of the training set (its end) held out; 0 = none

@@ -1,0 +1,15 @@
+#pragma once
+/// LoaderStats: how well a loader kept up with the training step (a plain value; no libtorch).
+
+#include <cstdint>
+
+namespace fitscope {
+
+struct LoaderStats {
+  int64_t workers = 0;            ///< worker threads (0 = batches built on the training thread)
+  int64_t prefetch = 0;           ///< prefetch depth in use (0 without workers)
+  int64_t batches = 0;            ///< batches handed out
+  double mean_queue_depth = 0;    ///< built batches waiting when the consumer asked (mean)
+};
+
+}  // namespace fitscope
