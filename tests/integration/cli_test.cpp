@@ -130,7 +130,12 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--device", "tpu"}, "--device: tpu not in {auto,cpu,cuda}");
   expect_usage_error({"train", "--bogus"}, "The following argument was not expected: --bogus");
   expect_usage_error({"train", "--data", "idx:/no/such/dir"},
-                     "--data idx:/no/such/dir: only the built-in data set is supported by this build yet");
+                     "--data idx:/no/such/dir: IDX directory /no/such/dir: does not exist");
+  expect_usage_error({"train", "--data", "parquet:x"},
+                     "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
+  expect_usage_error({"train", "--augment", "rotate"},
+                     "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness)");
+  expect_usage_error({"train", "--workers", "-1"}, "--workers: Value -1 not in range 0 to 256");
   expect_usage_error({}, "A subcommand is required");
 }
 
@@ -289,4 +294,81 @@ TEST(TrainCommand, ChosenMetricsAppearInTheLogsWithValidationTwins) {
     EXPECT_TRUE(s.at("logs").contains(std::string("val_") + key)) << key;
   }
   expect_usage_error({"train", "--metrics", "accuracy,f7"}, "--metrics: unknown metric 'f7'");
+}
+
+namespace {
+
+std::string be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+
+/// An MNIST-style pair `prefix`-images/labels in `dir`: n images of 28x28 whose bright column is the label.
+void write_idx_pair(const std::string& dir, const std::string& prefix, uint32_t n) {
+  std::string images{0, 0, 8, 3}, labels{0, 0, 8, 1};
+  images += be32(n) + be32(28) + be32(28);
+  labels += be32(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const int label = static_cast<int>(i % 10);
+    labels += static_cast<char>(label);
+    for (int y = 0; y < 28; ++y) {
+      for (int x = 0; x < 28; ++x) images += static_cast<char>(x == 4 + 2 * label ? 250 : (x * 7 + y * 3 + i) % 40);
+    }
+  }
+  std::ofstream(dir + "/" + prefix + "-images-idx3-ubyte", std::ios::binary) << images;
+  std::ofstream(dir + "/" + prefix + "-labels-idx1-ubyte", std::ios::binary) << labels;
+}
+
+}  // namespace
+
+TEST(DataCommand, TrainsOnAnIdxPairWrittenByTheTestAndValidatesOnItsTestSet) {
+  TempDir tmp;
+  write_idx_pair(tmp.path(), "train", 600);
+  write_idx_pair(tmp.path(), "t10k", 100);
+  const std::string dir = tmp.path() + "/run";
+  const ProcessResult r = run_fitscope({"train", "--data", "idx:" + tmp.path(), "--epochs", "2", "--run-dir", dir,
+                                        "--quiet", "--workers", "2", "--prefetch", "4", "--augment", "brightness"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = check_run_directory(dir);
+  EXPECT_GT(s.at("logs").at("val_accuracy").get<double>(), 0.9);  // the bright column gives the class away
+  EXPECT_EQ(s.at("loader").at("workers"), 2);
+  EXPECT_EQ(s.at("loader").at("prefetch"), 4);
+  EXPECT_EQ(s.at("loader").at("batches"), 2 * 19);  // 600 examples, batches of 32, two epochs
+  EXPECT_GE(s.at("loader").at("mean_queue_depth").get<double>(), 0.0);
+  EXPECT_EQ(s.at("steps"), 2 * 19);
+}
+
+TEST(DataCommand, ACorruptIdxFileExitsTwoNamingTheFileAndOffset) {
+  TempDir tmp;
+  write_idx_pair(tmp.path(), "train", 50);
+  const std::string images = tmp.path() + "/train-images-idx3-ubyte";
+  const std::string bytes = read_file(images);
+  std::ofstream(images, std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+  expect_usage_error({"train", "--data", "idx:" + tmp.path(), "--run-dir", tmp.path() + "/run"},
+                     "--data idx:" + tmp.path() + ": " + images +
+                         ": at byte offset 39116: truncated: the dimensions need 39200 bytes of data after the header, found 39100");
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/run"));
+}
+
+TEST(DataCommand, CsvTrainsTheMlpAndTheCnnIsRefusedWithTheShape) {
+  TempDir tmp;
+  const std::string csv = tmp.path() + "/points.csv";
+  {
+    std::ofstream out(csv);
+    out << "x,y,label\n";
+    for (int i = 0; i < 400; ++i) {
+      const double x = (i * 37 % 100) / 50.0 - 1, y = (i * 61 % 100) / 50.0 - 1;
+      out << x << "," << y << "," << (x + y > 0 ? 1 : 0) << "\n";
+    }
+  }
+  const std::string dir = tmp.path() + "/run";
+  const ProcessResult r = run_fitscope({"train", "--data", "csv:" + csv, "--model", "mlp", "--epochs", "5", "--lr",
+                                        "0.05", "--run-dir", dir, "--quiet", "--workers", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(check_run_directory(dir).at("logs").at("val_accuracy").get<double>(), 0.8);
+  expect_usage_error({"train", "--data", "csv:" + csv, "--run-dir", dir},
+                     "--model cnn needs square images [channels x size x size] but --data csv:" + csv +
+                         " gives examples of shape [2] (use --model mlp)");
+  std::ofstream(csv, std::ios::app) << "1,2\n";
+  expect_usage_error({"train", "--data", "csv:" + csv, "--model", "mlp"},
+                     csv + ": line 402: found 2 fields, expected 3 like the first line (ragged row)");
 }
