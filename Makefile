@@ -7,13 +7,24 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test bench clean
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := idx cifar10 csv
+
+.PHONY: all deps fuzz-deps install-packages configure build demo test bench fuzz clean
 
 all: build
 
 deps:
+	@$(MAKE) --no-print-directory install-packages WANTED="$(PACKAGES)"
+
+fuzz-deps:
+	@$(MAKE) --no-print-directory install-packages WANTED="$(FUZZ_PACKAGES)"
+
+install-packages:
 	@missing=""; \
-	for p in $(PACKAGES); do \
+	for p in $(WANTED); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -39,6 +50,21 @@ bench: build
 	$(BUILD_DIR)/bench/bench_fit_vs_handwritten
 	$(BUILD_DIR)/bench/bench_step_accounting
 	$(BUILD_DIR)/bench/bench_metrics_cost
+	$(BUILD_DIR)/bench/bench_data_pipeline
+
+# libFuzzer targets of the IDX, CIFAR-10 and CSV parsers (libtorch-free sources, clang), each run for
+# FUZZ_SECONDS from the seed corpus in tests/fuzz/corpus; libFuzzer prints the executions it ran.
+fuzz: fuzz-deps
+	@mkdir -p $(FUZZ_DIR)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
+	    tests/fuzz/$${t}_fuzz.cpp src/data/$${t}_format.cpp -o $(FUZZ_DIR)/$${t}_fuzz; \
+	  rm -rf $(FUZZ_DIR)/corpus-$$t && cp -r tests/fuzz/corpus/$$t $(FUZZ_DIR)/corpus-$$t; \
+	  echo "== fuzzing the $$t parser for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_DIR)/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -print_final_stats=1 \
+	    $(FUZZ_DIR)/corpus-$$t > $(FUZZ_DIR)/$$t.log 2>&1 || { tail -40 $(FUZZ_DIR)/$$t.log; exit 1; }; \
+	  grep -E "^Done|number_of_executed_units" $(FUZZ_DIR)/$$t.log; \
+	done
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR)
