@@ -22,7 +22,7 @@ std::string advice_for(const std::string& bound, double share, const VerdictCont
     const int64_t next = ctx.workers < 1 ? 2 : ctx.workers * 2;
     return "waiting for data takes " + of_step + ": raise --workers from " +
            std::to_string(ctx.workers) + " to " + std::to_string(next) +
-           " and keep --prefetch at 2 or more";
+           " (with --prefetch at least as large, 8 by default)";
   }
   if (bound == "callbacks") {
     const std::string most = ctx.slowest_callback.empty() ? "" : " (most in " + ctx.slowest_callback + ")";

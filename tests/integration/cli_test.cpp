@@ -83,7 +83,8 @@ TEST(TrainCommand, TheDemoRunReachesNinetyFivePercentAndWritesAConsistentRunDire
   EXPECT_EQ(summary.at("warmup_steps").get<int64_t>(), 5);
   EXPECT_EQ(summary.at("steps").get<int64_t>(), 3 * 500);  // 16000 training examples / 32, 3 epochs
   EXPECT_EQ(summary.at("batch_size").get<int64_t>(), 32);
-  EXPECT_EQ(summary.at("device").get<std::string>(), "cpu");
+  const std::string device = summary.at("device").get<std::string>();
+  EXPECT_TRUE(device == "cpu" || device == "cuda:0") << device;  // --device auto
   for (const char* key : {"loss", "accuracy", "val_loss", "val_accuracy", "lr"}) {
     EXPECT_TRUE(summary.at("logs").contains(key)) << key;
   }
@@ -120,7 +121,7 @@ TEST(TrainCommand, HelpListsTheFlagsAndExitsZero) {
 }
 
 TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
-  expect_usage_error({"train", "--epochs", "0"}, "--epochs: Value 0 not in range 1 to 1000000");
+  expect_usage_error({"train", "--epochs", "0"}, "--epochs: Value 0 not in range");
   expect_usage_error({"train", "--batch-size", "many"}, "--batch-size");
   expect_usage_error({"train", "--optimizer", "rmsprop"}, "--optimizer: rmsprop not in {adam,sgd}");
   expect_usage_error({"train", "--validation-split", "1.5"},
@@ -135,7 +136,7 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
                      "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
   expect_usage_error({"train", "--augment", "rotate"},
                      "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness)");
-  expect_usage_error({"train", "--workers", "-1"}, "--workers: Value -1 not in range 0 to 256");
+  expect_usage_error({"train", "--workers", "-1"}, "--workers: Value -1 not in range");
   expect_usage_error({}, "A subcommand is required");
 }
 
@@ -280,7 +281,7 @@ TEST(SweepCommand, WritesOneRowPerBatchSizeAndAKneeAmongThem) {
 }
 
 TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
-  expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: Value 0 not in range 1 to 1000000");
+  expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: Value 0 not in range");
   expect_usage_error({"sweep", "--batch-sizes", "16,abc"}, "--batch-sizes");
   expect_usage_error({"train", "--callback-mode", "threads"}, "--callback-mode: threads not in {sync,async}");
   expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds >= 0, got '-5'");

@@ -227,6 +227,13 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   write_file_atomically((run_dir / "summary.json").string(), summary_json(trainer->step_stats(), info, verdict));
 
   out << "\n" << format_breakdown(trainer->step_stats(), verdict, info.callbacks);
+  const LoaderStats& loader = info.loader;
+  if (loader.workers > 0) {
+    out << "Loader: " << loader.workers << (loader.workers == 1 ? " worker" : " workers") << ", mean queue depth "
+        << loader.mean_queue_depth << " of " << loader.prefetch << " batches when the step asked\n";
+  } else {
+    out << "Loader: batches built on the training thread (--workers 0)\n";
+  }
   if (auto acc = history.last().get("val_accuracy")) {
     out << "Final validation accuracy: " << *acc << "\n";
   }

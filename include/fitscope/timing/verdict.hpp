@@ -25,7 +25,7 @@ struct Verdict {
 /// The settings the advice refers to.
 struct VerdictContext {
   int64_t batch_size = 0;   ///< --batch-size
-  int64_t workers = 0;      ///< --workers (0 = loading on the training thread)
+  int64_t workers = 1;      ///< --workers (0 = loading on the training thread; 1 by default)
   int64_t threads = 1;      ///< --threads (intra-op threads)
   std::string callback_mode = "sync";  ///< --callback-mode
   std::string slowest_callback;        ///< "Name.on_train_batch_end" of the costliest callback hook
