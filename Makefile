@@ -2,7 +2,8 @@
 # test. Both install the missing Debian packages first (as root, or through sudo).
 
 PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread \
-            libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev
+            libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev \
+            python3-torch
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
@@ -51,6 +52,7 @@ bench: build
 	$(BUILD_DIR)/bench/bench_step_accounting
 	$(BUILD_DIR)/bench/bench_metrics_cost
 	$(BUILD_DIR)/bench/bench_data_pipeline
+	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 
 # libFuzzer targets of the IDX, CIFAR-10 and CSV parsers (libtorch-free sources, clang), each run for
 # FUZZ_SECONDS from the seed corpus in tests/fuzz/corpus; libFuzzer prints the executions it ran.

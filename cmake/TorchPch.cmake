@@ -4,6 +4,7 @@ add_library(fitscope_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch.cpp)
 target_link_libraries(fitscope_pch PUBLIC torch nlohmann_json::nlohmann_json)
 target_precompile_headers(fitscope_pch PRIVATE
   <torch/torch.h>
+  <torch/script.h>
   <nlohmann/json.hpp>
   <string> <vector> <map> <memory> <functional> <chrono> <optional>)
 

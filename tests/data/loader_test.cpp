@@ -237,3 +237,17 @@ TEST(SubsetDataset, SplitsAnyDataSetLikeKerasValidationSplit) {
   EXPECT_EQ(validation->get(0).target.item<int64_t>(), 7);
   EXPECT_EQ(validation->get_batch({2, 0}).targets[0].item<int64_t>(), 9);
 }
+
+TEST(Transforms, NormalizeUsesOneMeanAndStdPerChannel) {
+  const at::Tensor x = at::ones({2, 3, 2, 2});
+  Batch b{x * at::tensor({1.f, 2.f, 3.f}).view({1, 3, 1, 1}), at::zeros({2}, at::kLong)};
+  const Batch out = Normalize({1, 2, 3}, {1, 2, 4}).apply(b, {});
+  EXPECT_TRUE(at::allclose(out.inputs[1][2], at::zeros({2, 2})));
+  EXPECT_TRUE(at::allclose(Normalize({1}, {2}).apply(b, {}).inputs[0][2], at::ones({2, 2})));
+  try {
+    Normalize({1, 2}, {1, 2}).apply(b, {});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "normalize has 2 channels, the inputs have 3");
+  }
+}

@@ -17,11 +17,21 @@ namespace fitscope::cli {
 namespace fs = std::filesystem;
 namespace {
 
-void validate(const TrainCommandOptions& o) {
-  if (o.model.size() > 3 && o.model.substr(o.model.size() - 3) == ".pt") {
-    throw std::invalid_argument("--model " + o.model +
-                                ": TorchScript models are not supported by this build yet (expected cnn or mlp)");
+bool is_script_file(const std::string& model) { return model.size() > 3 && model.substr(model.size() - 3) == ".pt"; }
+
+/// The one line of an error that says what went wrong (a TorchScript error carries its Python-like
+/// traceback: the reason is its last "...Error: " line).
+std::string reason_of(const std::exception& e) {
+  const std::string text = e.what();
+  std::size_t at = text.rfind("Error: ");
+  if (at != std::string::npos) {
+    const std::size_t line = text.rfind('\n', at);
+    at = line == std::string::npos ? 0 : line + 1;
+  } else {
+    at = 0;
   }
+  const std::size_t end = text.find('\n', at);
+  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
 /// `prefix:rest` -> rest, when `spec` starts with `prefix:`.
@@ -119,7 +129,6 @@ struct Session {
   int64_t classes = 10;
 
   explicit Session(const TrainCommandOptions& o) {
-    validate(o);
     threads = apply_threads(o.threads > 0 ? o.threads : default_threads());
     device = resolve_device(o.device);
     data = load_data(o);
@@ -134,8 +143,10 @@ struct Session {
     options.device = device;
     options.warmup_steps = o.warmup_steps;
     options.metrics = o.metrics;
-    auto trainer = std::make_unique<Trainer>(
-        make_seed_model(o.model, o.data, data.train->example_shape(), classes), options);
+    std::shared_ptr<Model> model =
+        is_script_file(o.model) ? std::make_shared<ScriptModel>(load_script_module(o.model), o.model)
+                                : make_seed_model(o.model, o.data, data.train->example_shape(), classes);
+    auto trainer = std::make_unique<Trainer>(std::move(model), options);
     check_input_shape(*trainer, o);
     return trainer;
   }
@@ -149,10 +160,8 @@ struct Session {
       trainer.model().forward(one);
       trainer.model().train(true);
     } catch (const std::exception& e) {
-      std::string what = e.what();
-      what = what.substr(0, what.find('\n'));
       throw std::invalid_argument("--model " + o.model + " does not accept the examples of --data " + o.data +
-                                  " (shape " + shape_text(data.train->example_shape()) + "): " + what);
+                                  " (shape " + shape_text(data.train->example_shape()) + "): " + reason_of(e));
     }
   }
 
@@ -225,6 +234,11 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.loader = trainer->loader_stats();
   const Verdict verdict = judge(trainer->step_stats(), verdict_context(o, session.threads, *trainer));
   write_file_atomically((run_dir / "summary.json").string(), summary_json(trainer->step_stats(), info, verdict));
+  save_weights(trainer->model(), (run_dir / "model.weights.pt").string());
+  if (auto* script = dynamic_cast<ScriptModel*>(&trainer->model())) {
+    script->train(false);
+    write_file_atomically((run_dir / "model.pt").string(), script->serialized());
+  }
 
   out << "\n" << format_breakdown(trainer->step_stats(), verdict, info.callbacks);
   const LoaderStats& loader = info.loader;

@@ -1,7 +1,7 @@
 #pragma once
 /// Model: what the Trainer needs of a model (forward with one tensor in and one out, parameters,
-/// train/eval mode, device placement, named state), so that a C++ torch::nn::Module and, later, a
-/// TorchScript module train through the same loop. ModuleModel adapts any module with
+/// train/eval mode, device placement, named state), so that a C++ torch::nn::Module and a TorchScript
+/// module (ScriptModel) train through the same loop. ModuleModel adapts any module with
 /// `at::Tensor forward(at::Tensor)`; make_model() wraps a module handle or a shared_ptr to one.
 /// The adapter shares ownership of the module. Not thread-safe.
 
@@ -12,6 +12,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace torch::jit {
+struct Module;
+}
 
 namespace fitscope {
 
@@ -60,5 +64,7 @@ std::shared_ptr<Model> make_model(torch::nn::ModuleHolder<Impl> module) {
   return std::make_shared<ModuleModel<Impl>>(module.ptr());
 }
 inline std::shared_ptr<Model> make_model(std::shared_ptr<Model> model) { return model; }
+/// Wraps a TorchScript module (ScriptModel, in script_model.hpp, which callers include).
+std::shared_ptr<Model> make_model(torch::jit::Module module);
 
 }  // namespace fitscope

@@ -1,0 +1,20 @@
+#include "fitscope/checkpoint/weights_export.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/core/Dict.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include "fitscope/checkpoint/atomic_file.hpp"
+
+namespace fitscope {
+
+std::string weights_pickle(Model& model) {
+  c10::Dict<std::string, at::Tensor> weights;
+  for (const auto& [name, tensor] : model.named_state()) weights.insert(name, tensor.detach().to(at::kCPU).contiguous());
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(weights));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+void save_weights(Model& model, const std::string& path) { write_file_atomically(path, weights_pickle(model)); }
+
+}  // namespace fitscope
