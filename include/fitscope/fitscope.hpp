@@ -43,6 +43,8 @@
 #include "fitscope/metrics/top_k_accuracy.hpp"
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"
+#include "fitscope/report/html_report.hpp"
+#include "fitscope/report/svg.hpp"
 #include "fitscope/report/sweep.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase.hpp"

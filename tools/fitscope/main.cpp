@@ -9,6 +9,7 @@
 
 #include "fitscope/data/transforms.hpp"
 #include "fitscope/metrics/metric.hpp"
+#include "fitscope/report/html_report.hpp"
 #include "train_command.hpp"
 
 namespace {
@@ -119,6 +120,12 @@ int main(int argc, char** argv) {
   sweep->add_option("--steps", sweep_options.steps, "Measured steps per batch size (after the warm-up steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
   sweep->callback([&] { fitscope::cli::run_sweep(sweep_options, std::cout); });
+
+  std::string report_dir, report_out;
+  CLI::App* report = app.add_subcommand("report", "(Re)build report.html from the files of a finished run or sweep");
+  report->add_option("RUN_DIR", report_dir, "The run directory (summary.json, steps.csv, metrics.csv or sweep.json)")->required();
+  report->add_option("--out", report_out, "Where to write the page (default RUN_DIR/report.html)");
+  report->callback([&] { std::cout << "Report: " << fitscope::write_html_report(report_dir, report_out) << "\n"; });
 
   try {
     app.parse(argc, argv);

@@ -237,6 +237,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   save_weights(trainer->model(), (run_dir / "model.weights.pt").string());
   if (auto* script = dynamic_cast<ScriptModel*>(&trainer->model())) {
     script->train(false);
+    script->to(c10::Device(c10::kCPU));  // loadable anywhere: torch.jit.load puts it back where it was saved
     write_file_atomically((run_dir / "model.pt").string(), script->serialized());
   }
 
@@ -251,6 +252,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   if (auto acc = history.last().get("val_accuracy")) {
     out << "Final validation accuracy: " << *acc << "\n";
   }
+  out << "Report: " << write_html_report(run_dir.string()) << "\n";
   out << "Run directory: " << run_dir.string() << "\n";
 }
 
@@ -285,7 +287,8 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
   }
   write_file_atomically((run_dir / "sweep.json").string(), sweep_json(rows, s.train.model, s.steps));
   write_file_atomically((run_dir / "sweep.csv").string(), sweep_csv(rows));
-  out << "\n" << format_sweep(rows) << "Run directory: " << run_dir.string() << "\n";
+  out << "\n" << format_sweep(rows) << "Report: " << write_html_report(run_dir.string()) << "\n"
+      << "Run directory: " << run_dir.string() << "\n";
 }
 
 }  // namespace fitscope::cli

@@ -1,0 +1,391 @@
+#include "fitscope/report/html_report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/report/svg.hpp"
+#include "fitscope/timing/phase.hpp"
+
+namespace fitscope {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+/// A numeric CSV with a header line (steps.csv, metrics.csv); text columns are kept as NaN.
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+
+  int column(const std::string& name) const {
+    const auto it = std::find(columns.begin(), columns.end(), name);
+    return it == columns.end() ? -1 : static_cast<int>(it - columns.begin());
+  }
+  std::vector<double> values(int c) const {
+    std::vector<double> out;
+    for (const auto& r : rows) out.push_back(r[static_cast<std::size_t>(c)]);
+    return out;
+  }
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path.string() + ": cannot read");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+Table read_table(const fs::path& path) {
+  std::istringstream in(read_text(path));
+  Table t;
+  std::string line;
+  int64_t number = 1;
+  if (!std::getline(in, line) || line.empty()) throw std::invalid_argument(path.string() + ": line 1: expected a header line");
+  t.columns = split(line);
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const auto fields = split(line);
+    if (fields.size() != t.columns.size()) {
+      throw std::invalid_argument(path.string() + ": line " + std::to_string(number) + ": " +
+                                  std::to_string(fields.size()) + " fields, expected " +
+                                  std::to_string(t.columns.size()) + " like the header");
+    }
+    std::vector<double> row;
+    for (const auto& f : fields) {
+      char* end = nullptr;
+      const double v = std::strtod(f.c_str(), &end);
+      row.push_back(end == f.c_str() || *end != '\0' ? std::nan("") : v);
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+json read_json(const fs::path& path) {
+  try {
+    return json::parse(read_text(path));
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(path.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::string fixed(double v, int digits = 3) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
+
+/// A value of a JSON object as text, or "-" when absent.
+std::string field(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "-";
+  const json& v = j.at(key);
+  if (v.is_number_float()) return svg::format_number(v.get<double>());
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+double number(const json& j, const char* key, double fallback = 0) {
+  return j.is_object() && j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : fallback;
+}
+
+/// Rolling median, 10th and 90th percentile over a centred window.
+struct Rolling {
+  std::vector<double> p10, p50, p90;
+};
+Rolling rolling(const std::vector<double>& v, std::size_t window) {
+  Rolling r;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::size_t lo = i >= window / 2 ? i - window / 2 : 0, hi = std::min(v.size(), i + window / 2 + 1);
+    std::vector<double> w(v.begin() + static_cast<std::ptrdiff_t>(lo), v.begin() + static_cast<std::ptrdiff_t>(hi));
+    std::sort(w.begin(), w.end());
+    const auto at = [&](double q) { return w[static_cast<std::size_t>(q * static_cast<double>(w.size() - 1))]; };
+    r.p10.push_back(at(0.1));
+    r.p50.push_back(at(0.5));
+    r.p90.push_back(at(0.9));
+  }
+  return r;
+}
+
+/// Every `stride`-th element, so a chart holds at most ~limit points.
+std::vector<double> thin(const std::vector<double>& v, std::size_t stride) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v.size(); i += stride) out.push_back(v[i]);
+  return out;
+}
+
+const char* kStyle = R"(<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:980px;color:#1a1a1a;line-height:1.4}
+h1{font-size:1.5em;margin-bottom:4px} h2{font-size:1.15em;margin-top:28px;border-bottom:1px solid #ccc;padding-bottom:3px}
+table{border-collapse:collapse;margin:8px 0;font-size:0.92em} td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
+.verdict{border:2px solid #1f4e99;background:#eef3fb;padding:10px 14px;margin:12px 0;border-radius:4px}
+.verdict b{font-size:1.1em} tr.slow td{background:#fdecea;font-weight:bold} .note{color:#555;font-size:0.9em}
+svg.chart{display:block;margin:8px 0;background:#fff;font-family:inherit}
+</style>)";
+
+std::string page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + svg::escape(title) +
+         "</title>" + kStyle + "</head><body>\n" + body + "</body></html>\n";
+}
+
+std::string settings_table(const json& s) {
+  std::ostringstream out;
+  out << "<table class=\"settings\"><tr><th>setting</th><th>value</th></tr>";
+  for (const char* key : {"model", "device", "threads", "world_size", "batch_size", "epochs", "steps", "warmup_steps",
+                          "samples_per_s", "wall_s"}) {
+    if (s.contains(key)) out << "<tr><td>" << key << "</td><td>" << svg::escape(field(s, key)) << "</td></tr>";
+  }
+  if (s.contains("loader")) {
+    const json& l = s.at("loader");
+    out << "<tr><td>loader</td><td>" << field(l, "workers") << " workers, prefetch " << field(l, "prefetch")
+        << "</td></tr>";
+  }
+  out << "</table>";
+  return out.str();
+}
+
+std::string train_report(const fs::path& dir) {
+  const json s = read_json(dir / "summary.json");
+  if (!s.is_object() || !s.contains("phases") || !s.at("phases").is_object()) {
+    throw std::invalid_argument((dir / "summary.json").string() + ": expected an object with \"phases\"");
+  }
+  std::ostringstream body;
+  body << "<h1>Where the step time goes: " << svg::escape(field(s, "model")) << " run</h1><p class=\"note\">"
+       << svg::escape(dir.string()) << "</p>";
+  const json& verdict = s.contains("verdict") ? s.at("verdict") : json::object();
+  body << "<div class=\"verdict\"><b>Verdict: " << svg::escape(field(verdict, "level")) << " "
+       << svg::escape(field(verdict, "bound")) << "-bound (" << percent(number(verdict, "share"))
+       << " of the step)</b><br>" << svg::escape(field(verdict, "advice")) << "</div>";
+  body << settings_table(s);
+
+  // phase shares
+  std::vector<svg::Part> parts;
+  std::ostringstream phase_rows;
+  // the phases in step order (the JSON object's order is alphabetical), then any this version does not know
+  std::vector<std::string> order;
+  for (Phase phase : all_phases()) order.emplace_back(phase_name(phase));
+  for (const auto& item : s.at("phases").items()) {
+    if (std::find(order.begin(), order.end(), item.key()) == order.end()) order.push_back(item.key());
+  }
+  for (const std::string& name : order) {
+    if (!s.at("phases").contains(name)) continue;
+    const json& p = s.at("phases").at(name);
+    parts.push_back({name, number(p, "share"),
+                     name + ": " + percent(number(p, "share")) + " of the step, mean " + fixed(number(p, "mean_ms")) +
+                         " ms, p99 " + fixed(number(p, "p99_ms")) + " ms"});
+    phase_rows << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(number(p, "mean_ms")) << "</td><td>"
+               << fixed(number(p, "p50_ms")) << "</td><td>" << fixed(number(p, "p99_ms")) << "</td><td>"
+               << percent(number(p, "share")) << "</td></tr>";
+  }
+  svg::ChartOptions bar;
+  bar.title = "Where each step's time goes (share of the mean step)";
+  bar.height = 150;
+  body << "<h2>Where each step's time goes</h2>" << svg::stacked_bar(parts, bar)
+       << "<table><tr><th>phase</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th><th>share</th></tr>"
+       << phase_rows.str() << "</table>";
+
+  // step time over the run
+  body << "<h2>Step time over the run</h2>";
+  const fs::path steps_path = dir / "steps.csv";
+  const double warmup = number(s, "warmup_steps");
+  if (fs::exists(steps_path)) {
+    const Table steps = read_table(steps_path);
+    const int step_ms = steps.column("step_ms"), data_wait = steps.column("data_wait_ms");
+    if (step_ms < 0) throw std::invalid_argument(steps_path.string() + ": line 1: no step_ms column");
+    const std::vector<double> ms = steps.values(step_ms);
+    const std::size_t stride = std::max<std::size_t>(1, ms.size() / 1500);
+    std::vector<double> x;
+    for (std::size_t i = 0; i < ms.size(); i += stride) x.push_back(static_cast<double>(i));
+    const Rolling r = rolling(ms, 51);
+    svg::Series raw{"each step", x, thin(ms, stride), true, true, {}, {}};
+    svg::Series p50{"rolling p50 (band: p10 to p90)", x, thin(r.p50, stride), false, false, thin(r.p10, stride),
+                    thin(r.p90, stride)};
+    svg::ChartOptions o;
+    o.title = "Step time over the run";
+    o.x_label = "step";
+    o.y_label = "step time (ms)";
+    if (warmup > 0) o.markers.push_back({warmup, "end of warm-up"});
+    body << svg::line_chart({p50, raw}, o);
+    // data wait
+    body << "<h2>Waiting for data</h2><p>data_wait is " << percent(number(s.at("phases").value("data_wait", json::object()), "share"))
+         << " of the step.";
+    if (s.contains("loader")) {
+      const json& l = s.at("loader");
+      body << " The loader had " << field(l, "workers") << " workers; when the step asked for a batch, "
+           << fixed(number(l, "mean_queue_depth"), 2) << " of " << field(l, "prefetch")
+           << " prefetched batches were ready on average (near 0 means the loader is behind).";
+    }
+    body << "</p>";
+    if (data_wait >= 0) {
+      const std::vector<double> wait = steps.values(data_wait);
+      svg::ChartOptions w;
+      w.title = "Time the step waited for its batch";
+      w.x_label = "step";
+      w.y_label = "data wait (ms)";
+      w.height = 240;
+      body << svg::line_chart({{"rolling p50", x, thin(rolling(wait, 51).p50, stride), false, false, {}, {}},
+                               {"each step", x, thin(wait, stride), true, true, {}, {}}},
+                              w);
+    }
+  } else {
+    body << "<p class=\"note\">steps.csv is not in this run directory.</p>";
+  }
+
+  // callbacks
+  body << "<h2>Callbacks by cost</h2>";
+  const double step_p50 = s.contains("step_ms") ? number(s.at("step_ms"), "p50") : 0;
+  if (s.contains("callbacks") && !s.at("callbacks").empty()) {
+    std::vector<json> callbacks(s.at("callbacks").begin(), s.at("callbacks").end());
+    std::sort(callbacks.begin(), callbacks.end(),
+              [](const json& a, const json& b) { return number(a, "total_ms") > number(b, "total_ms"); });
+    body << "<table><tr><th>callback.hook</th><th>mode</th><th>calls</th><th>mean ms</th><th>p99 ms</th>"
+            "<th>total ms</th><th>stall ms</th><th></th></tr>";
+    for (const json& c : callbacks) {
+      const bool batch_hook = field(c, "hook").find("batch") != std::string::npos;
+      const bool slow = batch_hook && step_p50 > 0 && number(c, "mean_ms") >= 0.1 * step_p50;
+      body << "<tr" << (slow ? " class=\"slow\"" : "") << "><td>" << svg::escape(field(c, "name") + "." + field(c, "hook"))
+           << "</td><td>" << svg::escape(field(c, "mode")) << "</td><td>" << field(c, "calls") << "</td><td>"
+           << fixed(number(c, "mean_ms")) << "</td><td>" << fixed(number(c, "p99_ms")) << "</td><td>"
+           << fixed(number(c, "total_ms"), 1) << "</td><td>" << fixed(number(c, "stall_ms"), 1) << "</td><td>"
+           << (slow ? "slow: &ge; 10% of the step" : "") << "</td></tr>";
+    }
+    body << "</table>";
+  } else {
+    body << "<p class=\"note\">No callbacks ran.</p>";
+  }
+
+  // ranks
+  body << "<h2>Ranks</h2>";
+  if (s.contains("ranks") && s.at("ranks").size() > 1) {
+    std::vector<int64_t> stragglers;
+    if (s.contains("stragglers")) stragglers = s.at("stragglers").get<std::vector<int64_t>>();
+    body << "<table><tr><th>rank</th><th>step p50 ms</th><th>step p99 ms</th><th></th></tr>";
+    for (const json& r : s.at("ranks")) {
+      const auto rank = static_cast<int64_t>(number(r, "rank"));
+      const bool late = std::find(stragglers.begin(), stragglers.end(), rank) != stragglers.end();
+      body << "<tr" << (late ? " class=\"slow\"" : "") << "><td>" << rank << "</td><td>" << fixed(number(r, "step_ms_p50"))
+           << "</td><td>" << fixed(number(r, "step_ms_p99")) << "</td><td>" << (late ? "straggler" : "") << "</td></tr>";
+    }
+    body << "</table>";
+  } else {
+    body << "<p class=\"note\">One process (world size " << svg::escape(field(s, "world_size")) << ").</p>";
+  }
+
+  // epoch logs
+  body << "<h2>Epoch logs</h2>";
+  const fs::path metrics_path = dir / "metrics.csv";
+  if (fs::exists(metrics_path)) {
+    const Table m = read_table(metrics_path);
+    const int epoch = m.column("epoch");
+    if (epoch < 0) throw std::invalid_argument(metrics_path.string() + ": line 1: no epoch column");
+    const std::vector<double> epochs = m.values(epoch);
+    std::map<std::string, std::vector<svg::Series>> charts;  // key without val_ -> its series
+    for (std::size_t c = 0; c < m.columns.size(); ++c) {
+      const std::string& name = m.columns[c];
+      if (static_cast<int>(c) == epoch) continue;
+      const std::string base = name.rfind("val_", 0) == 0 ? name.substr(4) : name;
+      charts[base].push_back({name, epochs, m.values(static_cast<int>(c)), epochs.size() < 2, false, {}, {}});
+    }
+    for (auto& [base, series] : charts) {
+      svg::ChartOptions o;
+      o.title = base + " by epoch";
+      o.x_label = "epoch";
+      o.y_label = base;
+      o.height = 240;
+      o.y_from_zero = base != "lr";
+      body << svg::line_chart(series, o);
+    }
+  } else {
+    body << "<p class=\"note\">metrics.csv is not in this run directory.</p>";
+  }
+  return page("fitscope report: " + field(s, "model"), body.str());
+}
+
+std::string sweep_report(const fs::path& dir) {
+  const fs::path path = dir / "sweep.json";
+  const json s = read_json(path);
+  if (!s.is_object() || !s.contains("rows") || !s.at("rows").is_array()) {
+    throw std::invalid_argument(path.string() + ": expected an object with \"rows\"");
+  }
+  std::vector<double> batch, speed, p50;
+  std::ostringstream rows;
+  for (const json& r : s.at("rows")) {
+    batch.push_back(number(r, "batch_size"));
+    speed.push_back(number(r, "samples_per_s"));
+    p50.push_back(number(r, "step_ms_p50"));
+    rows << "<tr><td>" << field(r, "batch_size") << "</td><td>" << fixed(number(r, "samples_per_s"), 0) << "</td><td>"
+         << fixed(number(r, "step_ms_p50")) << "</td><td>" << fixed(number(r, "step_ms_p99")) << "</td><td>"
+         << percent(number(r, "data_wait_share")) << "</td><td>" << svg::escape(field(r, "verdict")) << "</td></tr>";
+  }
+  std::ostringstream body;
+  body << "<h1>Throughput against batch size: " << svg::escape(field(s, "model")) << "</h1><p class=\"note\">"
+       << svg::escape(dir.string()) << "</p>";
+  const double knee = number(s, "knee_batch_size", -1);
+  const json fit = s.value("fit", json());
+  body << "<div class=\"verdict\"><b>Knee at batch size " << field(s, "knee_batch_size")
+       << "</b> (the smallest batch reaching 90% of the best samples/s)";
+  if (fit.is_object()) {
+    body << "<br>Each step costs about " << fixed(number(fit, "fixed_ms")) << " ms fixed plus "
+         << fixed(number(fit, "per_sample_ms"), 4) << " ms per example (least squares over the batch sizes).";
+  }
+  body << "</div>";
+  svg::ChartOptions o;
+  o.title = "Samples per second against batch size";
+  o.x_label = "batch size (examples)";
+  o.y_label = "samples/s";
+  if (knee > 0) o.markers.push_back({knee, "knee"});
+  body << "<h2>Throughput</h2>" << svg::line_chart({{"samples/s", batch, speed, false, false, {}, {}}}, o);
+  std::vector<svg::Series> step_series = {{"step p50 (measured)", batch, p50, false, false, {}, {}}};
+  if (fit.is_object()) {
+    std::vector<double> model;
+    for (double b : batch) model.push_back(number(fit, "fixed_ms") + number(fit, "per_sample_ms") * b);
+    step_series.push_back({"fixed + per-example fit", batch, model, false, false, {}, {}});
+  }
+  o.title = "Step time against batch size";
+  o.y_label = "step time (ms)";
+  body << "<h2>Step time</h2>" << svg::line_chart(step_series, o)
+       << "<table><tr><th>batch size</th><th>samples/s</th><th>p50 ms</th><th>p99 ms</th><th>data wait</th>"
+          "<th>verdict</th></tr>"
+       << rows.str() << "</table>";
+  return page("fitscope sweep: " + field(s, "model"), body.str());
+}
+
+}  // namespace
+
+std::string html_report(const std::string& run_dir) {
+  const fs::path dir(run_dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::invalid_argument(run_dir + ": not a run directory (does not exist)");
+  if (fs::exists(dir / "summary.json")) return train_report(dir);
+  if (fs::exists(dir / "sweep.json")) return sweep_report(dir);
+  throw std::invalid_argument((dir / "summary.json").string() + ": missing (expected the summary.json of a run or the sweep.json of a sweep)");
+}
+
+std::string write_html_report(const std::string& run_dir, const std::string& out) {
+  const std::string path = out.empty() ? (fs::path(run_dir) / "report.html").string() : out;
+  write_file_atomically(path, html_report(run_dir));
+  return path;
+}
+
+}  // namespace fitscope

@@ -1,0 +1,238 @@
+#include "fitscope/report/svg.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace fitscope::svg {
+namespace {
+
+constexpr int kLeft = 64, kRight = 16, kTop = 36, kBottom = 72;
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+/// Significant-digit formatting without trailing zeros.
+std::string compact(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+std::string header(const ChartOptions& o, const std::string& role) {
+  return "<svg class=\"chart " + role + "\" width=\"" + std::to_string(o.width) +
+         "\" height=\"" + std::to_string(o.height) + "\" viewBox=\"0 0 " + std::to_string(o.width) + " " +
+         std::to_string(o.height) + "\" role=\"img\" aria-label=\"" + escape(o.title) + "\">" +
+         "<text class=\"chart-title\" x=\"" + std::to_string(o.width / 2) +
+         "\" y=\"20\" text-anchor=\"middle\" font-weight=\"bold\">" + escape(o.title) + "</text>";
+}
+
+std::string no_data(const ChartOptions& o, const std::string& role) {
+  return header(o, role) + "<text x=\"" + std::to_string(o.width / 2) + "\" y=\"" + std::to_string(o.height / 2) +
+         "\" text-anchor=\"middle\" fill=\"#555\">no data</text></svg>";
+}
+
+}  // namespace
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+Scale::Scale(double domain_lo, double domain_hi, double range_lo, double range_hi)
+    : d0_(domain_lo), d1_(domain_hi), r0_(range_lo), r1_(range_hi) {}
+
+double Scale::operator()(double value) const {
+  if (d1_ == d0_) return (r0_ + r1_) / 2;
+  return r0_ + (value - d0_) / (d1_ - d0_) * (r1_ - r0_);
+}
+
+std::vector<double> ticks(double lo, double hi, int target) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || target < 1) return {};
+  if (lo > hi) std::swap(lo, hi);
+  if (lo == hi) return {lo};
+  const double raw = (hi - lo) / target;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = power;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * power;
+    if (step >= raw) break;
+  }
+  std::vector<double> out;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) {
+    out.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  }
+  return out;
+}
+
+std::string format_number(double value) {
+  const double a = std::abs(value);
+  if (a >= 1e6) return compact(value / 1e6, 4) + "M";
+  if (a >= 1e4) return compact(value / 1e3, 4) + "k";
+  return compact(value, 4);
+}
+
+Style style(std::size_t index) {
+  // hue and lightness both change from one series to the next; dashes tell the rest apart
+  static const Style palette[] = {{"#1f4e99", ""},         {"#f0a030", "6 3"},     {"#2e8b57", "2 2"},
+                                  {"#b22222", "8 3 2 3"},  {"#a9a3f5", "1 3"},     {"#5c4400", "10 4"},
+                                  {"#17becf", "4 2 1 2"},  {"#d9d9d9", "12 2"},    {"#7a1f5c", "3 6"},
+                                  {"#9acd32", "6 2 2 2"},  {"#404040", "2 6"},     {"#ffd966", "9 2"}};
+  return palette[index % (sizeof palette / sizeof palette[0])];
+}
+
+std::string line_chart(const std::vector<Series>& series, const ChartOptions& o) {
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+  for (const Series& s : series) {
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+      x0 = std::min(x0, s.x[i]);
+      x1 = std::max(x1, s.x[i]);
+      y0 = std::min(y0, s.y[i]);
+      y1 = std::max(y1, s.y[i]);
+      if (i < s.band_hi.size()) y1 = std::max(y1, s.band_hi[i]);
+      if (i < s.band_lo.size()) y0 = std::min(y0, s.band_lo[i]);
+    }
+  }
+  if (!std::isfinite(x0)) return no_data(o, "line");
+  for (const Marker& m : o.markers) {
+    x0 = std::min(x0, m.x);
+    x1 = std::max(x1, m.x);
+  }
+  if (o.y_from_zero) y0 = std::min(y0, 0.0);
+  if (y0 == y1) y1 = y0 + 1;  // a flat series still gets an axis
+  if (x0 == x1) {  // a single point: centre it
+    x0 -= 1;
+    x1 += 1;
+  }
+  const std::vector<double> yt = ticks(y0, y1, 5);
+  y1 = std::max(y1, yt.empty() ? y1 : yt.back());
+  const Scale sx(x0, x1, kLeft, o.width - kRight);
+  const Scale sy(y0, y1, o.height - kBottom, kTop);
+  std::ostringstream out;
+  out << header(o, "line");
+  // axes, grid and ticks
+  out << "<g class=\"axis\" font-size=\"11\" fill=\"#333\">";
+  for (double t : yt) {
+    out << "<line x1=\"" << kLeft << "\" x2=\"" << o.width - kRight << "\" y1=\"" << num(sy(t)) << "\" y2=\""
+        << num(sy(t)) << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 6 << "\" y=\"" << num(sy(t) + 4)
+        << "\" text-anchor=\"end\">" << escape(format_number(t)) << "</text>";
+  }
+  for (double t : ticks(x0, x1, 6)) {
+    out << "<text x=\"" << num(sx(t)) << "\" y=\"" << o.height - kBottom + 16 << "\" text-anchor=\"middle\">"
+        << escape(format_number(t)) << "</text>";
+  }
+  out << "<line x1=\"" << kLeft << "\" x2=\"" << o.width - kRight << "\" y1=\"" << o.height - kBottom << "\" y2=\""
+      << o.height - kBottom << "\" stroke=\"#333\"/><line x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop
+      << "\" y2=\"" << o.height - kBottom << "\" stroke=\"#333\"/>";
+  out << "<text x=\"" << (kLeft + o.width - kRight) / 2 << "\" y=\"" << o.height - kBottom + 34
+      << "\" text-anchor=\"middle\">" << escape(o.x_label) << "</text>";
+  out << "<text transform=\"translate(14," << (kTop + o.height - kBottom) / 2
+      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.y_label) << "</text></g>";
+  for (const Marker& m : o.markers) {
+    out << "<g class=\"marker\"><line x1=\"" << num(sx(m.x)) << "\" x2=\"" << num(sx(m.x)) << "\" y1=\"" << kTop
+        << "\" y2=\"" << o.height - kBottom << "\" stroke=\"#888\" stroke-dasharray=\"3 3\"/><text x=\""
+        << num(sx(m.x) + 3) << "\" y=\"" << kTop + 10 << "\" font-size=\"11\" fill=\"#444\">" << escape(m.label)
+        << "</text><title>" << escape(m.label) << " at " << escape(format_number(m.x)) << "</title></g>";
+  }
+  std::size_t index = 0;
+  std::ostringstream legend;
+  int legend_x = kLeft;
+  for (const Series& s : series) {
+    const Style st = style(index++);
+    const std::size_t n = std::min(s.x.size(), s.y.size());
+    out << "<g class=\"series\" data-name=\"" << escape(s.name) << "\"><title>" << escape(s.name) << "</title>";
+    if (!s.band_lo.empty() && s.band_lo.size() == n && s.band_hi.size() == n && n > 0) {
+      out << "<polygon fill=\"" << st.color << "\" fill-opacity=\"0.18\" stroke=\"none\" points=\"";
+      for (std::size_t i = 0; i < n; ++i) out << num(sx(s.x[i])) << "," << num(sy(s.band_hi[i])) << " ";
+      for (std::size_t i = n; i-- > 0;) out << num(sx(s.x[i])) << "," << num(sy(s.band_lo[i])) << " ";
+      out << "\"/>";
+    }
+    if (s.points || n == 1) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(s.y[i])) continue;
+        out << "<circle cx=\"" << num(sx(s.x[i])) << "\" cy=\"" << num(sy(s.y[i])) << "\" r=\"" << (s.faint ? 1.5 : 3)
+            << "\" fill=\"" << st.color << "\"" << (s.faint ? " fill-opacity=\"0.35\"" : "") << "><title>"
+            << escape(s.name) << ": " << escape(format_number(s.x[i])) << ", " << escape(format_number(s.y[i]))
+            << "</title></circle>";
+      }
+    } else if (n > 1) {
+      out << "<polyline fill=\"none\" stroke=\"" << st.color << "\" stroke-width=\"" << (s.faint ? 1 : 2) << "\""
+          << (s.faint ? " stroke-opacity=\"0.35\"" : "")
+          << (st.dash.empty() ? "" : " stroke-dasharray=\"" + st.dash + "\"") << " points=\"";
+      for (std::size_t i = 0; i < n; ++i) {
+        if (std::isfinite(s.y[i])) out << num(sx(s.x[i])) << "," << num(sy(s.y[i])) << " ";
+      }
+      out << "\"/>";
+      if (!s.faint && n <= 60) {  // few points: each gets a dot with its numbers on hover
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!std::isfinite(s.y[i])) continue;
+          out << "<circle cx=\"" << num(sx(s.x[i])) << "\" cy=\"" << num(sy(s.y[i])) << "\" r=\"2.5\" fill=\""
+              << st.color << "\"><title>" << escape(s.name) << ": " << escape(format_number(s.x[i])) << ", "
+              << escape(format_number(s.y[i])) << "</title></circle>";
+        }
+      }
+    }
+    out << "</g>";
+    legend << "<g class=\"legend-item\"><line x1=\"" << legend_x << "\" x2=\"" << legend_x + 22 << "\" y1=\""
+           << o.height - 14 << "\" y2=\"" << o.height - 14 << "\" stroke=\"" << st.color
+           << "\" stroke-width=\"3\"" << (st.dash.empty() ? "" : " stroke-dasharray=\"" + st.dash + "\"")
+           << "/><text x=\"" << legend_x + 26 << "\" y=\"" << o.height - 10 << "\" font-size=\"12\">"
+           << escape(s.name) << "</text></g>";
+    legend_x += 40 + 7 * static_cast<int>(s.name.size());
+  }
+  out << "<g class=\"legend\">" << legend.str() << "</g></svg>";
+  return out.str();
+}
+
+std::string stacked_bar(const std::vector<Part>& parts, const ChartOptions& o) {
+  double total = 0;
+  for (const Part& p : parts) total += std::max(0.0, p.value);
+  if (parts.empty() || !(total > 0)) return no_data(o, "stacked");
+  const Scale sx(0, total, kLeft, o.width - kRight);
+  std::ostringstream out, legend;
+  out << header(o, "stacked");
+  double at = 0;
+  int legend_x = kLeft, legend_y = 96;
+  std::size_t index = 0;
+  for (const Part& p : parts) {
+    const Style st = style(index++);
+    const double v = std::max(0.0, p.value);
+    const std::string percent = compact(100 * v / total, 3) + "%";
+    const std::string tip = p.tooltip.empty() ? p.name + ": " + percent : p.tooltip;
+    if (v > 0) {
+      out << "<rect class=\"part\" x=\"" << num(sx(at)) << "\" y=\"40\" width=\"" << num(sx(at + v) - sx(at))
+          << "\" height=\"36\" fill=\"" << st.color << "\" stroke=\"#fff\"><title>" << escape(tip) << "</title></rect>";
+    }
+    at += v;
+    if (legend_x > o.width - 160) {
+      legend_x = kLeft;
+      legend_y += 20;
+    }
+    legend << "<g class=\"legend-item\"><rect x=\"" << legend_x << "\" y=\"" << legend_y - 10
+           << "\" width=\"12\" height=\"12\" fill=\"" << st.color << "\"/><text x=\"" << legend_x + 16 << "\" y=\""
+           << legend_y << "\" font-size=\"12\">" << escape(p.name) << " " << escape(percent) << "</text><title>"
+           << escape(tip) << "</title></g>";
+    legend_x += 150;
+  }
+  out << "<g class=\"legend\">" << legend.str() << "</g></svg>";
+  return out.str();
+}
+
+}  // namespace fitscope::svg

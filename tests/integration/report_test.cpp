@@ -1,0 +1,109 @@
+// report.html end to end: written by a real run, rebuilt by `fitscope report`, rendered by a real
+// headless Chromium.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "process.hpp"
+
+using fitscope::testing::ProcessResult;
+using fitscope::testing::read_file;
+using fitscope::testing::run_process;
+using fitscope::testing::TempDir;
+
+namespace {
+
+ProcessResult fitscope_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), FITSCOPE_CLI);
+  return run_process(args);
+}
+
+/// A short real run of the seed MLP with a slow callback, into `dir`.
+void short_run(const std::string& dir) {
+  const ProcessResult r = fitscope_cli({"train", "--model", "mlp", "--synthetic-size", "1200", "--epochs", "2",
+                                        "--run-dir", dir, "--quiet", "--slow-callback-ms", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+
+TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);
+  const std::string html = read_file(dir + "/report.html");
+  EXPECT_NE(html.find("Where each step&#39;s time goes"), std::string::npos);
+  EXPECT_NE(html.find("Verdict: "), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"slow\"><td>SlowCallback.on_train_batch_end"), std::string::npos);
+  EXPECT_GE(std::count(html.begin(), html.end(), '<') , 100);
+  for (const char* banned : {"<script", "http://", "https://", "@import", "<link"}) {
+    EXPECT_EQ(html.find(banned), std::string::npos) << banned;
+  }
+}
+
+TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);
+  const std::string first = read_file(dir + "/report.html");
+  const ProcessResult rebuilt = fitscope_cli({"report", dir, "--out", tmp.path() + "/again.html"});
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.err;
+  EXPECT_EQ(read_file(tmp.path() + "/again.html"), first);
+
+  std::ofstream(dir + "/summary.json") << "{\"phases\": {";
+  const ProcessResult broken = fitscope_cli({"report", dir});
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_NE(broken.err.find(dir + "/summary.json: not valid JSON"), std::string::npos) << broken.err;
+  EXPECT_EQ(read_file(dir + "/report.html"), first) << "a failed rebuild must leave the old page";
+
+  const ProcessResult missing = fitscope_cli({"report", tmp.path() + "/nothing"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find(tmp.path() + "/nothing: not a run directory"), std::string::npos) << missing.err;
+}
+
+TEST(Report, ASweepGetsThroughputAndStepTimeCharts) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/sweep";
+  const ProcessResult r = fitscope_cli({"sweep", "--model", "mlp", "--synthetic-size", "2000", "--batch-sizes",
+                                        "8,32,128", "--steps", "10", "--run-dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = read_file(dir + "/report.html");
+  EXPECT_NE(html.find("Samples per second against batch size"), std::string::npos);
+  EXPECT_NE(html.find("fixed + per-example fit"), std::string::npos);
+  EXPECT_NE(html.find(">knee<"), std::string::npos);
+}
+
+TEST(Report, RendersInHeadlessChromiumWithoutErrorsAndIsNotBlank) {
+  const ProcessResult which = run_process({"/bin/sh", "-c", "command -v chromium || command -v chromium-browser"});
+  if (which.exit_code != 0) GTEST_SKIP() << "skipped: no chromium on PATH (make test installs Debian's chromium)";
+  const std::string chromium = which.out.substr(0, which.out.find('\n'));
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);
+  const std::string url = "file://" + dir + "/report.html";
+  const std::vector<std::string> common = {chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                           "--disable-background-networking", "--user-data-dir=" + tmp.path() + "/profile",
+                                           "--enable-logging=stderr", "--v=0"};
+  std::vector<std::string> dump = common;
+  dump.insert(dump.end(), {"--dump-dom", url});
+  const ProcessResult dom = run_process(dump);
+  if (dom.exit_code != 0 && dom.out.empty()) {
+    GTEST_SKIP() << "skipped: chromium could not start (exit " << dom.exit_code << "): " << dom.err.substr(0, 400);
+  }
+  EXPECT_NE(dom.out.find("<svg"), std::string::npos);
+  EXPECT_NE(dom.out.find("class=\"chart stacked\""), std::string::npos);
+  EXPECT_NE(dom.out.find("class=\"chart line\""), std::string::npos);
+  EXPECT_NE(dom.out.find("Verdict: "), std::string::npos);
+  for (const char* error : {"CONSOLE", "Uncaught", "ERR_", "Failed to load"}) {
+    EXPECT_EQ(dom.err.find(error), std::string::npos) << error << " in chromium's log:\n" << dom.err;
+  }
+  std::vector<std::string> shot = common;
+  const std::string png = tmp.path() + "/report.png";
+  shot.insert(shot.end(), {"--window-size=1000,1400", "--screenshot=" + png, url});
+  const ProcessResult r = run_process(shot);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // a blank 1000x1400 page compresses to a few kB; text, tables and charts take far more
+  EXPECT_GT(std::filesystem::file_size(png), 30'000u);
+}

@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "fitscope/report/svg.hpp"
+
+using namespace fitscope::svg;
+
+namespace {
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST(Svg, EscapesEveryMarkupCharacter) {
+  EXPECT_EQ(escape("a<b & c>\"d\" 'e'"), "a&lt;b &amp; c&gt;&quot;d&quot; &#39;e&#39;");
+}
+
+TEST(Svg, ScaleMapsLinearlyAndCentresAZeroWidthDomain) {
+  const Scale s(0, 10, 100, 200);
+  EXPECT_DOUBLE_EQ(s(0), 100);
+  EXPECT_DOUBLE_EQ(s(5), 150);
+  EXPECT_DOUBLE_EQ(s(10), 200);
+  const Scale flipped(0, 1, 300, 100);  // SVG's y axis grows downwards
+  EXPECT_DOUBLE_EQ(flipped(1), 100);
+  EXPECT_DOUBLE_EQ(Scale(3, 3, 0, 10)(3), 5);
+}
+
+TEST(Svg, TicksAreRoundAndCoverTheRange) {
+  EXPECT_EQ(ticks(0, 10, 5), (std::vector<double>{0, 2, 4, 6, 8, 10}));
+  EXPECT_EQ(ticks(0, 1, 4), (std::vector<double>{0, 0.5, 1}));
+  EXPECT_EQ(ticks(13, 87, 4), (std::vector<double>{20, 40, 60, 80}));
+  EXPECT_EQ(ticks(-1, 1, 2), (std::vector<double>{-1, 0, 1}));
+  EXPECT_EQ(ticks(7, 7), (std::vector<double>{7}));
+  EXPECT_TRUE(ticks(0, NAN).empty());
+}
+
+TEST(Svg, FormatsTickLabelsCompactly) {
+  EXPECT_EQ(format_number(0.5), "0.5");
+  EXPECT_EQ(format_number(2), "2");
+  EXPECT_EQ(format_number(0.12345), "0.1235");
+  EXPECT_EQ(format_number(25000), "25k");
+  EXPECT_EQ(format_number(3500000), "3.5M");
+}
+
+TEST(Svg, AnEmptyChartSaysNoData) {
+  ChartOptions o;
+  o.title = "Step time";
+  const std::string chart = line_chart({{"steps", {}, {}, false, false, {}, {}}}, o);
+  EXPECT_NE(chart.find("no data"), std::string::npos);
+  EXPECT_EQ(chart.rfind("<svg", 0), 0u);
+  EXPECT_NE(stacked_bar({}, o).find("no data"), std::string::npos);
+  EXPECT_NE(stacked_bar({{"zero", 0, ""}}, o).find("no data"), std::string::npos);
+}
+
+TEST(Svg, ASinglePointIsADotWithItsNumbersOnHover) {
+  ChartOptions o;
+  o.title = "One";
+  const std::string chart = line_chart({{"loss", {3}, {0.25}, false, false, {}, {}}}, o);
+  EXPECT_EQ(count(chart, "<circle"), 1);
+  EXPECT_NE(chart.find("<title>loss: 3, 0.25</title>"), std::string::npos);
+  EXPECT_EQ(chart.find("nan"), std::string::npos);
+}
+
+TEST(Svg, NamesTitlesAndLabelsAreEscapedInTheChart) {
+  ChartOptions o;
+  o.title = "a <b> & \"c\"";
+  o.x_label = "x<1>";
+  o.y_label = "ms & more";
+  o.markers = {{1, "warm-up <end>"}};
+  const std::string chart = line_chart({{"val_<&>\"", {0, 1, 2}, {1, 2, 3}, false, false, {}, {}}}, o);
+  EXPECT_EQ(chart.find("<b>"), std::string::npos);
+  EXPECT_EQ(chart.find("val_<"), std::string::npos);
+  EXPECT_NE(chart.find("a &lt;b&gt; &amp; &quot;c&quot;"), std::string::npos);
+  EXPECT_NE(chart.find("val_&lt;&amp;&gt;&quot;"), std::string::npos);
+  EXPECT_NE(chart.find("warm-up &lt;end&gt;"), std::string::npos);
+  EXPECT_EQ(count(chart, "<svg"), 1);
+  EXPECT_EQ(count(chart, "</svg>"), 1);
+}
+
+TEST(Svg, StackedBarPartsAreProportional) {
+  ChartOptions o;
+  o.title = "Shares";
+  o.width = 64 + 16 + 400;  // 400 px of bar between the margins
+  const std::string bar = stacked_bar({{"forward", 3, ""}, {"backward", 1, ""}}, o);
+  EXPECT_NE(bar.find("width=\"300.00\""), std::string::npos) << bar;
+  EXPECT_NE(bar.find("width=\"100.00\""), std::string::npos);
+  EXPECT_NE(bar.find("forward 75%"), std::string::npos);
+}
+
+TEST(Svg, SeriesDifferInDashAsWellAsColour) {
+  EXPECT_NE(style(0).dash, style(1).dash);
+  EXPECT_NE(style(0).color, style(1).color);
+}
