@@ -50,7 +50,11 @@ int64_t Loader::num_batches() const {
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
-void Loader::set_epoch(int64_t epoch) {
+void Loader::set_epoch(int64_t epoch, int64_t first_batch) {
+  if (first_batch < 0 || first_batch > num_batches()) {
+    throw std::out_of_range("first batch " + std::to_string(first_batch) + " outside an epoch of " +
+                            std::to_string(num_batches()) + " batches");
+  }
   if (prefetcher_) prefetcher_->cancel();  // nothing may read order_ while it changes
   epoch_ = epoch;
   options_.sampler->set_epoch(epoch);
@@ -58,10 +62,10 @@ void Loader::set_epoch(int64_t epoch) {
   if (static_cast<int64_t>(order_.size()) != samples_per_epoch_) {
     throw std::logic_error("the sampler changed its length between epochs");
   }
-  cursor_ = 0;
+  cursor_ = first_batch;
   if (prefetcher_) {
-    prefetcher_->start(num_batches(), [this](int64_t batch, const StopToken& stop) {
-      return build(batch, &stop);
+    prefetcher_->start(num_batches() - first_batch, [this, first_batch](int64_t batch, const StopToken& stop) {
+      return build(first_batch + batch, &stop);
     });
   }
 }

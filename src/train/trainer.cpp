@@ -1,6 +1,7 @@
 #include "fitscope/train/trainer.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
@@ -10,9 +11,12 @@
 #include <iostream>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "fitscope/callbacks/slow_callback_warning.hpp"
+#include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/data/loader.hpp"
+#include "optimizer_state.hpp"
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 
@@ -37,6 +41,11 @@ class Attached {
  private:
   CallbackList& list_;
 };
+
+/// A callback's name in a checkpoint: its name and its place in the list (two of a kind stay apart).
+std::string callback_key(const Callback& callback, std::size_t index) {
+  return std::to_string(index) + ":" + callback.name();
+}
 
 /// Cost of one step's worth of clock operations (begin, ten boundaries, end), in ns.
 double calibrate_clock() {
@@ -171,8 +180,12 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   History history;
 
   StepContext context{*model_, *optimizer_, options_.loss, clock_};
-  int64_t pass = o.steps_per_epoch ? o.initial_epoch : 0;  // continuing stream of shuffled passes
-  int64_t cursor = 0;
+  int64_t& pass = pass_;  // continuing stream of shuffled passes (with steps_per_epoch)
+  int64_t& cursor = cursor_;
+  pass = o.steps_per_epoch ? o.initial_epoch : 0;
+  cursor = 0;
+  callbacks_ = &callbacks;
+  checkpoint_writer_ = nullptr;
   const Logs no_logs;
   Logs last_logs;
 
@@ -198,15 +211,29 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   try {
     model_->train(true);
     callbacks.on_train_begin(no_logs);
-    for (int64_t epoch = o.initial_epoch; epoch < o.epochs && !stop_requested_; ++epoch) {
+    int64_t first_epoch = o.initial_epoch, first_batch = 0;
+    const bool resuming = resume_.has_value();
+    if (resuming) {  // restore() was called: continue where the checkpoint was taken
+      first_epoch = resume_->epoch;
+      first_batch = resume_->batch;
+      pass = resume_->pass;
+      cursor = resume_->cursor;
+      for (std::size_t i = 0; i < callbacks.callbacks().size(); ++i) {
+        const auto it = resume_->callbacks.find(callback_key(*callbacks.callbacks()[i], i));
+        if (it != resume_->callbacks.end()) callbacks.callbacks()[i]->load_state(it->second);
+      }
+      resume_.reset();
+    }
+    for (int64_t epoch = first_epoch; epoch < o.epochs && !stop_requested_; ++epoch) {
+      const bool continuing = resuming && epoch == first_epoch;
       train_metrics_->reset();
-      if (!o.steps_per_epoch) {
+      if (!o.steps_per_epoch && !continuing) {
         pass = epoch;
         cursor = 0;
       }
-      if (cursor == 0) loader.set_epoch(pass);
+      if (cursor == 0 || continuing) loader.set_epoch(pass, cursor);
       callbacks.on_epoch_begin(epoch, no_logs);
-      for (int64_t b = 0; b < steps; ++b) {
+      for (int64_t b = continuing ? first_batch : 0; b < steps; ++b) {
         // phases that cannot take time here (no callbacks, no transfer on the CPU) are not entered:
         // every clock read counts against the step
         clock_.begin_step(epoch, b, has_callbacks ? Phase::callbacks : Phase::data_wait);
@@ -237,6 +264,13 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
           clock_.enter(Phase::callbacks);
           callbacks.on_train_batch_end(b, logs);
         }
+        ++global_step_;
+        if (checkpoint_writer_) {  // requested by a callback: copy now, write in the background
+          clock_.enter(Phase::checkpoint);
+          CheckpointWriter* writer = std::exchange(checkpoint_writer_, nullptr);
+          capture_state(writer->acquire(), epoch, b + 1);
+          writer->submit();
+        }
         const StepRecord& record = clock_.end_step();
         if (options_.timing) {
           // records are folded into the distributions in groups: the histograms are touched in
@@ -245,7 +279,6 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
           if (pending.size() == kFoldEvery) fold();
           for (auto& sink : o.step_sinks) sink->on_step(record);
         }
-        ++global_step_;
         if (stop_requested_) break;
       }
       Logs epoch_logs = train_metrics_->logs();
@@ -258,11 +291,21 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       }
       epoch_logs.set("lr", learning_rate());
       callbacks.on_epoch_end(epoch, epoch_logs);
+      if (checkpoint_writer_) {
+        CheckpointWriter* writer = std::exchange(checkpoint_writer_, nullptr);
+        if (!o.steps_per_epoch) {  // the next epoch starts a new pass
+          pass = epoch + 1;
+          cursor = 0;
+        }
+        capture_state(writer->acquire(), epoch + 1, 0);
+        writer->submit();
+      }
       history.append(epoch, epoch_logs);
       last_logs = epoch_logs;
     }
     callbacks.on_train_end(last_logs);
   } catch (...) {
+    callbacks_ = nullptr;
     try {
       finish_sinks();
     } catch (...) {
@@ -270,8 +313,59 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     }
     throw;
   }
+  callbacks_ = nullptr;
   finish_sinks();
   return history;
+}
+
+void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
+  s.epoch = epoch;
+  s.batch = batch;
+  s.pass = pass_;
+  s.cursor = cursor_;
+  s.global_step = global_step_;
+  s.learning_rate = learning_rate();
+  const auto named = model_->named_state();
+  s.model.resize(named.size());
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    s.model[i].first = named[i].first;
+    detail::copy_into(s.model[i].second, named[i].second);
+  }
+  detail::copy_optimizer_state(*optimizer_, options_.optimizer == OptimizerKind::adam, s.optimizer, s.optimizer_counts);
+  s.rng = at::detail::getDefaultCPUGenerator().get_state();
+  s.callbacks.clear();
+  if (callbacks_) {
+    for (std::size_t i = 0; i < callbacks_->callbacks().size(); ++i) {
+      const Callback& c = *callbacks_->callbacks()[i];
+      std::string state = c.state();
+      if (!state.empty()) s.callbacks[callback_key(c, i)] = std::move(state);
+    }
+  }
+}
+
+void Trainer::restore(const TrainingState& s) {
+  const auto named = model_->named_state();
+  if (named.size() != s.model.size()) {
+    throw std::invalid_argument("the checkpoint holds " + std::to_string(s.model.size()) + " tensors, the model " +
+                                std::to_string(named.size()));
+  }
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    if (named[i].first != s.model[i].first || !named[i].second.sizes().equals(s.model[i].second.sizes())) {
+      throw std::invalid_argument("the checkpoint's tensor " + s.model[i].first + " does not fit the model's " +
+                                  named[i].first);
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < named.size(); ++i) named[i].second.copy_(s.model[i].second);
+  detail::load_optimizer_state(*optimizer_, options_.optimizer == OptimizerKind::adam, s.optimizer, s.optimizer_counts);
+  set_learning_rate(s.learning_rate);
+  if (s.rng.defined()) {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the default generator
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(s.rng);
+  }
+  global_step_ = s.global_step;
+  resume_ = s;
 }
 
 Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks) {

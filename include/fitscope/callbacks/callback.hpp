@@ -46,6 +46,10 @@ class Callback {
   /// materialise per-batch logs (on a GPU that saves a host synchronisation per step) and passes
   /// empty logs instead. Default true, like Keras.
   virtual bool reads_batch_logs() const { return true; }
+  /// What a checkpoint keeps of this callback (best value, patience counters, ...), as an opaque
+  /// string; load_state() gets it back when a run resumes (after on_train_begin). Default: nothing.
+  virtual std::string state() const { return {}; }
+  virtual void load_state(const std::string& /*state*/) {}
 
   virtual void on_train_begin(const Logs& /*logs*/) {}
   virtual void on_train_end(const Logs& /*logs*/) {}

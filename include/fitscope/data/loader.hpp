@@ -49,8 +49,9 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  /// Chooses the order of `epoch` and starts building its batches (abandoning the current epoch).
-  void set_epoch(int64_t epoch);
+  /// Chooses the order of `epoch` and starts building its batches from batch `first_batch` on (a
+  /// resumed run skips those it already trained on), abandoning the current epoch.
+  void set_epoch(int64_t epoch, int64_t first_batch = 0);
   /// Batches per epoch.
   int64_t num_batches() const;
   /// The next batch of the epoch. Throws std::out_of_range past the end; rethrows a worker's error.

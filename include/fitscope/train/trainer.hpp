@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fitscope/callbacks/callback.hpp"
+#include "fitscope/checkpoint/training_state.hpp"
 #include "fitscope/data/dataset.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
@@ -126,6 +127,18 @@ class Trainer {
   /// Sets the learning rate of every parameter group (> 0).
   void set_learning_rate(double lr);
 
+  /// Asks fit to checkpoint into `writer` after the current batch's callbacks (from on_train_batch_end)
+  /// or after on_epoch_end (from there). The copy into the writer's buffers is the step's
+  /// `checkpoint` phase; the write happens in the background (see CheckpointWriter).
+  void request_checkpoint(class CheckpointWriter* writer) { checkpoint_writer_ = writer; }
+  /// Restores a checkpoint: weights, optimizer state, learning rate and random generator now; fit
+  /// continues from its epoch and batch, and callbacks get their state after on_train_begin. Call it
+  /// before fit or from on_train_begin (BackupAndRestore does). Throws std::invalid_argument when the
+  /// state does not fit the model.
+  void restore(const TrainingState& state);
+  /// The state a checkpoint of "now" would hold, at position (epoch, batch).
+  void capture_state(TrainingState& into, int64_t epoch, int64_t batch);
+
   /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
   void set_timing(bool on) { options_.timing = on; }
 
@@ -166,6 +179,10 @@ class Trainer {
   bool stop_requested_ = false;
   std::vector<CallbackTiming> callback_timings_;
   LoaderStats loader_stats_;
+  class CheckpointWriter* checkpoint_writer_ = nullptr;
+  std::optional<TrainingState> resume_;        // set by restore(), consumed by fit
+  CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
+  int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
   std::vector<std::string> warnings_;
 };
 

@@ -1,0 +1,55 @@
+#pragma once
+/// BackupAndRestore: Keras's fault-tolerance callback. It backs the whole training state up into
+/// `backup_dir` every epoch or every N batches (through a CheckpointWriter: async, atomic, retried,
+/// the newest `keep` kept) and, when training starts and a valid backup exists, restores it, so a run
+/// that was killed continues mid-epoch from its last backup. On the CPU with the same seed and
+/// threads, the resumed run ends with the same weights, bit for bit, as an uninterrupted one. At a
+/// successful end the backups are deleted when `delete_checkpoint` (Keras's default).
+/// Changes training: always runs on the training thread. Not thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "fitscope/callbacks/callback.hpp"
+#include "fitscope/checkpoint/checkpoint_writer.hpp"
+
+namespace fitscope {
+
+struct BackupAndRestoreOptions {
+  std::string backup_dir;                  ///< where the backups go
+  std::optional<int64_t> save_freq;        ///< every N batches; unset = every epoch ("epoch")
+  bool delete_checkpoint = true;           ///< delete the backups when training ends normally
+  bool restore = true;                     ///< restore the newest valid backup at train begin
+  int64_t keep = 2;                        ///< newest backups kept
+  RetryPolicy retry;                       ///< retries of failed writes
+  std::shared_ptr<FileSystem> fs;          ///< default: the real file system
+  std::function<void(const std::string&)> warn;  ///< default: stderr
+};
+
+class BackupAndRestore : public Callback {
+ public:
+  /// Throws std::invalid_argument for an empty directory or save_freq < 1.
+  explicit BackupAndRestore(BackupAndRestoreOptions options);
+  std::string name() const override { return "BackupAndRestore"; }
+  bool changes_training() const override { return true; }
+  bool reads_batch_logs() const override { return false; }
+  void on_train_begin(const Logs& logs) override;
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+
+  /// Whether on_train_begin restored a backup, and from which step.
+  bool restored() const { return restored_step_.has_value(); }
+  std::optional<int64_t> restored_step() const { return restored_step_; }
+  /// The writer's statistics (backups written, waits, retries).
+  CheckpointStats stats() const;
+
+ private:
+  BackupAndRestoreOptions options_;
+  std::unique_ptr<CheckpointWriter> writer_;
+  std::optional<int64_t> restored_step_;
+};
+
+}  // namespace fitscope

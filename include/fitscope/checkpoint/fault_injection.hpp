@@ -1,0 +1,57 @@
+#pragma once
+/// FaultInjectingFileSystem: a forwarding FileSystem that fails chosen operations with an errno
+/// (ENOSPC or EIO on write, fsync or rename, the next `count` times), or "crashes" after a number of
+/// bytes: the write stops there and every later operation throws SimulatedCrash, as if the process had
+/// died mid-write. For tests of the checkpoint writer (LevelDB's fault-injection Env, in spirit).
+/// Thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "fitscope/checkpoint/file_system.hpp"
+
+namespace fitscope {
+
+struct SimulatedCrash : std::runtime_error {
+  SimulatedCrash() : std::runtime_error("simulated crash during a write") {}
+};
+
+enum class FaultOp { write, sync, rename };
+
+class FaultInjectingFileSystem final : public FileSystem {
+ public:
+  explicit FaultInjectingFileSystem(std::shared_ptr<FileSystem> base);
+
+  /// The next `count` calls of `op` fail with `error` (e.g. ENOSPC, EIO).
+  void fail(FaultOp op, int error, int count = 1);
+  /// After `bytes` more bytes are appended, the write stops and the "process" is dead.
+  void crash_after(int64_t bytes);
+  /// Undo the crash (a restarted process).
+  void restart();
+
+  std::unique_ptr<WritableFile> create(const std::string& path) override;
+  void rename(const std::string& from, const std::string& to) override;
+  void sync_dir(const std::string& dir) override;
+  void remove(const std::string& path) override;
+  std::vector<std::string> list(const std::string& dir) override;
+  std::string read(const std::string& path) override;
+  void create_dirs(const std::string& dir) override;
+
+  /// Called by the files it creates: throws the injected error for `op`, if any.
+  void check(FaultOp op, const std::string& path);
+  /// How many of `wanted` bytes may still be written before the crash (wanted when none is set).
+  int64_t allow(int64_t wanted);
+
+ private:
+  void alive();
+  std::shared_ptr<FileSystem> base_;
+  std::mutex mutex_;
+  int errors_[3] = {0, 0, 0};
+  int counts_[3] = {0, 0, 0};
+  int64_t crash_budget_ = -1;  // -1: no crash planned
+  bool crashed_ = false;
+};
+
+}  // namespace fitscope

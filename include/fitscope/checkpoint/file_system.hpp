@@ -1,0 +1,55 @@
+#pragma once
+/// FileSystem: the file operations checkpoints need, behind a small interface (in the manner of
+/// LevelDB's Env) so tests can inject faults (fault_injection.hpp). Every failure is an IoError naming
+/// the operation, the path and the errno. The POSIX implementation is thread-safe.
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fitscope {
+
+class IoError : public std::runtime_error {
+ public:
+  IoError(const std::string& operation, const std::string& path, int error);
+  const std::string& path() const { return path_; }
+  int error() const { return error_; }
+
+ private:
+  std::string path_;
+  int error_;
+};
+
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual void append(std::string_view data) = 0;
+  virtual void sync() = 0;   ///< fsync
+  virtual void close() = 0;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  /// Creates (or truncates) `path` for writing.
+  virtual std::unique_ptr<WritableFile> create(const std::string& path) = 0;
+  virtual void rename(const std::string& from, const std::string& to) = 0;
+  /// fsync of a directory, so a rename in it survives a power cut.
+  virtual void sync_dir(const std::string& dir) = 0;
+  virtual void remove(const std::string& path) = 0;
+  /// File names (not paths) in `dir`; empty when it does not exist.
+  virtual std::vector<std::string> list(const std::string& dir) = 0;
+  virtual std::string read(const std::string& path) = 0;
+  virtual void create_dirs(const std::string& dir) = 0;
+};
+
+/// The real file system.
+std::shared_ptr<FileSystem> posix_file_system();
+
+/// Temp file in the same directory, append, fsync, close, rename over `path`, fsync the directory. On
+/// failure the temp file is removed (best effort) and the IoError propagates; `path` is untouched.
+void write_atomically(FileSystem& fs, const std::string& path, std::string_view data);
+
+}  // namespace fitscope

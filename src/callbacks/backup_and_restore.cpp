@@ -1,0 +1,56 @@
+#include "fitscope/callbacks/backup_and_restore.hpp"
+
+#include <iostream>
+#include <stdexcept>
+
+#include "fitscope/train/trainer.hpp"
+
+namespace fitscope {
+
+BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options) : options_(std::move(options)) {
+  if (options_.backup_dir.empty()) throw std::invalid_argument("BackupAndRestore needs a backup directory");
+  if (options_.save_freq && *options_.save_freq < 1) {
+    throw std::invalid_argument("BackupAndRestore save_freq must be >= 1 batches, got " + std::to_string(*options_.save_freq));
+  }
+  if (!options_.fs) options_.fs = posix_file_system();
+  if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
+}
+
+void BackupAndRestore::on_train_begin(const Logs&) {
+  restored_step_.reset();
+  if (options_.restore) {
+    if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, options_.warn)) {
+      trainer().restore(*state);
+      restored_step_ = state->global_step;
+    }
+  }
+  CheckpointWriterOptions w;
+  w.dir = options_.backup_dir;
+  w.keep = options_.keep;
+  w.retry = options_.retry;
+  w.fs = options_.fs;
+  w.warn = options_.warn;
+  writer_ = std::make_unique<CheckpointWriter>(w);
+}
+
+void BackupAndRestore::on_train_batch_end(int64_t, const Logs&) {
+  // global_step() counts the steps before this one
+  if (options_.save_freq && (trainer().global_step() + 1) % *options_.save_freq == 0) {
+    trainer().request_checkpoint(writer_.get());
+  }
+}
+
+void BackupAndRestore::on_epoch_end(int64_t, const Logs&) {
+  if (!options_.save_freq) trainer().request_checkpoint(writer_.get());
+}
+
+void BackupAndRestore::on_train_end(const Logs&) {
+  writer_->flush();
+  if (options_.delete_checkpoint) {
+    for (const std::string& path : checkpoint_files(*options_.fs, options_.backup_dir)) options_.fs->remove(path);
+  }
+}
+
+CheckpointStats BackupAndRestore::stats() const { return writer_ ? writer_->stats() : CheckpointStats{}; }
+
+}  // namespace fitscope

@@ -1,0 +1,201 @@
+#include "fitscope/checkpoint/checkpoint_writer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+
+#include "fitscope/checkpoint/checkpoint_file.hpp"
+
+namespace fitscope {
+namespace {
+
+constexpr const char* kPrefix = "ckpt-";
+constexpr const char* kSuffix = ".fitscope";
+
+bool is_checkpoint_name(const std::string& name) {
+  const std::string suffix = kSuffix;
+  return name.rfind(kPrefix, 0) == 0 && name.size() > suffix.size() + 5 &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string file_name(int64_t global_step) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%012lld%s", kPrefix, static_cast<long long>(global_step), kSuffix);
+  return buf;
+}
+
+}  // namespace
+
+CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(std::move(options)) {
+  if (options_.dir.empty()) throw std::invalid_argument("the checkpoint writer needs a directory");
+  if (options_.keep < 1) throw std::invalid_argument("--keep must be >= 1, got " + std::to_string(options_.keep));
+  if (options_.retry.attempts < 1) {
+    throw std::invalid_argument("retry attempts must be >= 1, got " + std::to_string(options_.retry.attempts));
+  }
+  if (!options_.fs) options_.fs = posix_file_system();
+  if (!options_.sleep) {
+    options_.sleep = [](double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); };
+  }
+  if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
+  options_.fs->create_dirs(options_.dir);
+  thread_ = std::thread([this] { run(); });
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !in_flight_; });
+    stopping_ = true;
+    if (error_) {
+      try {
+        std::rethrow_exception(error_);
+      } catch (const std::exception& e) {
+        options_.warn(std::string("a checkpoint was not written: ") + e.what());
+      }
+    }
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void CheckpointWriter::rethrow_locked() {
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+TrainingState& CheckpointWriter::acquire() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (in_flight_) {
+    ++stats_.waits;
+    changed_.wait(lock, [&] { return !in_flight_; });
+  }
+  rethrow_locked();
+  return buffers_;
+}
+
+void CheckpointWriter::submit() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_ = true;
+  }
+  changed_.notify_all();
+}
+
+void CheckpointWriter::flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !in_flight_; });
+  rethrow_locked();
+}
+
+CheckpointStats CheckpointWriter::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void CheckpointWriter::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || in_flight_; });
+    if (!in_flight_) return;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      write_with_retries(buffers_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (error) {
+      if (options_.retry.continue_on_failure) {
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          options_.warn(std::string("checkpoint skipped after ") + std::to_string(options_.retry.attempts) +
+                        " attempts (the run goes on, as the retry policy says): " + e.what());
+        }
+      } else {
+        error_ = error;
+      }
+    }
+    in_flight_ = false;
+    changed_.notify_all();
+  }
+}
+
+std::string CheckpointWriter::write_now(const TrainingState& state) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !in_flight_; });
+  }
+  return write_with_retries(state);
+}
+
+std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
+  const std::string bytes = frame_checkpoint(encode_state(state));
+  const std::string path = options_.dir + "/" + file_name(state.global_step);
+  std::mt19937_64 random(static_cast<uint64_t>(state.global_step) * 7919 + 17);
+  std::uniform_real_distribution<double> jitter(0.0, options_.retry.jitter);
+  double delay = options_.retry.initial_delay_ms;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      write_atomically(*options_.fs, path, bytes);
+      break;
+    } catch (const IoError& e) {
+      if (attempt >= options_.retry.attempts) throw;
+      const double wait = delay * (1 + jitter(random));
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.retries;
+        stats_.delays_ms.push_back(wait);
+      }
+      options_.warn(std::string("checkpoint write failed (attempt ") + std::to_string(attempt) + " of " +
+                    std::to_string(options_.retry.attempts) + "), retrying in " + std::to_string(wait) + " ms: " + e.what());
+      options_.sleep(wait);
+      delay *= 2;
+    }
+  }
+  // keep the newest `keep`
+  const std::vector<std::string> files = checkpoint_files(*options_.fs, options_.dir);
+  for (std::size_t i = static_cast<std::size_t>(options_.keep); i < files.size(); ++i) {
+    try {
+      options_.fs->remove(files[i]);
+    } catch (const IoError& e) {
+      options_.warn(std::string("could not delete an old checkpoint: ") + e.what());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.written;
+  stats_.last_path = path;
+  return path;
+}
+
+std::vector<std::string> checkpoint_files(FileSystem& fs, const std::string& dir) {
+  std::vector<std::string> names;
+  for (const std::string& name : fs.list(dir)) {
+    if (is_checkpoint_name(name)) names.push_back(name);
+  }
+  std::sort(names.rbegin(), names.rend());  // zero-padded steps: newest first
+  for (std::string& name : names) name = dir + "/" + name;
+  return names;
+}
+
+std::optional<TrainingState> load_latest_checkpoint(FileSystem& fs, const std::string& dir,
+                                                    const std::function<void(const std::string&)>& warn) {
+  for (const std::string& path : checkpoint_files(fs, dir)) {
+    try {
+      return decode_state(unframe_checkpoint(fs.read(path), path), path);
+    } catch (const std::exception& e) {
+      warn(std::string("skipping an unreadable checkpoint: ") + e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace fitscope

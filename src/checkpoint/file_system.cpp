@@ -1,0 +1,128 @@
+#include "fitscope/checkpoint/file_system.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace fitscope {
+namespace {
+
+class PosixFile final : public WritableFile {
+ public:
+  PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~PosixFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void append(std::string_view data) override {
+    while (!data.empty()) {
+      const ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw IoError("write", path_, errno);
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+  void sync() override {
+    if (::fsync(fd_) != 0) throw IoError("fsync", path_, errno);
+  }
+  void close() override {
+    const int fd = fd_;
+    fd_ = -1;
+    if (fd >= 0 && ::close(fd) != 0) throw IoError("close", path_, errno);
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+class PosixFileSystem final : public FileSystem {
+ public:
+  std::unique_ptr<WritableFile> create(const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw IoError("create", path, errno);
+    return std::make_unique<PosixFile>(fd, path);
+  }
+  void rename(const std::string& from, const std::string& to) override {
+    if (std::rename(from.c_str(), to.c_str()) != 0) throw IoError("rename " + from + " to", to, errno);
+  }
+  void sync_dir(const std::string& dir) override {
+    const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw IoError("open directory", dir, errno);
+    const int rc = ::fsync(fd);
+    const int error = errno;
+    ::close(fd);
+    if (rc != 0) throw IoError("fsync directory", dir, error);
+  }
+  void remove(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw IoError("remove", path, errno);
+  }
+  std::vector<std::string> list(const std::string& dir) override {
+    std::vector<std::string> names;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return names;
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    ::closedir(d);
+    return names;
+  }
+  std::string read(const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError("open", path, errno);
+    std::string out;
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int error = errno;
+        ::close(fd);
+        throw IoError("read", path, error);
+      }
+      if (n == 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return out;
+  }
+  void create_dirs(const std::string& dir) override {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw IoError("create directory", dir, ec.value());
+  }
+};
+
+}  // namespace
+
+IoError::IoError(const std::string& operation, const std::string& path, int error)
+    : std::runtime_error("cannot " + operation + " " + path + ": " + std::strerror(error)), path_(path), error_(error) {}
+
+std::shared_ptr<FileSystem> posix_file_system() { return std::make_shared<PosixFileSystem>(); }
+
+void write_atomically(FileSystem& fs, const std::string& path, std::string_view data) {
+  const std::string tmp = path + ".tmp";
+  try {
+    auto file = fs.create(tmp);
+    file->append(data);
+    file->sync();
+    file->close();
+    fs.rename(tmp, path);
+  } catch (const IoError&) {
+    try {
+      fs.remove(tmp);
+    } catch (const std::exception&) {
+      // the first error is the one to report
+    }
+    throw;
+  }
+  fs.sync_dir(std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace fitscope

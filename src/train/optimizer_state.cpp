@@ -1,0 +1,118 @@
+#include "optimizer_state.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace fitscope::detail {
+namespace {
+
+template <typename Key>
+Key state_key(const at::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;  // libtorch 1.13: c10::guts::to_string of the TensorImpl pointer
+    s << p.unsafeGetTensorImpl();
+    return s.str();
+  } else {
+    return static_cast<Key>(p.unsafeGetTensorImpl());
+  }
+}
+
+template <typename Map>
+torch::optim::OptimizerParamState* find_state(Map& map, const at::Tensor& p) {
+  const auto it = map.find(state_key<typename Map::key_type>(p));
+  return it == map.end() ? nullptr : it->second.get();
+}
+
+template <typename Map>
+void set_state(Map& map, const at::Tensor& p, std::unique_ptr<torch::optim::OptimizerParamState> state) {
+  map[state_key<typename Map::key_type>(p)] = std::move(state);
+}
+
+std::vector<at::Tensor> all_parameters(torch::optim::Optimizer& optimizer) {
+  std::vector<at::Tensor> out;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) out.push_back(p);
+  }
+  return out;
+}
+
+at::Tensor or_empty(const at::Tensor& t) { return t.defined() ? t : at::empty({0}); }
+
+}  // namespace
+
+void copy_into(at::Tensor& buffer, const at::Tensor& from) {
+  const at::Tensor source = from.detach();
+  if (buffer.defined() && buffer.sizes() == source.sizes() && buffer.scalar_type() == source.scalar_type() &&
+      buffer.is_cpu()) {
+    buffer.copy_(source);
+  } else {
+    buffer = source.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  }
+}
+
+void copy_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, std::vector<at::Tensor>& tensors,
+                          std::vector<int64_t>& counts) {
+  const std::vector<at::Tensor> params = all_parameters(optimizer);
+  const std::size_t per = adam ? 3 : 1;
+  tensors.resize(params.size() * per);
+  counts.assign(params.size(), -1);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto* state = find_state(optimizer.state(), params[i]);
+    at::Tensor* slot = &tensors[i * per];
+    if (!state) {
+      for (std::size_t k = 0; k < per; ++k) slot[k] = at::empty({0});
+      continue;
+    }
+    if (adam) {
+      auto& s = static_cast<torch::optim::AdamParamState&>(*state);
+      copy_into(slot[0], s.exp_avg());
+      copy_into(slot[1], s.exp_avg_sq());
+      copy_into(slot[2], or_empty(s.max_exp_avg_sq()));
+      counts[i] = s.step();
+    } else {
+      auto& s = static_cast<torch::optim::SGDParamState&>(*state);
+      copy_into(slot[0], or_empty(s.momentum_buffer()));
+      counts[i] = 0;
+    }
+  }
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, const std::vector<at::Tensor>& tensors,
+                          const std::vector<int64_t>& counts) {
+  const std::vector<at::Tensor> params = all_parameters(optimizer);
+  const std::size_t per = adam ? 3 : 1;
+  if (counts.size() != params.size() || tensors.size() != params.size() * per) {
+    throw std::invalid_argument("the checkpoint's optimizer state holds " + std::to_string(counts.size()) +
+                                " parameters, the model has " + std::to_string(params.size()) +
+                                " (a checkpoint of another model or optimizer?)");
+  }
+  const auto device_copy = [](const at::Tensor& t, const at::Tensor& like) {
+    return t.numel() == 0 && like.numel() != 0 ? at::Tensor() : t.to(like.device(), false, true);
+  };
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (counts[i] < 0) continue;
+    const at::Tensor* slot = &tensors[i * per];
+    if (adam) {
+      auto s = std::make_unique<torch::optim::AdamParamState>();
+      s->step(counts[i]);
+      s->exp_avg(device_copy(slot[0], params[i]));
+      s->exp_avg_sq(device_copy(slot[1], params[i]));
+      const at::Tensor max = device_copy(slot[2], params[i]);
+      if (max.defined()) s->max_exp_avg_sq(max);
+      set_state(optimizer.state(), params[i], std::move(s));
+    } else {
+      auto s = std::make_unique<torch::optim::SGDParamState>();
+      const at::Tensor momentum = device_copy(slot[0], params[i]);
+      if (momentum.defined()) s->momentum_buffer(momentum);
+      set_state(optimizer.state(), params[i], std::move(s));
+    }
+  }
+}
+
+}  // namespace fitscope::detail

@@ -1,0 +1,245 @@
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+
+#include "fitscope/callbacks/backup_and_restore.hpp"
+#include "fitscope/callbacks/callback.hpp"
+#include "fitscope/checkpoint/checkpoint_file.hpp"
+#include "fitscope/checkpoint/checkpoint_writer.hpp"
+#include "fitscope/checkpoint/fault_injection.hpp"
+#include "fitscope/data/synthetic.hpp"
+#include "fitscope/models/mlp.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+class Checkpoints : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() /
+            ("fitscope-ckpt-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
+               .string();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+  std::vector<std::string> warnings_;
+  std::function<void(const std::string&)> warn_ = [this](const std::string& w) { warnings_.push_back(w); };
+};
+
+TrainingState small_state(int64_t step, float value) {
+  TrainingState s;
+  s.global_step = step;
+  s.epoch = 1;
+  s.batch = 3;
+  s.learning_rate = 0.01;
+  s.model = {{"dense.weight", at::full({2, 3}, value)}, {"dense.bias", at::zeros({2})}};
+  s.optimizer = {at::ones({2, 3}), at::ones({2, 3}), at::empty({0}), at::ones({2}), at::ones({2}), at::empty({0})};
+  s.optimizer_counts = {step, step};
+  s.rng = at::zeros({8}, at::kByte);
+  s.callbacks["1:EarlyStopping"] = "{\"wait\":2}";
+  return s;
+}
+
+CheckpointWriterOptions writer_options(const std::string& dir, std::shared_ptr<FileSystem> fs,
+                                       std::vector<double>* slept, std::function<void(const std::string&)> warn) {
+  CheckpointWriterOptions o;
+  o.dir = dir;
+  o.fs = std::move(fs);
+  o.retry.attempts = 3;
+  o.retry.initial_delay_ms = 10;
+  o.sleep = [slept](double ms) { slept->push_back(ms); };
+  o.warn = std::move(warn);
+  return o;
+}
+
+/// A run of the seed MLP on 640 synthetic examples, batches of 32 (20 steps per epoch).
+struct MlpRun {
+  Trainer trainer;
+  TensorDataset data;
+  MlpRun() : trainer(make_trainer()), data(make_data()) {}
+  static Trainer make_trainer() {
+    torch::manual_seed(1);
+    return Trainer(models::Mlp());
+  }
+  static TensorDataset make_data() {
+    SyntheticOptions o;
+    o.size = 640;
+    return make_synthetic(o);
+  }
+  FitOptions fit(std::vector<std::shared_ptr<Callback>> callbacks) const {
+    FitOptions f;
+    f.epochs = 3;
+    f.workers = 0;
+    f.seed = 5;
+    f.callbacks = std::move(callbacks);
+    return f;
+  }
+  std::vector<at::Tensor> weights() {
+    std::vector<at::Tensor> out;
+    for (auto& [name, t] : trainer.model().named_state()) out.push_back(t.clone());
+    return out;
+  }
+};
+
+/// Throws at the given global step: the "crash".
+struct CrashAt : Callback {
+  explicit CrashAt(int64_t step) : step(step) {}
+  void on_train_batch_end(int64_t, const Logs&) override {
+    if (trainer().global_step() + 1 == step) throw std::runtime_error("killed");
+  }
+  int64_t step;
+};
+
+}  // namespace
+
+TEST_F(Checkpoints, AStateRoundTripsThroughTheFileFormat) {
+  const TrainingState s = small_state(42, 0.5f);
+  const TrainingState back = decode_state(unframe_checkpoint(frame_checkpoint(encode_state(s)), "x"), "x");
+  EXPECT_EQ(back.global_step, 42);
+  EXPECT_EQ(back.batch, 3);
+  EXPECT_EQ(back.model[0].first, "dense.weight");
+  EXPECT_TRUE(at::equal(back.model[0].second, s.model[0].second));
+  EXPECT_EQ(back.optimizer.size(), 6u);
+  EXPECT_EQ(back.optimizer_counts, s.optimizer_counts);
+  EXPECT_EQ(back.callbacks.at("1:EarlyStopping"), "{\"wait\":2}");
+}
+
+TEST_F(Checkpoints, ATruncatedAFlippedAndAForeignFileAreRejectedClearly) {
+  const std::string bytes = frame_checkpoint(encode_state(small_state(1, 1)));
+  try {
+    unframe_checkpoint(bytes.substr(0, bytes.size() - 10), "a.fitscope");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "a.fitscope: at byte offset " + std::to_string(bytes.size() - 10) +
+                                         ": truncated: the header announces " + std::to_string(bytes.size() - 32) +
+                                         " payload bytes, the file holds " + std::to_string(bytes.size() - 42));
+  }
+  std::string flipped = bytes;
+  flipped[100] = static_cast<char>(flipped[100] ^ 0x01);
+  try {
+    unframe_checkpoint(flipped, "b.fitscope");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "b.fitscope: at byte offset 32: payload checksum mismatch (the file was corrupted or modified)");
+  }
+  try {
+    unframe_checkpoint("PK\x03\x04 a zip from somewhere else", "c.pt");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "c.pt: at byte offset 0: not a fitscope checkpoint (expected the magic \"FITSCKPT\")");
+  }
+}
+
+TEST_F(Checkpoints, WriteErrorsAreRetriedWithGrowingDelaysAndThePreviousFileStaysLoadable) {
+  auto faulty = std::make_shared<FaultInjectingFileSystem>(posix_file_system());
+  std::vector<double> slept;
+  CheckpointWriter writer(writer_options(dir_, faulty, &slept, warn_));
+  writer.write_now(small_state(10, 1));
+  faulty->fail(FaultOp::write, ENOSPC, 2);
+  writer.write_now(small_state(20, 2));
+  ASSERT_EQ(slept.size(), 2u);
+  EXPECT_GE(slept[0], 10.0);
+  EXPECT_GT(slept[1], slept[0]);
+  EXPECT_EQ(writer.stats().retries, 2);
+  EXPECT_NE(warnings_.at(0).find("No space left on device"), std::string::npos) << warnings_.at(0);
+  auto latest = load_latest_checkpoint(*faulty, dir_, warn_);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->global_step, 20);
+}
+
+TEST_F(Checkpoints, TheLastFailureNamesThePathAndErrnoAndKeepsTheOldCheckpoint) {
+  for (FaultOp op : {FaultOp::write, FaultOp::sync, FaultOp::rename}) {
+    fs::remove_all(dir_);
+    auto faulty = std::make_shared<FaultInjectingFileSystem>(posix_file_system());
+    std::vector<double> slept;
+    CheckpointWriter writer(writer_options(dir_, faulty, &slept, warn_));
+    writer.write_now(small_state(10, 1));
+    faulty->fail(op, EIO, 3);
+    writer.acquire() = small_state(20, 2);  // the async path: the error surfaces at the next sync point
+    writer.submit();
+    try {
+      writer.flush();
+      FAIL() << "expected the write to fail";
+    } catch (const IoError& e) {
+      EXPECT_EQ(e.error(), EIO);
+      EXPECT_NE(std::string(e.what()).find(dir_ + "/ckpt-000000000020.fitscope"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("Input/output error"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(slept.size(), 2u);
+    auto latest = load_latest_checkpoint(*faulty, dir_, warn_);
+    ASSERT_TRUE(latest);
+    EXPECT_EQ(latest->global_step, 10);
+    EXPECT_FALSE(fs::exists(dir_ + "/ckpt-000000000020.fitscope.tmp"));
+  }
+}
+
+TEST_F(Checkpoints, ACrashInTheMiddleOfAWriteLeavesThePreviousCheckpointToResumeFrom) {
+  auto faulty = std::make_shared<FaultInjectingFileSystem>(posix_file_system());
+  std::vector<double> slept;
+  {
+    CheckpointWriter writer(writer_options(dir_, faulty, &slept, warn_));
+    writer.write_now(small_state(10, 1));
+    faulty->crash_after(100);
+    EXPECT_THROW(writer.write_now(small_state(20, 2)), SimulatedCrash);
+  }
+  faulty->restart();
+  auto latest = load_latest_checkpoint(*faulty, dir_, warn_);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->global_step, 10);
+  // a torn file under a checkpoint's name (a copy cut short) is skipped with a warning
+  std::ofstream(dir_ + "/ckpt-000000000030.fitscope") << frame_checkpoint("x").substr(0, 20);
+  warnings_.clear();
+  latest = load_latest_checkpoint(*faulty, dir_, warn_);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->global_step, 10);
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("ckpt-000000000030.fitscope: at byte offset 20: truncated"), std::string::npos) << warnings_[0];
+}
+
+TEST_F(Checkpoints, KeepsTheNewestN) {
+  std::vector<double> slept;
+  auto o = writer_options(dir_, posix_file_system(), &slept, warn_);
+  o.keep = 2;
+  CheckpointWriter writer(o);
+  for (int64_t step : {1, 2, 3, 4}) writer.write_now(small_state(step, 1));
+  const auto files = checkpoint_files(*posix_file_system(), dir_);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0], dir_ + "/ckpt-000000000004.fitscope");
+  EXPECT_EQ(files[1], dir_ + "/ckpt-000000000003.fitscope");
+}
+
+TEST_F(Checkpoints, AResumedRunEndsWithTheWeightsOfAnUninterruptedOneBitForBit) {
+  MlpRun uninterrupted;
+  uninterrupted.trainer.fit(uninterrupted.data, uninterrupted.fit({}));
+  const std::vector<at::Tensor> expected = uninterrupted.weights();
+
+  BackupAndRestoreOptions backup;
+  backup.backup_dir = dir_;
+  backup.save_freq = 7;  // mid-epoch: epochs have 20 steps
+  backup.warn = warn_;
+  {
+    MlpRun crashed;
+    EXPECT_THROW(crashed.trainer.fit(crashed.data, crashed.fit({std::make_shared<BackupAndRestore>(backup),
+                                                                std::make_shared<CrashAt>(31)})),
+                 std::runtime_error);
+  }
+  MlpRun resumed;
+  auto restore = std::make_shared<BackupAndRestore>(backup);
+  const History history = resumed.trainer.fit(resumed.data, resumed.fit({restore}));
+  EXPECT_EQ(restore->restored_step(), 28);  // the last backup before the crash at step 31
+  EXPECT_EQ(history.epochs().size(), 2u);   // epochs 1 (resumed mid-way) and 2
+  const std::vector<at::Tensor> got = resumed.weights();
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], expected[i])) << i;
+  EXPECT_EQ(resumed.trainer.global_step(), 60);
+  EXPECT_TRUE(checkpoint_files(*posix_file_system(), dir_).empty());  // delete_checkpoint at the end
+}
