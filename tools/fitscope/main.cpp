@@ -97,6 +97,19 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
           return e.what();
         }
       }, "METRIC"))->capture_default_str();
+  command->add_option("--checkpoint-every", o.checkpoint_every,
+                      "Back the whole training state up into RUN_DIR/backup every epoch or every N batches")
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        if (v == "epoch") return {};
+        try {
+          std::size_t used = 0;
+          if (std::stoll(v, &used) >= 1 && used == v.size()) return {};
+        } catch (const std::exception&) {
+        }
+        return "expected epoch or a number of batches >= 1, got '" + v + "'";
+      }, "epoch|N"));
+  command->add_option("--keep", o.keep, "Newest backups kept")->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
+  command->add_flag("--resume", o.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
   command->add_option("--callback-mode", o.callback_mode, "How the observing callbacks run: sync, or async (off the training thread)")
       ->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
 }

@@ -4,7 +4,12 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <optional>
@@ -192,6 +197,66 @@ struct Session {
   }
 };
 
+/// Test hook (documented in the README): FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES=N makes the process
+/// SIGKILL itself once N bytes of checkpoint data are written, to test a crash in the middle of a write.
+class KillingFileSystem final : public FileSystem {
+ public:
+  KillingFileSystem(std::shared_ptr<FileSystem> base, int64_t budget) : base_(std::move(base)), budget_(budget) {}
+  std::unique_ptr<WritableFile> create(const std::string& path) override {
+    struct File final : WritableFile {
+      File(std::unique_ptr<WritableFile> f, int64_t& budget) : f(std::move(f)), budget(budget) {}
+      void append(std::string_view data) override {
+        const auto n = std::min<int64_t>(budget, static_cast<int64_t>(data.size()));
+        f->append(data.substr(0, static_cast<std::size_t>(n)));
+        budget -= n;
+        if (n < static_cast<int64_t>(data.size())) ::kill(::getpid(), SIGKILL);
+      }
+      void sync() override { f->sync(); }
+      void close() override { f->close(); }
+      std::unique_ptr<WritableFile> f;
+      int64_t& budget;
+    };
+    return std::make_unique<File>(base_->create(path), budget_);
+  }
+  void rename(const std::string& from, const std::string& to) override { base_->rename(from, to); }
+  void sync_dir(const std::string& dir) override { base_->sync_dir(dir); }
+  void remove(const std::string& path) override { base_->remove(path); }
+  std::vector<std::string> list(const std::string& dir) override { return base_->list(dir); }
+  std::string read(const std::string& path) override { return base_->read(path); }
+  void create_dirs(const std::string& dir) override { base_->create_dirs(dir); }
+
+ private:
+  std::shared_ptr<FileSystem> base_;
+  int64_t budget_;
+};
+
+/// BackupAndRestore for --checkpoint-every / --resume, or null when neither is given. Refuses to
+/// start over a run directory that holds an interrupted run's backups unless --resume says so.
+std::shared_ptr<BackupAndRestore> backup_callback(const TrainCommandOptions& o, const fs::path& run_dir) {
+  const std::string dir = (run_dir / "backup").string();
+  std::shared_ptr<FileSystem> files = posix_file_system();
+  const bool has_backups = !checkpoint_files(*files, dir).empty();
+  if (o.resume && !has_backups) {
+    throw std::invalid_argument("--resume: no checkpoint in " + dir + " (expected the --run-dir of a run started with --checkpoint-every)");
+  }
+  if (!o.resume && has_backups) {
+    throw std::invalid_argument("--run-dir " + run_dir.string() + " holds the backups of an interrupted run in " + dir +
+                                ": pass --resume to continue it, or choose another --run-dir");
+  }
+  if (o.checkpoint_every.empty() && !o.resume) return nullptr;
+  if (const char* kill_after = std::getenv("FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES")) {
+    files = std::make_shared<KillingFileSystem>(files, std::stoll(kill_after));
+  }
+  BackupAndRestoreOptions b;
+  b.backup_dir = dir;
+  if (!o.checkpoint_every.empty() && o.checkpoint_every != "epoch") b.save_freq = std::stoll(o.checkpoint_every);
+  b.delete_checkpoint = true;  // as Keras: a run that ends normally needs no backup
+  b.restore = o.resume;
+  b.keep = o.keep;
+  b.fs = files;
+  return std::make_shared<BackupAndRestore>(b);
+}
+
 VerdictContext verdict_context(const TrainCommandOptions& o, int64_t threads, const Trainer& trainer) {
   VerdictContext context;
   context.batch_size = o.batch_size;
@@ -208,8 +273,11 @@ VerdictContext verdict_context(const TrainCommandOptions& o, int64_t threads, co
 void run_train(const TrainCommandOptions& o, std::ostream& out) {
   const Session session(o);
   auto trainer = session.make_trainer(o);
+  if (o.resume && o.run_dir.empty()) throw std::invalid_argument("--resume needs the --run-dir of the run to continue");
   const fs::path run_dir = make_run_dir(o.run_dir, o.model);
   FitOptions fit = session.fit_options(o, /*progress=*/true, (run_dir / "metrics.csv").string());
+  auto backup = backup_callback(o, run_dir);
+  if (backup) fit.callbacks.insert(fit.callbacks.begin(), backup);  // restores before the others begin
   fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((run_dir / "steps.csv").string()));
   fit.step_sinks.push_back(std::make_shared<TraceWriter>((run_dir / "trace.json").string()));
 
@@ -252,6 +320,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   if (auto acc = history.last().get("val_accuracy")) {
     out << "Final validation accuracy: " << *acc << "\n";
   }
+  if (backup && backup->restored()) out << "Resumed from the backup of step " << *backup->restored_step() << "\n";
   out << "Report: " << write_html_report(run_dir.string()) << "\n";
   out << "Run directory: " << run_dir.string() << "\n";
 }

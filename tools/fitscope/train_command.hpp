@@ -34,6 +34,9 @@ struct TrainCommandOptions {
   double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch
   std::string callback_mode = "sync";  ///< --callback-mode sync|async for the observing callbacks
   std::vector<std::string> metrics = {"accuracy"};  ///< --metrics: besides the loss; validation gets val_
+  std::string checkpoint_every;     ///< --checkpoint-every epoch|N: back up into RUN_DIR/backup; empty = never
+  int64_t keep = 3;                 ///< --keep: newest backups kept
+  bool resume = false;              ///< --resume: continue the run in --run-dir from its newest valid backup
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.

@@ -1,0 +1,93 @@
+// A real `fitscope train` killed with SIGKILL, during training and during a checkpoint write, then
+// resumed with --resume: its final weights equal an uninterrupted run's, bit for bit.
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <filesystem>
+
+#include "process.hpp"
+
+using fitscope::testing::ProcessResult;
+using fitscope::testing::read_file;
+using fitscope::testing::run_process;
+using fitscope::testing::TempDir;
+
+namespace {
+
+const std::vector<std::string> kTrain = {FITSCOPE_CLI, "train", "--model", "mlp", "--synthetic-size", "3200",
+                                         "--epochs", "25", "--workers", "0", "--threads", "1", "--quiet",
+                                         "--checkpoint-every", "20", "--seed", "4"};
+
+std::vector<std::string> train_into(const std::string& dir, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = kTrain;
+  args.insert(args.end(), {"--run-dir", dir});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::string shell_words(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += "'" + a + "' ";
+  return out;
+}
+
+c10::Dict<c10::IValue, c10::IValue> weights_of(const std::string& dir) {
+  const std::string bytes = read_file(dir + "/model.weights.pt");
+  return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toGenericDict();
+}
+
+void expect_same_weights(const std::string& a, const std::string& b) {
+  const auto wa = weights_of(a), wb = weights_of(b);
+  ASSERT_EQ(wa.size(), wb.size());
+  for (const auto& item : wa) {
+    ASSERT_TRUE(wb.contains(item.key())) << item.key().toStringRef();
+    EXPECT_TRUE(at::equal(item.value().toTensor(), wb.at(item.key()).toTensor())) << item.key().toStringRef();
+  }
+}
+
+}  // namespace
+
+TEST(Resume, AKilledRunResumesMidEpochAndEndsWithTheUninterruptedWeights) {
+  TempDir tmp;
+  const std::string whole = tmp.path() + "/whole", killed = tmp.path() + "/killed";
+  const ProcessResult reference = run_process(train_into(whole));
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+
+  // start the run, wait (polling) until its second backup exists, SIGKILL it
+  const std::string script = shell_words(train_into(killed)) + "> /dev/null 2>&1 & pid=$!; "
+                             "while [ ! -e " + killed + "/backup/ckpt-000000000040.fitscope ]; do "
+                             "kill -0 $pid 2>/dev/null || exit 3; sleep 0.005; done; "
+                             "kill -9 $pid; wait $pid; echo status=$?";
+  const ProcessResult kill = run_process({"/bin/sh", "-c", script});
+  ASSERT_EQ(kill.exit_code, 0) << "the run ended before it could be killed: " << kill.err;
+  EXPECT_EQ(kill.out, "status=137\n");
+  EXPECT_FALSE(std::filesystem::exists(killed + "/model.weights.pt"));
+
+  const ProcessResult refused = run_process(train_into(killed));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("pass --resume to continue it"), std::string::npos) << refused.err;
+
+  const ProcessResult resumed = run_process(train_into(killed, {"--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("Resumed from the backup of step "), std::string::npos) << resumed.out;
+  expect_same_weights(whole, killed);
+}
+
+TEST(Resume, ARunKilledInTheMiddleOfACheckpointWriteResumesFromThePreviousOne) {
+  TempDir tmp;
+  const std::string whole = tmp.path() + "/whole", killed = tmp.path() + "/killed";
+  ASSERT_EQ(run_process(train_into(whole)).exit_code, 0);
+  // each backup of the seed MLP with Adam is ~95 kB: the process dies inside the third write
+  const std::string script = "FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES=250000 " + shell_words(train_into(killed)) +
+                             "> /dev/null 2>&1; echo status=$?";
+  const ProcessResult kill = run_process({"/bin/sh", "-c", script});
+  EXPECT_EQ(kill.out, "status=137\n") << kill.err;
+  EXPECT_TRUE(std::filesystem::exists(killed + "/backup/ckpt-000000000060.fitscope.tmp"));  // the torn write
+  const ProcessResult resumed = run_process(train_into(killed, {"--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("Resumed from the backup of step 40"), std::string::npos) << resumed.out;
+  expect_same_weights(whole, killed);
+}
