@@ -52,6 +52,7 @@ bench: build
 	$(BUILD_DIR)/bench/bench_step_accounting
 	$(BUILD_DIR)/bench/bench_metrics_cost
 	$(BUILD_DIR)/bench/bench_data_pipeline
+	$(BUILD_DIR)/bench/bench_checkpoint_cost
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 
 # libFuzzer targets of the IDX, CIFAR-10 and CSV parsers (libtorch-free sources, clang), each run for

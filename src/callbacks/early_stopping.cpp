@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <iostream>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "fitscope/train/trainer.hpp"
@@ -59,6 +61,19 @@ void EarlyStopping::on_epoch_end(int64_t epoch, const Logs& logs) {
     trainer().request_stop();
     if (options_.restore_best_weights && !best_weights_.empty()) restore_weights();
   }
+}
+
+std::string EarlyStopping::state() const {
+  // an infinite best (nothing seen yet) is JSON null
+  return nlohmann::json{{"wait", wait_}, {"stopped_epoch", stopped_epoch_}, {"best_epoch", best_epoch_}, {"best", std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json()}}.dump();
+}
+
+void EarlyStopping::load_state(const std::string& state) {
+  const auto j = nlohmann::json::parse(state);
+  wait_ = j.at("wait").get<int64_t>();
+  stopped_epoch_ = j.at("stopped_epoch").get<int64_t>();
+  best_epoch_ = j.at("best_epoch").get<int64_t>();
+  best_ = j.at("best").is_null() ? monitor_.worst() : j.at("best").get<double>();
 }
 
 }  // namespace fitscope

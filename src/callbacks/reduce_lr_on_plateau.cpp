@@ -1,6 +1,8 @@
 #include "fitscope/callbacks/reduce_lr_on_plateau.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "fitscope/train/trainer.hpp"
@@ -36,6 +38,18 @@ void ReduceLROnPlateau::on_epoch_end(int64_t, const Logs& logs) {
     cooldown_counter_ = options_.cooldown;
     wait_ = 0;
   }
+}
+
+std::string ReduceLROnPlateau::state() const {
+  // an infinite best (nothing seen yet) is JSON null
+  return nlohmann::json{{"wait", wait_}, {"cooldown_counter", cooldown_counter_}, {"best", std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json()}}.dump();
+}
+
+void ReduceLROnPlateau::load_state(const std::string& state) {
+  const auto j = nlohmann::json::parse(state);
+  wait_ = j.at("wait").get<int64_t>();
+  cooldown_counter_ = j.at("cooldown_counter").get<int64_t>();
+  best_ = j.at("best").is_null() ? monitor_.worst() : j.at("best").get<double>();
 }
 
 }  // namespace fitscope

@@ -9,6 +9,7 @@
 
 #include "fitscope/callbacks/backup_and_restore.hpp"
 #include "fitscope/callbacks/callback.hpp"
+#include "fitscope/callbacks/early_stopping.hpp"
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/fault_injection.hpp"
@@ -242,4 +243,26 @@ TEST_F(Checkpoints, AResumedRunEndsWithTheWeightsOfAnUninterruptedOneBitForBit) 
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], expected[i])) << i;
   EXPECT_EQ(resumed.trainer.global_step(), 60);
   EXPECT_TRUE(checkpoint_files(*posix_file_system(), dir_).empty());  // delete_checkpoint at the end
+}
+
+TEST_F(Checkpoints, CallbackCountersTravelWithTheCheckpoint) {
+  MlpRun run;
+  EarlyStoppingOptions o;
+  o.monitor = "loss";
+  o.patience = 100;
+  auto early = std::make_shared<EarlyStopping>(o);
+  BackupAndRestoreOptions backup;
+  backup.backup_dir = dir_;
+  backup.delete_checkpoint = false;
+  backup.warn = warn_;
+  auto fit = run.fit({std::make_shared<BackupAndRestore>(backup), early});
+  fit.epochs = 2;
+  run.trainer.fit(run.data, fit);
+  auto latest = load_latest_checkpoint(*posix_file_system(), dir_, warn_);
+  ASSERT_TRUE(latest);
+  ASSERT_EQ(latest->callbacks.count("1:EarlyStopping"), 1u);
+  EarlyStopping copy(o);
+  copy.load_state(latest->callbacks.at("1:EarlyStopping"));
+  EXPECT_EQ(copy.state(), early->state());
+  EXPECT_DOUBLE_EQ(copy.best(), early->best());
 }

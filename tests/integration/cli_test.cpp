@@ -137,6 +137,9 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--augment", "rotate"},
                      "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness)");
   expect_usage_error({"train", "--workers", "-1"}, "--workers: Value -1 not in range");
+  expect_usage_error({"train", "--checkpoint-every", "0"},
+                     "--checkpoint-every: expected epoch or a number of batches >= 1, got '0'");
+  expect_usage_error({"train", "--resume"}, "--resume needs the --run-dir of the run to continue");
   expect_usage_error({}, "A subcommand is required");
 }
 

@@ -34,6 +34,9 @@ class EarlyStopping : public Callback {
   bool reads_batch_logs() const override { return false; }
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  /// The counters and best value (JSON), for checkpoints.
+  std::string state() const override;
+  void load_state(const std::string& state) override;
   /// The epoch at which training was stopped (0 when it was not).
   int64_t stopped_epoch() const { return stopped_epoch_; }
   /// The best value seen and its epoch.

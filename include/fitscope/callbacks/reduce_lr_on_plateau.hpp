@@ -28,6 +28,9 @@ class ReduceLROnPlateau : public Callback {
   bool reads_batch_logs() const override { return false; }
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  /// The counters and best value (JSON), for checkpoints.
+  std::string state() const override;
+  void load_state(const std::string& state) override;
 
  private:
   ReduceLROnPlateauOptions options_;
