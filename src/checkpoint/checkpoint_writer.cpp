@@ -137,30 +137,38 @@ std::string CheckpointWriter::write_now(const TrainingState& state) {
   return write_with_retries(state);
 }
 
-std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
-  const std::string bytes = frame_checkpoint(encode_state(state));
-  const std::string path = options_.dir + "/" + file_name(state.global_step);
-  std::mt19937_64 random(static_cast<uint64_t>(state.global_step) * 7919 + 17);
-  std::uniform_real_distribution<double> jitter(0.0, options_.retry.jitter);
-  double delay = options_.retry.initial_delay_ms;
+void write_with_retries(FileSystem& fs, const std::string& path, std::string_view bytes, const RetryPolicy& policy,
+                        const std::function<void(double ms)>& sleep, const std::function<void(const std::string&)>& warn,
+                        uint64_t seed, CheckpointStats* stats, std::mutex* stats_mutex) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> jitter(0.0, policy.jitter);
+  double delay = policy.initial_delay_ms;
   for (int attempt = 1;; ++attempt) {
     try {
-      write_atomically(*options_.fs, path, bytes);
-      break;
+      write_atomically(fs, path, bytes);
+      return;
     } catch (const IoError& e) {
-      if (attempt >= options_.retry.attempts) throw;
+      if (attempt >= policy.attempts) throw;
       const double wait = delay * (1 + jitter(random));
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++stats_.retries;
-        stats_.delays_ms.push_back(wait);
+      if (stats) {
+        std::unique_lock<std::mutex> lock;
+        if (stats_mutex) lock = std::unique_lock<std::mutex>(*stats_mutex);
+        ++stats->retries;
+        stats->delays_ms.push_back(wait);
       }
-      options_.warn(std::string("checkpoint write failed (attempt ") + std::to_string(attempt) + " of " +
-                    std::to_string(options_.retry.attempts) + "), retrying in " + std::to_string(wait) + " ms: " + e.what());
-      options_.sleep(wait);
+      warn(std::string("checkpoint write failed (attempt ") + std::to_string(attempt) + " of " +
+           std::to_string(policy.attempts) + "), retrying in " + std::to_string(wait) + " ms: " + e.what());
+      sleep(wait);
       delay *= 2;
     }
   }
+}
+
+std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
+  const std::string bytes = frame_checkpoint(encode_state(state));
+  const std::string path = options_.dir + "/" + file_name(state.global_step);
+  fitscope::write_with_retries(*options_.fs, path, bytes, options_.retry, options_.sleep, options_.warn,
+                               static_cast<uint64_t>(state.global_step) * 7919 + 17, &stats_, &mutex_);
   // keep the newest `keep`
   const std::vector<std::string> files = checkpoint_files(*options_.fs, options_.dir);
   for (std::size_t i = static_cast<std::size_t>(options_.keep); i < files.size(); ++i) {

@@ -281,6 +281,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         }
         if (stop_requested_) break;
       }
+      fold();  // epoch-level hooks (TensorBoard's timing scalars) see every step of the epoch
       Logs epoch_logs = train_metrics_->logs();
       train_metrics_->warn_undefined(warn, "");
       if (validation) {

@@ -11,6 +11,7 @@
 #include "fitscope/callbacks/csv_logger.hpp"
 #include "fitscope/callbacks/early_stopping.hpp"
 #include "fitscope/callbacks/learning_rate_scheduler.hpp"
+#include "fitscope/callbacks/model_checkpoint.hpp"
 #include "fitscope/callbacks/reduce_lr_on_plateau.hpp"
 #include "fitscope/callbacks/terminate_on_nan.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -188,4 +189,83 @@ TEST(CallbackList, NeverMovesACallbackThatChangesTrainingOffTheTrainingThread) {
   CallbackList list({stopper, logger});
   EXPECT_EQ(list.callbacks()[0]->mode(), "sync");
   EXPECT_EQ(list.callbacks()[1]->mode(), "async");
+}
+
+TEST(CSVLogger, AppendsToAnExistingFileWithoutASecondHeaderAndUsesTheSeparator) {
+  const auto path = (std::filesystem::temp_directory_path() / "fitscope_csv_logger_append.csv").string();
+  std::filesystem::remove(path);
+  torch::manual_seed(0);
+  Trainer trainer{torch::nn::Linear(4, 3)};
+  const TensorDataset data(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong));
+  FitOptions fit;
+  fit.workers = 0;
+  fit.callbacks = {std::make_shared<CSVLogger>(path, ';', /*append=*/true)};
+  trainer.fit(data, fit);
+  fit.initial_epoch = 1;
+  fit.epochs = 2;
+  trainer.fit(data, fit);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "epoch;accuracy;loss;lr");
+  EXPECT_EQ(lines[1].substr(0, 2), "0;");
+  EXPECT_EQ(lines[2].substr(0, 2), "1;");
+  std::filesystem::remove(path);
+}
+
+TEST(ModelCheckpoint, FillsTheTemplateLikeKeras) {
+  const Logs logs{{"val_accuracy", 0.91234}, {"loss", 0.5}};
+  EXPECT_EQ(format_checkpoint_path("ckpt-{epoch:02d}-{val_accuracy:.4f}.pt", 2, 0, logs), "ckpt-03-0.9123.pt");
+  EXPECT_EQ(format_checkpoint_path("b{epoch}-{batch:03d}-{loss}", 0, 7, logs), "b1-007-0.5");
+  try {
+    format_checkpoint_path("x-{val_loss:.2f}", 0, 0, logs);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "checkpoint path x-{val_loss:.2f}: the logs have no 'val_loss'");
+  }
+}
+
+TEST(ModelCheckpoint, SaveBestOnlyWritesWhenTheMonitoredValueImproves) {
+  const auto dir = std::filesystem::temp_directory_path() / "fitscope_model_checkpoint";
+  std::filesystem::remove_all(dir);
+  ModelCheckpointOptions o;
+  o.filepath = (dir / "w-{epoch:02d}-{val_loss:.2f}.pt").string();
+  o.save_best_only = true;
+  o.save_weights_only = true;
+  std::vector<std::string> warnings;
+  o.warn = [&](const std::string& w) { warnings.push_back(w); };
+  ModelCheckpoint checkpoint(o);
+  Driver driver;
+  driver.run(checkpoint, "val_loss", {0.9, 0.7, 0.8, 0.7, 0.5});
+  std::vector<std::string> names;
+  for (const auto& p : checkpoint.saved()) names.push_back(std::filesystem::path(p).filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"w-01-0.90.pt", "w-02-0.70.pt", "w-05-0.50.pt"}));
+  for (const auto& p : checkpoint.saved()) EXPECT_TRUE(std::filesystem::exists(p)) << p;
+  checkpoint.on_epoch_end(5, Logs{{"loss", 0.1}});  // the monitored key is missing: a warning, no crash
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("val_loss"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ModelCheckpoint, SavesEveryNBatchesWithTheBatchInTheName) {
+  const auto dir = std::filesystem::temp_directory_path() / "fitscope_model_checkpoint_batches";
+  std::filesystem::remove_all(dir);
+  ModelCheckpointOptions o;
+  o.filepath = (dir / "s-{epoch:02d}-{batch:02d}.fitscope").string();
+  o.save_freq = 3;
+  auto checkpoint = std::make_shared<ModelCheckpoint>(o);
+  torch::manual_seed(0);
+  Trainer trainer{torch::nn::Linear(4, 3)};
+  FitOptions fit;
+  fit.workers = 0;
+  fit.batch_size = 2;
+  fit.epochs = 2;
+  fit.shuffle = false;
+  fit.callbacks = {checkpoint};
+  trainer.fit(TensorDataset(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong)), fit);  // 4 steps an epoch
+  std::vector<std::string> names;
+  for (const auto& p : checkpoint->saved()) names.push_back(std::filesystem::path(p).filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"s-01-02.fitscope", "s-02-01.fitscope"}));  // global steps 3 and 6
+  std::filesystem::remove_all(dir);
 }

@@ -109,6 +109,21 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
         return "expected epoch or a number of batches >= 1, got '" + v + "'";
       }, "epoch|N"));
   command->add_option("--keep", o.keep, "Newest backups kept")->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
+  command->add_flag("--no-progress", o.no_progress, "No progress bar");
+  command->add_flag("--no-csv-logger", o.no_csv_logger, "Do not write metrics.csv (CSVLogger)");
+  command->add_flag("--no-tensorboard", o.no_tensorboard, "Do not write TensorBoard event files");
+  command->add_option("--tensorboard-freq", o.tensorboard_freq, "TensorBoard scalars every epoch, every batch, or every N batches")
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        if (v == "epoch" || v == "batch") return {};
+        try {
+          std::size_t used = 0;
+          if (std::stoll(v, &used) >= 1 && used == v.size()) return {};
+        } catch (const std::exception&) {
+        }
+        return "expected epoch, batch or a number of batches >= 1, got '" + v + "'";
+      }, "epoch|batch|N"))->capture_default_str();
+  command->add_flag("--no-best-checkpoint", o.no_best_checkpoint, "Do not keep checkpoints/best.fitscope (ModelCheckpoint, save_best_only)");
+  command->add_option("--best-monitor", o.best_monitor, "Log key the best checkpoint watches (default val_loss, or loss without validation)");
   command->add_flag("--resume", o.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
   command->add_option("--callback-mode", o.callback_mode, "How the observing callbacks run: sync, or async (off the training thread)")
       ->check(CLI::IsMember({"sync", "async"}))->capture_default_str();

@@ -170,9 +170,11 @@ struct Session {
     }
   }
 
-  /// The fit settings of the command line, with the observing callbacks (progress bar, CSVLogger
-  /// into `metrics_csv` when given, the seed scenario's SlowCallback) in --callback-mode.
-  FitOptions fit_options(const TrainCommandOptions& o, bool progress, const std::string& metrics_csv = "") const {
+  /// The fit settings of the command line, with the default callbacks of a run writing into `run_dir`
+  /// (progress bar, CSVLogger, TensorBoard, the best checkpoint; each can be turned off) and the seed
+  /// scenario's SlowCallback; the observing ones in --callback-mode. Without a run directory (sweep),
+  /// only the SlowCallback.
+  FitOptions fit_options(const TrainCommandOptions& o, const fs::path* run_dir = nullptr) const {
     FitOptions fit;
     fit.epochs = o.epochs;
     fit.batch_size = o.batch_size;
@@ -185,12 +187,26 @@ struct Session {
     fit.cache = o.cache;
     if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
     const bool async = o.callback_mode == "async";
-    if (progress) {
+    if (run_dir && !o.no_progress) {
       ProgressBarOptions bar;
       bar.one_line_per_epoch = o.quiet;
       fit.callbacks.push_back(std::make_shared<ProgressBar>(bar));
     }
-    if (!metrics_csv.empty()) fit.callbacks.push_back(std::make_shared<CSVLogger>(metrics_csv));
+    if (run_dir && !o.no_csv_logger) fit.callbacks.push_back(std::make_shared<CSVLogger>((*run_dir / "metrics.csv").string()));
+    if (run_dir && !o.no_tensorboard) {
+      TensorBoardOptions tb;
+      tb.log_dir = run_dir->string();
+      tb.update_freq = o.tensorboard_freq == "epoch" ? 0 : o.tensorboard_freq == "batch" ? 1 : std::stoll(o.tensorboard_freq);
+      fit.callbacks.push_back(std::make_shared<TensorBoard>(tb));
+    }
+    if (run_dir && !o.no_best_checkpoint) {
+      ModelCheckpointOptions best;
+      best.filepath = (*run_dir / "checkpoints" / "best.fitscope").string();
+      const bool validates = data.test || o.validation_split > 0;
+      best.monitor = o.best_monitor.empty() ? (validates ? "val_loss" : "loss") : o.best_monitor;
+      best.save_best_only = true;
+      fit.callbacks.push_back(std::make_shared<ModelCheckpoint>(best));
+    }
     if (o.slow_callback_ms > 0) fit.callbacks.push_back(std::make_shared<SlowCallback>(o.slow_callback_ms));
     for (auto& callback : fit.callbacks) callback->set_async(async);
     return fit;
@@ -275,7 +291,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   auto trainer = session.make_trainer(o);
   if (o.resume && o.run_dir.empty()) throw std::invalid_argument("--resume needs the --run-dir of the run to continue");
   const fs::path run_dir = make_run_dir(o.run_dir, o.model);
-  FitOptions fit = session.fit_options(o, /*progress=*/true, (run_dir / "metrics.csv").string());
+  FitOptions fit = session.fit_options(o, &run_dir);
   auto backup = backup_callback(o, run_dir);
   if (backup) fit.callbacks.insert(fit.callbacks.begin(), backup);  // restores before the others begin
   fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((run_dir / "steps.csv").string()));
@@ -337,7 +353,7 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
     o.epochs = 1;
     o.validation_split = 0;
     auto trainer = session.make_trainer(o);
-    FitOptions fit = session.fit_options(o, /*progress=*/false);
+    FitOptions fit = session.fit_options(o);
     fit.steps_per_epoch = s.train.warmup_steps + s.steps;
     trainer->fit(session.data.train, fit);
     const PhaseStats& stats = trainer->step_stats();

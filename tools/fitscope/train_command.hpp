@@ -37,6 +37,12 @@ struct TrainCommandOptions {
   std::string checkpoint_every;     ///< --checkpoint-every epoch|N: back up into RUN_DIR/backup; empty = never
   int64_t keep = 3;                 ///< --keep: newest backups kept
   bool resume = false;              ///< --resume: continue the run in --run-dir from its newest valid backup
+  bool no_progress = false;         ///< --no-progress: no progress bar
+  bool no_csv_logger = false;       ///< --no-csv-logger: no metrics.csv
+  bool no_tensorboard = false;      ///< --no-tensorboard: no TensorBoard event files
+  std::string tensorboard_freq = "epoch";  ///< --tensorboard-freq epoch|batch|N
+  bool no_best_checkpoint = false;  ///< --no-best-checkpoint: no checkpoints/best.fitscope
+  std::string best_monitor;         ///< --best-monitor: the key of the best checkpoint (default val_loss, or loss)
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.

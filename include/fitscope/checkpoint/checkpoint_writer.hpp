@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -90,6 +91,12 @@ class CheckpointWriter {
   CheckpointStats stats_;
   std::thread thread_;
 };
+
+/// write_atomically with the policy's retries: a failed attempt is warned about, `sleep` is called
+/// with the growing delay, and `stats` (when given) counts it. Rethrows the last attempt's IoError.
+void write_with_retries(FileSystem& fs, const std::string& path, std::string_view bytes, const RetryPolicy& policy,
+                        const std::function<void(double ms)>& sleep, const std::function<void(const std::string&)>& warn,
+                        uint64_t seed, CheckpointStats* stats = nullptr, std::mutex* stats_mutex = nullptr);
 
 /// The checkpoint files of `dir`, newest first (by global step in the name).
 std::vector<std::string> checkpoint_files(FileSystem& fs, const std::string& dir);

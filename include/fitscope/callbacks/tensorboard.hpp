@@ -1,0 +1,45 @@
+#pragma once
+/// TensorBoard: Keras's TensorBoard callback, writing TensorBoard event files natively: TFRecord
+/// framing (length, masked CRC-32C of the length, the Event protobuf, masked CRC-32C of it) of Event
+/// messages with scalar summaries. As Keras, training scalars go to `log_dir/train`, validation ones to
+/// `log_dir/validation`, both named `epoch_<key>` (`epoch_loss`, `epoch_accuracy`, ...; `lr` becomes
+/// `epoch_learning_rate`) at each epoch's index; with update_freq "batch" or N, `batch_<key>` every N
+/// batches at the global step. The timing scalars `time/step_ms_p50` and `time/<phase>_share` are
+/// written with the training scalars at each epoch end. Observes only: may run async. Not thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fitscope/callbacks/callback.hpp"
+
+namespace fitscope {
+
+struct TensorBoardOptions {
+  std::string log_dir = "logs";   ///< event files go to log_dir and log_dir/validation
+  int64_t update_freq = 0;        ///< 0 = "epoch"; N >= 1 = batch scalars every N batches ("batch" = 1)
+};
+
+class TensorBoard : public Callback {
+ public:
+  explicit TensorBoard(TensorBoardOptions options = {});
+  ~TensorBoard() override;
+  std::string name() const override { return "TensorBoard"; }
+  bool reads_batch_logs() const override { return options_.update_freq > 0; }
+  void on_train_begin(const Logs& logs) override;
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+
+ private:
+  class EventFile;
+  TensorBoardOptions options_;
+  std::unique_ptr<EventFile> train_, validation_;
+  int64_t batches_ = 0;
+};
+
+/// CRC-32C (Castagnoli) of `data`, and TFRecord's masked form of a CRC.
+uint32_t crc32c(const void* data, std::size_t size);
+uint32_t masked_crc32c(const void* data, std::size_t size);
+
+}  // namespace fitscope

@@ -1,0 +1,119 @@
+#include "fitscope/callbacks/model_checkpoint.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+
+#include "fitscope/checkpoint/checkpoint_file.hpp"
+#include "fitscope/checkpoint/weights_export.hpp"
+#include "fitscope/train/trainer.hpp"
+
+namespace fitscope {
+
+std::string format_checkpoint_path(const std::string& pattern, int64_t epoch, int64_t batch, const Logs& logs) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '{') {
+      out += pattern[i];
+      continue;
+    }
+    const std::size_t close = pattern.find('}', i);
+    if (close == std::string::npos) {
+      throw std::invalid_argument("checkpoint path " + pattern + ": '{' at " + std::to_string(i) + " is never closed");
+    }
+    const std::string field = pattern.substr(i + 1, close - i - 1);
+    const std::size_t colon = field.find(':');
+    const std::string key = field.substr(0, colon);
+    const std::string spec = colon == std::string::npos ? "" : field.substr(colon + 1);
+    char buf[128];
+    if (key == "epoch" || key == "batch") {
+      const long long v = key == "epoch" ? epoch + 1 : batch;  // Keras numbers epochs from 1 in names
+      const std::string fmt = "%" + (spec.empty() ? std::string("d") : spec);
+      if (fmt.back() != 'd') throw std::invalid_argument("checkpoint path " + pattern + ": {" + field + "} needs an integer format like 02d");
+      std::snprintf(buf, sizeof buf, (fmt.substr(0, fmt.size() - 1) + "lld").c_str(), v);
+    } else {
+      const std::optional<double> v = logs.get(key);
+      if (!v) throw std::invalid_argument("checkpoint path " + pattern + ": the logs have no '" + key + "'");
+      const std::string fmt = "%" + (spec.empty() ? std::string("g") : spec);
+      const char conv = fmt.back();
+      if (conv != 'f' && conv != 'g' && conv != 'e') {
+        throw std::invalid_argument("checkpoint path " + pattern + ": {" + field + "} needs a format like .4f");
+      }
+      std::snprintf(buf, sizeof buf, fmt.c_str(), *v);
+    }
+    out += buf;
+    i = close;
+  }
+  return out;
+}
+
+ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
+    : options_(std::move(options)), monitor_(options_.monitor, options_.mode), best_(monitor_.worst()) {
+  if (options_.filepath.empty()) throw std::invalid_argument("ModelCheckpoint needs a filepath");
+  if (options_.save_freq && *options_.save_freq < 1) {
+    throw std::invalid_argument("ModelCheckpoint save_freq must be >= 1 batches, got " + std::to_string(*options_.save_freq));
+  }
+  if (options_.initial_value_threshold) best_ = *options_.initial_value_threshold;
+  if (!options_.fs) options_.fs = posix_file_system();
+  if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
+}
+
+void ModelCheckpoint::on_epoch_begin(int64_t epoch, const Logs&) { epoch_ = epoch; }
+
+void ModelCheckpoint::on_train_batch_end(int64_t batch, const Logs& logs) {
+  if (options_.save_freq && (trainer().global_step() + 1) % *options_.save_freq == 0) save(epoch_, batch, logs);
+}
+
+void ModelCheckpoint::on_epoch_end(int64_t epoch, const Logs& logs) {
+  if (!options_.save_freq) save(epoch, 0, logs);
+}
+
+void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
+  if (options_.save_best_only) {
+    const std::optional<double> current = monitor_.read(logs);
+    if (!current) {
+      options_.warn("ModelCheckpoint: can save the best model only with " + monitor_.key() +
+                    " available, skipping (the logs have no such key)");
+      return;
+    }
+    if (!monitor_.improves(*current, best_, 0)) return;
+    best_ = *current;
+  }
+  std::string path;
+  try {
+    path = format_checkpoint_path(options_.filepath, epoch, batch, logs);
+  } catch (const std::invalid_argument& e) {
+    options_.warn(std::string("ModelCheckpoint: ") + e.what() + ", skipping");
+    return;
+  }
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  if (!parent.empty()) options_.fs->create_dirs(parent);
+  std::string bytes;
+  if (options_.save_weights_only) {
+    bytes = weights_pickle(trainer().model());
+  } else {
+    TrainingState state;
+    trainer().capture_state(state, epoch + (options_.save_freq ? 0 : 1), options_.save_freq ? batch + 1 : 0);
+    bytes = frame_checkpoint(encode_state(state));
+  }
+  const auto sleep = [](double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); };
+  write_with_retries(*options_.fs, path, bytes, options_.retry, sleep, options_.warn,
+                     static_cast<uint64_t>(trainer().global_step()));
+  saved_.push_back(path);
+}
+
+std::string ModelCheckpoint::state() const {
+  return nlohmann::json{{"best", std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json()}}.dump();
+}
+
+void ModelCheckpoint::load_state(const std::string& state) {
+  const auto j = nlohmann::json::parse(state);
+  best_ = j.at("best").is_null() ? monitor_.worst() : j.at("best").get<double>();
+}
+
+}  // namespace fitscope
