@@ -54,6 +54,7 @@ bench: build
 	$(BUILD_DIR)/bench/bench_metrics_cost
 	$(BUILD_DIR)/bench/bench_data_pipeline
 	$(BUILD_DIR)/bench/bench_checkpoint_cost
+	$(BUILD_DIR)/bench/bench_async_callbacks
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 
 # libFuzzer targets of the IDX, CIFAR-10 and CSV parsers (libtorch-free sources, clang), each run for

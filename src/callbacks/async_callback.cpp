@@ -7,7 +7,9 @@
 namespace fitscope {
 
 AsyncCallback::AsyncCallback(std::shared_ptr<Callback> inner, std::size_t capacity)
-    : inner_(std::move(inner)), executor_(capacity) {}
+    : inner_(std::move(inner)), executor_(capacity) {
+  for (std::size_t h = 0; h < kHookCount; ++h) labels_[h] = inner_->name() + "." + std::string(hook_name(static_cast<Hook>(h)));
+}
 
 void AsyncCallback::set_trainer(Trainer* trainer) {
   Callback::set_trainer(trainer);
@@ -21,15 +23,15 @@ std::vector<CallbackSpan> AsyncCallback::take_spans() {
 
 template <typename Call>
 void AsyncCallback::queue(Hook hook, Call call) {
-  std::string label = inner_->name() + "." + std::string(hook_name(hook));
-  auto timed = [this, label, call = std::move(call)] {
+  const std::string& label = labels_[static_cast<std::size_t>(hook)];  // built once: no allocation per call
+  auto timed = [this, &label, call = std::move(call)] {
     const int64_t start = StepClock::now_ns();
     call();
     const int64_t end = StepClock::now_ns();
     std::lock_guard<std::mutex> lock(spans_mutex_);
     if (spans_.size() < kMaxSpans) spans_.push_back({label, start, end - start});
   };
-  stall_ns_ += executor_.submit(std::move(timed), std::move(label)).count();
+  stall_ns_ += executor_.submit(std::move(timed), label).count();
 }
 
 template <typename Call>

@@ -1,5 +1,7 @@
 #include "fitscope/callbacks/async_executor.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 
 namespace fitscope {
@@ -31,24 +33,27 @@ void AsyncExecutor::rethrow_locked() {
   }
 }
 
-std::chrono::nanoseconds AsyncExecutor::submit(std::function<void()> task, std::string label) {
+std::chrono::nanoseconds AsyncExecutor::submit(std::function<void()> task, std::string_view label) {
   std::unique_lock<std::mutex> lock(mutex_);
   rethrow_locked();
   std::chrono::nanoseconds waited{0};
   if (queue_.size() >= capacity_) {
+    has_task_.notify_one();  // a full queue must be drained now
     const auto start = std::chrono::steady_clock::now();
     has_room_or_idle_.wait(lock, [this] { return queue_.size() < capacity_ || error_ || stopping_; });
     waited = std::chrono::steady_clock::now() - start;
     rethrow_locked();
   }
-  queue_.push_back({std::move(task), std::move(label)});
+  queue_.push_back({std::move(task), label});
+  const bool wake = worker_waiting_ && queue_.size() >= std::min(kWakeBatch, capacity_);
   lock.unlock();
-  has_task_.notify_one();
+  if (wake) has_task_.notify_one();
   return waited;
 }
 
 void AsyncExecutor::flush() {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (!queue_.empty()) has_task_.notify_one();
   has_room_or_idle_.wait(lock, [this] { return (queue_.empty() && !running_task_) || error_ || stopping_; });
   rethrow_locked();
 }
@@ -56,7 +61,11 @@ void AsyncExecutor::flush() {
 void AsyncExecutor::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    has_task_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+    worker_waiting_ = true;
+    // woken for a batch of tasks, by flush(), or polling: single tasks need no system call to start
+    while (!has_task_.wait_for(lock, kIdlePoll, [this] { return !queue_.empty() || stopping_; })) {
+    }
+    worker_waiting_ = false;
     if (stopping_) return;
     Task task = std::move(queue_.front());
     queue_.pop_front();
@@ -73,7 +82,7 @@ void AsyncExecutor::work() {
     running_task_ = false;
     if (error && !error_) {
       error_ = error;
-      error_label_ = task.label;
+      error_label_ = std::string(task.label);
       queue_.clear();
     }
     has_room_or_idle_.notify_all();

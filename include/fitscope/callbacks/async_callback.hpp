@@ -10,6 +10,7 @@
 /// thread ends with the fit that made it. The wrapped callback must only observe (it must not call
 /// request_stop or set_learning_rate: those belong to the training thread).
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,7 @@ class AsyncCallback : public Callback {
   void queue_and_wait(Hook hook, Call call);
 
   std::shared_ptr<Callback> inner_;
+  std::array<std::string, kHookCount> labels_;  // "<name>.<hook>", built once
   int64_t stall_ns_ = 0;
   std::mutex spans_mutex_;
   std::vector<CallbackSpan> spans_;  // written by the executor's thread

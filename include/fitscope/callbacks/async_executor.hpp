@@ -17,6 +17,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace fitscope {
@@ -29,16 +30,22 @@ class AsyncExecutor {
   AsyncExecutor(const AsyncExecutor&) = delete;
   AsyncExecutor& operator=(const AsyncExecutor&) = delete;
 
-  /// Queues `task`; returns the time spent waiting for room. Rethrows an earlier task's error.
-  std::chrono::nanoseconds submit(std::function<void()> task, std::string label);
+  /// Queues `task`; returns the time spent waiting for room. Rethrows an earlier task's error. The
+  /// label names the task in an error; it must outlive the task (a literal, or a string its owner keeps).
+  /// Waking the worker costs a system call (and an interrupt on a VM), so a submit wakes it only when
+  /// kWakeBatch tasks wait; otherwise the worker picks the tasks up within kIdlePoll, and flush() wakes it.
+  std::chrono::nanoseconds submit(std::function<void()> task, std::string_view label);
   /// Waits until every queued task has run; rethrows an earlier task's error.
   void flush();
   std::size_t capacity() const { return capacity_; }
 
+  static constexpr std::size_t kWakeBatch = 8;
+  static constexpr std::chrono::milliseconds kIdlePoll{2};
+
  private:
   struct Task {
     std::function<void()> run;
-    std::string label;
+    std::string_view label;
   };
   void work();
   void rethrow_locked();
@@ -49,6 +56,7 @@ class AsyncExecutor {
   std::condition_variable has_room_or_idle_;
   std::deque<Task> queue_;
   bool running_task_ = false;
+  bool worker_waiting_ = false;
   bool stopping_ = false;
   std::exception_ptr error_;
   std::string error_label_;
