@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
@@ -30,6 +31,26 @@ CLI::Validator number_above(double bound, bool inclusive, const std::string& exp
 }
 
 /// The flags of `train`, shared by `sweep`.
+/// Accepts one of `words` or a number of batches >= 1 ("epoch|N" flags).
+CLI::Validator words_or_batches(std::vector<std::string> words) {
+  std::string name, expected;
+  for (const auto& w : words) {
+    name += w + "|";
+    expected += w + ", ";
+  }
+  return CLI::Validator(
+      [words, expected](std::string& v) -> std::string {
+        if (std::find(words.begin(), words.end(), v) != words.end()) return {};
+        try {
+          std::size_t used = 0;
+          if (std::stoll(v, &used) >= 1 && used == v.size()) return {};
+        } catch (const std::exception&) {
+        }
+        return "expected " + expected.substr(0, expected.size() - 2) + " or a number of batches >= 1, got '" + v + "'";
+      },
+      name + "N");
+}
+
 void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o) {
   auto model_check = CLI::Validator(
       [](std::string& v) -> std::string {
@@ -99,29 +120,13 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
       }, "METRIC"))->capture_default_str();
   command->add_option("--checkpoint-every", o.checkpoint_every,
                       "Back the whole training state up into RUN_DIR/backup every epoch or every N batches")
-      ->check(CLI::Validator([](std::string& v) -> std::string {
-        if (v == "epoch") return {};
-        try {
-          std::size_t used = 0;
-          if (std::stoll(v, &used) >= 1 && used == v.size()) return {};
-        } catch (const std::exception&) {
-        }
-        return "expected epoch or a number of batches >= 1, got '" + v + "'";
-      }, "epoch|N"));
+      ->check(words_or_batches({"epoch"}));
   command->add_option("--keep", o.keep, "Newest backups kept")->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
   command->add_flag("--no-progress", o.no_progress, "No progress bar");
   command->add_flag("--no-csv-logger", o.no_csv_logger, "Do not write metrics.csv (CSVLogger)");
   command->add_flag("--no-tensorboard", o.no_tensorboard, "Do not write TensorBoard event files");
   command->add_option("--tensorboard-freq", o.tensorboard_freq, "TensorBoard scalars every epoch, every batch, or every N batches")
-      ->check(CLI::Validator([](std::string& v) -> std::string {
-        if (v == "epoch" || v == "batch") return {};
-        try {
-          std::size_t used = 0;
-          if (std::stoll(v, &used) >= 1 && used == v.size()) return {};
-        } catch (const std::exception&) {
-        }
-        return "expected epoch, batch or a number of batches >= 1, got '" + v + "'";
-      }, "epoch|batch|N"))->capture_default_str();
+      ->check(words_or_batches({"epoch", "batch"}))->capture_default_str();
   command->add_flag("--no-best-checkpoint", o.no_best_checkpoint, "Do not keep checkpoints/best.fitscope (ModelCheckpoint, save_best_only)");
   command->add_option("--best-monitor", o.best_monitor, "Log key the best checkpoint watches (default val_loss, or loss without validation)");
   command->add_flag("--resume", o.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
