@@ -1,17 +1,11 @@
 #include "fitscope/callbacks/tensorboard.hpp"
 
-#include <unistd.h>
-
 #include <array>
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/train/trainer.hpp"
-#include "tensorboard_event.pb.h"
+#include "event_file.hpp"
 
 namespace fitscope {
 namespace {
@@ -24,10 +18,6 @@ std::array<uint32_t, 256> make_table() {
     table[i] = c;
   }
   return table;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -45,58 +35,6 @@ uint32_t masked_crc32c(const void* data, std::size_t size) {
   return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
 }
 
-/// One events.out.tfevents.<time>.<host> file: TFRecord records of Event messages, flushed per record.
-class TensorBoard::EventFile {
- public:
-  explicit EventFile(const std::string& dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    char host[256] = "localhost";
-    gethostname(host, sizeof host - 1);
-    path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now_s())) + "." + host;
-    out_.open(path_, std::ios::binary | std::ios::trunc);
-    if (!out_) throw std::runtime_error("TensorBoard: cannot create " + path_);
-    tensorboard::Event first;
-    first.set_wall_time(now_s());
-    first.set_file_version("brain.Event:2");
-    write(first);
-  }
-
-  void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {
-    if (values.empty()) return;
-    tensorboard::Event e;
-    e.set_wall_time(now_s());
-    e.set_step(step);
-    for (const auto& [tag, value] : values) {
-      auto* v = e.mutable_summary()->add_value();
-      v->set_tag(tag);
-      v->set_simple_value(static_cast<float>(value));
-    }
-    write(e);
-  }
-
- private:
-  void write(const tensorboard::Event& event) {
-    const std::string data = event.SerializeAsString();
-    char header[12];
-    const uint64_t length = data.size();
-    for (int i = 0; i < 8; ++i) header[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
-    const uint32_t length_crc = masked_crc32c(header, 8);
-    for (int i = 0; i < 4; ++i) header[8 + i] = static_cast<char>((length_crc >> (8 * i)) & 0xFF);
-    const uint32_t data_crc = masked_crc32c(data.data(), data.size());
-    char footer[4];
-    for (int i = 0; i < 4; ++i) footer[i] = static_cast<char>((data_crc >> (8 * i)) & 0xFF);
-    out_.write(header, sizeof header);
-    out_.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out_.write(footer, sizeof footer);
-    out_.flush();
-    if (!out_) throw std::runtime_error("TensorBoard: cannot write " + path_);
-  }
-
-  std::string path_;
-  std::ofstream out_;
-};
-
 TensorBoard::TensorBoard(TensorBoardOptions options) : options_(std::move(options)) {
   if (options_.log_dir.empty()) throw std::invalid_argument("TensorBoard needs a log_dir");
   if (options_.update_freq < 0) {
@@ -107,8 +45,8 @@ TensorBoard::TensorBoard(TensorBoardOptions options) : options_(std::move(option
 TensorBoard::~TensorBoard() = default;
 
 void TensorBoard::on_train_begin(const Logs&) {
-  train_ = std::make_unique<EventFile>(options_.log_dir);
-  validation_ = std::make_unique<EventFile>(options_.log_dir + "/validation");
+  train_ = std::make_unique<detail::EventFile>(options_.log_dir);
+  validation_ = std::make_unique<detail::EventFile>(options_.log_dir + "/validation");
   batches_ = 0;
 }
 

@@ -14,6 +14,9 @@
 #include "fitscope/callbacks/callback.hpp"
 
 namespace fitscope {
+namespace detail {
+class EventFile;
+}
 
 struct TensorBoardOptions {
   std::string log_dir = "logs";   ///< event files go to log_dir and log_dir/validation
@@ -32,9 +35,8 @@ class TensorBoard : public Callback {
   void on_train_end(const Logs& logs) override;
 
  private:
-  class EventFile;
   TensorBoardOptions options_;
-  std::unique_ptr<EventFile> train_, validation_;
+  std::unique_ptr<detail::EventFile> train_, validation_;
   int64_t batches_ = 0;
 };
 

@@ -1,0 +1,65 @@
+#include "event_file.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+
+#include "fitscope/callbacks/tensorboard.hpp"
+#include "tensorboard_event.pb.h"
+
+namespace fitscope::detail {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+EventFile::EventFile(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  char host[256] = "localhost";
+  gethostname(host, sizeof host - 1);
+  path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now_s())) + "." + host;
+  out_.open(path_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw std::runtime_error("TensorBoard: cannot create " + path_);
+  tensorboard::Event first;
+  first.set_wall_time(now_s());
+  first.set_file_version("brain.Event:2");
+  write(first.SerializeAsString());
+}
+
+void EventFile::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {
+  if (values.empty()) return;
+  tensorboard::Event e;
+  e.set_wall_time(now_s());
+  e.set_step(step);
+  for (const auto& [tag, value] : values) {
+    auto* v = e.mutable_summary()->add_value();
+    v->set_tag(tag);
+    v->set_simple_value(static_cast<float>(value));
+  }
+  write(e.SerializeAsString());
+}
+
+void EventFile::write(const std::string& data) {
+  // TFRecord: uint64 length, masked CRC-32C of the length, the data, masked CRC-32C of the data
+  char header[12];
+  const uint64_t length = data.size();
+  for (int i = 0; i < 8; ++i) header[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+  const uint32_t length_crc = masked_crc32c(header, 8);
+  for (int i = 0; i < 4; ++i) header[8 + i] = static_cast<char>((length_crc >> (8 * i)) & 0xFF);
+  const uint32_t data_crc = masked_crc32c(data.data(), data.size());
+  char footer[4];
+  for (int i = 0; i < 4; ++i) footer[i] = static_cast<char>((data_crc >> (8 * i)) & 0xFF);
+  out_.write(header, sizeof header);
+  out_.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out_.write(footer, sizeof footer);
+  out_.flush();
+  if (!out_) throw std::runtime_error("TensorBoard: cannot write " + path_);
+}
+
+}  // namespace fitscope::detail
