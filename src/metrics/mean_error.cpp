@@ -4,7 +4,6 @@
 
 #include <stdexcept>
 
-#include "state_check.hpp"
 
 namespace fitscope {
 
@@ -26,27 +25,7 @@ void MeanError::update(const at::Tensor& outputs, const at::Tensor& targets, con
   }
   const at::Tensor diff = outputs - expected;
   const at::Tensor errors = kind_ == Kind::squared ? diff.square() : diff.abs();
-  if (!sum_.defined()) sum_ = at::zeros({}, outputs.options().dtype(at::kDouble));
-  sum_.add_(errors.sum());
-  count_ += outputs.numel();
-}
-
-double MeanError::result() const { return count_ ? sum_.item<double>() / count_ : 0.0; }
-
-void MeanError::reset() {
-  if (sum_.defined()) sum_.zero_();
-  count_ = 0;
-}
-
-std::vector<at::Tensor> MeanError::state() const {
-  return {sum_.defined() ? sum_.clone() : at::zeros({}, at::kDouble),
-          at::full({}, static_cast<double>(count_), at::kDouble)};
-}
-
-void MeanError::load_state(const std::vector<at::Tensor>& state) {
-  expect_state_size(state, 2, name());
-  sum_ = state[0].to(at::kDouble).clone();
-  count_ = static_cast<int64_t>(state[1].item<double>());
+  accumulate(errors.sum(), outputs.numel());
 }
 
 }  // namespace fitscope

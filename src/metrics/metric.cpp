@@ -14,36 +14,34 @@
 
 namespace fitscope {
 
-void MeanLoss::update(const at::Tensor&, const at::Tensor& targets, const at::Tensor& loss) {
-  const int64_t n = targets.size(0);
-  if (!sum_.defined()) sum_ = at::zeros({}, loss.options().dtype(at::kDouble));
-  sum_.add_(loss, static_cast<double>(n));
-  count_ += n;
-}
-
-void MeanLoss::add_sum(const at::Tensor& loss_sum, int64_t count) {
-  if (!sum_.defined()) sum_ = at::zeros({}, loss_sum.options().dtype(at::kDouble));
-  sum_.add_(loss_sum);
+void MeanMetric::accumulate(const at::Tensor& sum, int64_t count) {
+  if (!sum_.defined()) sum_ = at::zeros({}, sum.options().dtype(at::kDouble));
+  sum_.add_(sum);
   count_ += count;
 }
 
-double MeanLoss::result() const { return count_ ? sum_.item<double>() / count_ : 0.0; }
+double MeanMetric::result() const { return count_ ? sum_.item<double>() / static_cast<double>(count_) : 0.0; }
 
-void MeanLoss::reset() {
+void MeanMetric::reset() {
   if (sum_.defined()) sum_.zero_();
   count_ = 0;
 }
 
-std::vector<at::Tensor> MeanLoss::state() const {
+std::vector<at::Tensor> MeanMetric::state() const {
   const auto options = sum_.defined() ? sum_.options() : at::TensorOptions().dtype(at::kDouble);
   return {sum_.defined() ? sum_.clone() : at::zeros({}, options),
           at::full({}, static_cast<double>(count_), options)};
 }
 
-void MeanLoss::load_state(const std::vector<at::Tensor>& state) {
-  expect_state_size(state, 2, "loss");
+void MeanMetric::load_state(const std::vector<at::Tensor>& state) {
+  expect_state_size(state, 2, name());
   sum_ = state[0].to(at::kDouble).clone();
   count_ = static_cast<int64_t>(state[1].item<double>());
+}
+
+void MeanLoss::update(const at::Tensor&, const at::Tensor& targets, const at::Tensor& loss) {
+  const int64_t n = targets.size(0);
+  accumulate(loss * static_cast<double>(n), n);
 }
 
 std::unique_ptr<Metric> make_metric(const std::string& name) {

@@ -8,21 +8,15 @@
 
 namespace fitscope {
 
-class MeanError : public Metric {
+class MeanError : public MeanMetric {
  public:
   enum class Kind { squared, absolute };
   explicit MeanError(Kind kind);
   std::string name() const override;
   void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) override;
-  double result() const override;
-  void reset() override;
-  std::vector<at::Tensor> state() const override;
-  void load_state(const std::vector<at::Tensor>& state) override;
 
  private:
   Kind kind_;
-  at::Tensor sum_;
-  int64_t count_ = 0;
 };
 
 }  // namespace fitscope

@@ -35,21 +35,31 @@ class Metric {
   virtual std::optional<std::string> undefined() const { return std::nullopt; }
 };
 
-/// The running mean of the batch losses, weighted by batch size. Key "loss".
-class MeanLoss : public Metric {
+/// A metric that is a mean: a float64 sum on the device and a count on the host, state {sum, count}.
+/// Subclasses only say what a batch adds (accumulate); the rest is shared.
+class MeanMetric : public Metric {
  public:
-  std::string name() const override { return "loss"; }
-  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) override;
   double result() const override;
   void reset() override;
   std::vector<at::Tensor> state() const override;
   void load_state(const std::vector<at::Tensor>& state) override;
-  /// Adds a precomputed sum of per-example losses over `count` examples (a group of batches).
-  void add_sum(const at::Tensor& loss_sum, int64_t count);
+
+ protected:
+  /// Adds `sum` (a scalar tensor on any device, any numeric type) over `count` values.
+  void accumulate(const at::Tensor& sum, int64_t count);
 
  private:
-  at::Tensor sum_;    // float64, on the device of the loss
+  at::Tensor sum_;  // float64, on the device of the first sum
   int64_t count_ = 0;
+};
+
+/// The running mean of the batch losses, weighted by batch size. Key "loss".
+class MeanLoss : public MeanMetric {
+ public:
+  std::string name() const override { return "loss"; }
+  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) override;
+  /// Adds a precomputed sum of per-example losses over `count` examples (a group of batches).
+  void add_sum(const at::Tensor& loss_sum, int64_t count) { accumulate(loss_sum, count); }
 };
 
 /// The metric named `name`: "loss", "accuracy", "top_k_accuracy" (k = 5) or "top_<k>_accuracy",

@@ -7,21 +7,15 @@
 
 namespace fitscope {
 
-class TopKAccuracy : public Metric {
+class TopKAccuracy : public MeanMetric {
  public:
   /// Throws std::invalid_argument for k < 1.
   explicit TopKAccuracy(int64_t k = 5);
   std::string name() const override;
   void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss) override;
-  double result() const override;
-  void reset() override;
-  std::vector<at::Tensor> state() const override;
-  void load_state(const std::vector<at::Tensor>& state) override;
 
  private:
   int64_t k_;
-  at::Tensor hits_;  // int64 on the device
-  int64_t count_ = 0;
 };
 
 }  // namespace fitscope
