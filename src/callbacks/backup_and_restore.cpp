@@ -1,6 +1,5 @@
 #include "fitscope/callbacks/backup_and_restore.hpp"
 
-#include <iostream>
 #include <stdexcept>
 
 #include "fitscope/train/trainer.hpp"
@@ -13,13 +12,13 @@ BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options) : options_(s
     throw std::invalid_argument("BackupAndRestore save_freq must be >= 1 batches, got " + std::to_string(*options_.save_freq));
   }
   if (!options_.fs) options_.fs = posix_file_system();
-  if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
 }
 
 void BackupAndRestore::on_train_begin(const Logs&) {
   restored_step_.reset();
   if (options_.restore) {
-    if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, options_.warn)) {
+    const auto warn = [this](const std::string& text) { options_.warn ? options_.warn(text) : trainer().warn(text); };
+    if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, warn)) {
       trainer().restore(*state);
       restored_step_ = state->global_step;
     }
@@ -29,7 +28,7 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   w.keep = options_.keep;
   w.retry = options_.retry;
   w.fs = options_.fs;
-  w.warn = options_.warn;
+  w.warn = options_.warn;  // the writer warns from its own thread: empty = stderr
   writer_ = std::make_unique<CheckpointWriter>(w);
 }
 

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <iostream>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -40,10 +39,9 @@ void EarlyStopping::restore_weights() {
 void EarlyStopping::on_epoch_end(int64_t epoch, const Logs& logs) {
   const auto current = monitor_.read(logs);
   if (!current) {
-    std::cerr << "fitscope: warning: EarlyStopping watches '" << monitor_.key()
-              << "', which the logs do not have (keys: ";
-    for (const auto& key : logs.keys()) std::cerr << key << " ";
-    std::cerr << ")\n";
+    std::string keys;
+    for (const auto& key : logs.keys()) keys += key + " ";
+    trainer().warn("EarlyStopping watches '" + monitor_.key() + "', which the logs do not have (keys: " + keys + ")");
     return;
   }
   if (options_.restore_best_weights && best_weights_.empty()) save_weights();

@@ -1,13 +1,10 @@
 #include "fitscope/callbacks/model_checkpoint.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <thread>
 
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
@@ -60,7 +57,6 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
   }
   if (options_.initial_value_threshold) best_ = *options_.initial_value_threshold;
   if (!options_.fs) options_.fs = posix_file_system();
-  if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
 }
 
 void ModelCheckpoint::on_epoch_begin(int64_t epoch, const Logs&) { epoch_ = epoch; }
@@ -77,7 +73,7 @@ void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
   if (options_.save_best_only) {
     const std::optional<double> current = monitor_.read(logs);
     if (!current) {
-      options_.warn("ModelCheckpoint: can save the best model only with " + monitor_.key() +
+      warn("ModelCheckpoint: can save the best model only with " + monitor_.key() +
                     " available, skipping (the logs have no such key)");
       return;
     }
@@ -88,7 +84,7 @@ void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
   try {
     path = format_checkpoint_path(options_.filepath, epoch, batch, logs);
   } catch (const std::invalid_argument& e) {
-    options_.warn(std::string("ModelCheckpoint: ") + e.what() + ", skipping");
+    warn(std::string("ModelCheckpoint: ") + e.what() + ", skipping");
     return;
   }
   const std::string parent = std::filesystem::path(path).parent_path().string();
@@ -101,10 +97,17 @@ void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
     trainer().capture_state(state, epoch + (options_.save_freq ? 0 : 1), options_.save_freq ? batch + 1 : 0);
     bytes = frame_checkpoint(encode_state(state));
   }
-  const auto sleep = [](double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); };
-  write_with_retries(*options_.fs, path, bytes, options_.retry, sleep, options_.warn,
+  write_with_retries(*options_.fs, path, bytes, options_.retry, {}, [this](const std::string& text) { warn(text); },
                      static_cast<uint64_t>(trainer().global_step()));
   saved_.push_back(path);
+}
+
+void ModelCheckpoint::warn(const std::string& text) {
+  if (options_.warn) {
+    options_.warn(text);
+  } else {
+    trainer().warn(text);
+  }
 }
 
 std::string ModelCheckpoint::state() const {

@@ -37,9 +37,6 @@ CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(s
     throw std::invalid_argument("retry attempts must be >= 1, got " + std::to_string(options_.retry.attempts));
   }
   if (!options_.fs) options_.fs = posix_file_system();
-  if (!options_.sleep) {
-    options_.sleep = [](double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); };
-  }
   if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
   options_.fs->create_dirs(options_.dir);
   thread_ = std::thread([this] { run(); });
@@ -158,7 +155,11 @@ void write_with_retries(FileSystem& fs, const std::string& path, std::string_vie
       }
       warn(std::string("checkpoint write failed (attempt ") + std::to_string(attempt) + " of " +
            std::to_string(policy.attempts) + "), retrying in " + std::to_string(wait) + " ms: " + e.what());
-      sleep(wait);
+      if (sleep) {
+        sleep(wait);
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(wait));
+      }
       delay *= 2;
     }
   }

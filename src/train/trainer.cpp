@@ -267,9 +267,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         ++global_step_;
         if (checkpoint_writer_) {  // requested by a callback: copy now, write in the background
           clock_.enter(Phase::checkpoint);
-          CheckpointWriter* writer = std::exchange(checkpoint_writer_, nullptr);
-          capture_state(writer->acquire(), epoch, b + 1);
-          writer->submit();
+          checkpoint_if_requested(epoch, b + 1);
         }
         const StepRecord& record = clock_.end_step();
         if (options_.timing) {
@@ -292,15 +290,11 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       }
       epoch_logs.set("lr", learning_rate());
       callbacks.on_epoch_end(epoch, epoch_logs);
-      if (checkpoint_writer_) {
-        CheckpointWriter* writer = std::exchange(checkpoint_writer_, nullptr);
-        if (!o.steps_per_epoch) {  // the next epoch starts a new pass
-          pass = epoch + 1;
-          cursor = 0;
-        }
-        capture_state(writer->acquire(), epoch + 1, 0);
-        writer->submit();
+      if (checkpoint_writer_ && !o.steps_per_epoch) {  // a resume at the next epoch starts a new pass
+        pass = epoch + 1;
+        cursor = 0;
       }
+      checkpoint_if_requested(epoch + 1, 0);
       history.append(epoch, epoch_logs);
       last_logs = epoch_logs;
     }
@@ -317,6 +311,13 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   callbacks_ = nullptr;
   finish_sinks();
   return history;
+}
+
+void Trainer::checkpoint_if_requested(int64_t epoch, int64_t batch) {
+  if (!checkpoint_writer_) return;
+  CheckpointWriter* writer = std::exchange(checkpoint_writer_, nullptr);
+  capture_state(writer->acquire(), epoch, batch);
+  writer->submit();
 }
 
 void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {

@@ -12,16 +12,12 @@
 
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
+using fitscope::testing::run_fitscope;
 using fitscope::testing::run_process;
 using fitscope::testing::TempDir;
 using nlohmann::json;
 
 namespace {
-
-ProcessResult run_fitscope(std::vector<std::string> args) {
-  args.insert(args.begin(), FITSCOPE_CLI);
-  return run_process(args);
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -34,6 +34,11 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+ProcessResult run_fitscope(std::vector<std::string> args) {
+  args.insert(args.begin(), FITSCOPE_CLI);
+  return run_process(args);
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd) {
   TempDir capture("fitscope-capture");
   const std::string out_path = capture.path() + "/out", err_path = capture.path() + "/err";

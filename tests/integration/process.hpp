@@ -15,6 +15,9 @@ struct ProcessResult {
 /// Runs argv[0] with argv (no shell) in `cwd` (empty = current) and waits for it.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd = "");
 
+/// Runs the fitscope CLI under test (FITSCOPE_CLI) with `args`.
+ProcessResult run_fitscope(std::vector<std::string> args);
+
 /// A fresh empty directory under the system temp directory, removed by the destructor.
 class TempDir {
  public:

@@ -10,19 +10,15 @@
 
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
+using fitscope::testing::run_fitscope;
 using fitscope::testing::run_process;
 using fitscope::testing::TempDir;
 
 namespace {
 
-ProcessResult fitscope_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), FITSCOPE_CLI);
-  return run_process(args);
-}
-
 /// A short real run of the seed MLP with a slow callback, into `dir`.
 void short_run(const std::string& dir) {
-  const ProcessResult r = fitscope_cli({"train", "--model", "mlp", "--synthetic-size", "1200", "--epochs", "2",
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1200", "--epochs", "2",
                                         "--run-dir", dir, "--quiet", "--slow-callback-ms", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
@@ -48,17 +44,17 @@ TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
   const std::string dir = tmp.path() + "/run";
   short_run(dir);
   const std::string first = read_file(dir + "/report.html");
-  const ProcessResult rebuilt = fitscope_cli({"report", dir, "--out", tmp.path() + "/again.html"});
+  const ProcessResult rebuilt = run_fitscope({"report", dir, "--out", tmp.path() + "/again.html"});
   ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.err;
   EXPECT_EQ(read_file(tmp.path() + "/again.html"), first);
 
   std::ofstream(dir + "/summary.json") << "{\"phases\": {";
-  const ProcessResult broken = fitscope_cli({"report", dir});
+  const ProcessResult broken = run_fitscope({"report", dir});
   EXPECT_EQ(broken.exit_code, 2);
   EXPECT_NE(broken.err.find(dir + "/summary.json: not valid JSON"), std::string::npos) << broken.err;
   EXPECT_EQ(read_file(dir + "/report.html"), first) << "a failed rebuild must leave the old page";
 
-  const ProcessResult missing = fitscope_cli({"report", tmp.path() + "/nothing"});
+  const ProcessResult missing = run_fitscope({"report", tmp.path() + "/nothing"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find(tmp.path() + "/nothing: not a run directory"), std::string::npos) << missing.err;
 }
@@ -66,7 +62,7 @@ TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
 TEST(Report, ASweepGetsThroughputAndStepTimeCharts) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/sweep";
-  const ProcessResult r = fitscope_cli({"sweep", "--model", "mlp", "--synthetic-size", "2000", "--batch-sizes",
+  const ProcessResult r = run_fitscope({"sweep", "--model", "mlp", "--synthetic-size", "2000", "--batch-sizes",
                                         "8,32,128", "--steps", "10", "--run-dir", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string html = read_file(dir + "/report.html");

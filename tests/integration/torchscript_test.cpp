@@ -14,6 +14,7 @@
 
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
+using fitscope::testing::run_fitscope;
 using fitscope::testing::run_process;
 using fitscope::testing::TempDir;
 using nlohmann::json;
@@ -32,11 +33,6 @@ ProcessResult python_code(const std::string& code) { return python({"-c", code})
 void script_model(const std::string& path, const std::string& kind) {
   const ProcessResult r = python({FITSCOPE_SOURCE_DIR "/examples/python_model/make_model.py", path, kind});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-}
-
-ProcessResult run_fitscope(std::vector<std::string> args) {
-  args.insert(args.begin(), FITSCOPE_CLI);
-  return run_process(args);
 }
 
 json train(const std::string& model, const std::string& dir) {

@@ -25,7 +25,8 @@ struct BackupAndRestoreOptions {
   int64_t keep = 2;                        ///< newest backups kept
   RetryPolicy retry;                       ///< retries of failed writes
   std::shared_ptr<FileSystem> fs;          ///< default: the real file system
-  std::function<void(const std::string&)> warn;  ///< default: stderr
+  /// Default: the trainer's warnings when restoring, stderr for the background writer's retries.
+  std::function<void(const std::string&)> warn;
 };
 
 class BackupAndRestore : public Callback {

@@ -29,7 +29,7 @@ struct ModelCheckpointOptions {
   std::optional<double> initial_value_threshold;  ///< the best value to beat at first
   RetryPolicy retry;                        ///< retries of failed writes
   std::shared_ptr<FileSystem> fs;           ///< default: the real file system
-  std::function<void(const std::string&)> warn;  ///< default: stderr
+  std::function<void(const std::string&)> warn;  ///< default: the trainer's warnings (summary.json)
 };
 
 class ModelCheckpoint : public Callback {
@@ -51,6 +51,7 @@ class ModelCheckpoint : public Callback {
 
  private:
   void save(int64_t epoch, int64_t batch, const Logs& logs);
+  void warn(const std::string& text);
 
   ModelCheckpointOptions options_;
   Monitor monitor_;

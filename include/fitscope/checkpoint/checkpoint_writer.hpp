@@ -92,8 +92,8 @@ class CheckpointWriter {
   std::thread thread_;
 };
 
-/// write_atomically with the policy's retries: a failed attempt is warned about, `sleep` is called
-/// with the growing delay, and `stats` (when given) counts it. Rethrows the last attempt's IoError.
+/// write_atomically with the policy's retries: a failed attempt is warned about, `sleep` (empty = a
+/// real sleep) is called with the growing delay, and `stats` (when given) counts it. Rethrows the last attempt's IoError.
 void write_with_retries(FileSystem& fs, const std::string& path, std::string_view bytes, const RetryPolicy& policy,
                         const std::function<void(double ms)>& sleep, const std::function<void(const std::string&)>& warn,
                         uint64_t seed, CheckpointStats* stats = nullptr, std::mutex* stats_mutex = nullptr);

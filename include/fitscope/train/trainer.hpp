@@ -157,12 +157,16 @@ class Trainer {
   const std::vector<CallbackTiming>& callback_timings() const { return callback_timings_; }
   /// How the last fit's training loader kept up (workers, mean prefetch queue depth).
   const LoaderStats& loader_stats() const { return loader_stats_; }
+  /// Reports a warning: kept for summary.json (warnings()) and printed as "fitscope: warning: ..."
+  /// (or handed to TrainerOptions::warn). Callbacks warn through it. Training thread only.
+  void warn(const std::string& text);
   /// The warnings of the last fit (slow callbacks, metrics with a zero denominator).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
-  void warn(const std::string& text);
   Logs run_evaluation(Loader& loader, CallbackList& callbacks);
+  /// Takes the checkpoint a callback requested, if any, at position (epoch, batch).
+  void checkpoint_if_requested(int64_t epoch, int64_t batch);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
   LoaderOptions loader_options(const FitOptions& fit, bool training) const;
 
