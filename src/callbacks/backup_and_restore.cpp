@@ -23,6 +23,8 @@ void BackupAndRestore::on_train_begin(const Logs&) {
       restored_step_ = state->global_step;
     }
   }
+  writer_.reset();
+  if (!trainer().is_chief()) return;  // every rank restores; the chief alone writes
   CheckpointWriterOptions w;
   w.dir = options_.backup_dir;
   w.keep = options_.keep;
@@ -34,16 +36,17 @@ void BackupAndRestore::on_train_begin(const Logs&) {
 
 void BackupAndRestore::on_train_batch_end(int64_t, const Logs&) {
   // global_step() counts the steps before this one
-  if (options_.save_freq && (trainer().global_step() + 1) % *options_.save_freq == 0) {
+  if (writer_ && options_.save_freq && (trainer().global_step() + 1) % *options_.save_freq == 0) {
     trainer().request_checkpoint(writer_.get());
   }
 }
 
 void BackupAndRestore::on_epoch_end(int64_t, const Logs&) {
-  if (!options_.save_freq) trainer().request_checkpoint(writer_.get());
+  if (writer_ && !options_.save_freq) trainer().request_checkpoint(writer_.get());
 }
 
 void BackupAndRestore::on_train_end(const Logs&) {
+  if (!writer_) return;
   writer_->flush();
   if (options_.delete_checkpoint) {
     for (const std::string& path : checkpoint_files(*options_.fs, options_.backup_dir)) options_.fs->remove(path);

@@ -51,11 +51,12 @@ DistributedSampler::DistributedSampler(int64_t size, DistributedSamplerOptions o
 
 int64_t DistributedSampler::shard_size() const {
   const int64_t w = options_.world_size;
+  if (!options_.even) return (size_ - options_.rank + w - 1) / w;
   return options_.drop_last ? size_ / w : (size_ + w - 1) / w;
 }
 
 int64_t DistributedSampler::padding() const {
-  return options_.drop_last ? 0 : shard_size() * options_.world_size - size_;
+  return options_.drop_last || !options_.even ? 0 : shard_size() * options_.world_size - size_;
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
@@ -66,7 +67,7 @@ std::vector<int64_t> DistributedSampler::indices() const {
     order.resize(static_cast<std::size_t>(size_));
     std::iota(order.begin(), order.end(), int64_t{0});
   }
-  const int64_t total = shard_size() * options_.world_size;
+  const int64_t total = options_.even ? shard_size() * options_.world_size : size_;
   for (int64_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[static_cast<std::size_t>(i % size_)]);
   order.resize(static_cast<std::size_t>(total));
   std::vector<int64_t> shard;

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "fitscope/metrics/confusion_metrics.hpp"
 
@@ -69,6 +70,32 @@ Logs MetricSet::logs() {
   Logs out;
   for (const auto& m : metrics_) out.set(m->name(), m->result());
   return out;
+}
+
+std::vector<at::Tensor> MetricSet::state() {
+  feed();
+  std::vector<at::Tensor> out;
+  for (const auto& m : metrics_) {
+    for (auto& t : m->state()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void MetricSet::load_state(const std::vector<at::Tensor>& state) {
+  feed();
+  std::size_t at = 0;
+  for (const auto& m : metrics_) {
+    const std::size_t n = m->state().size();
+    if (at + n > state.size()) {
+      throw std::invalid_argument("metric state of " + std::to_string(state.size()) + " tensors is too short for " + m->name());
+    }
+    m->load_state(std::vector<at::Tensor>(state.begin() + static_cast<std::ptrdiff_t>(at),
+                                          state.begin() + static_cast<std::ptrdiff_t>(at + n)));
+    at += n;
+  }
+  if (at != state.size()) {
+    throw std::invalid_argument("metric state of " + std::to_string(state.size()) + " tensors, expected " + std::to_string(at));
+  }
 }
 
 void MetricSet::warn_undefined(const std::function<void(const std::string&)>& warn, const std::string& prefix) {

@@ -41,6 +41,35 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
                          {"total_ms", d.mean() * d.count() * 1e-6},
                          {"stall_ms", t->stall_ns * 1e-6}});
   }
+  // per rank; each phase's mean over ranks and max over ranks (of the per-rank means)
+  json ranks = json::array({{{"rank", 0}, {"step_ms_p50", step.p50_ms}, {"step_ms_p99", step.p99_ms},
+                             {"busy_ms_p50", step.p50_ms - stats.phase(Phase::comm).p50_ms}}});
+  json across = json::object();
+  if (info.ranks) {
+    ranks = json::array();
+    for (int64_t r = 0; r < info.ranks->world_size(); ++r) {
+      const Distribution d = info.ranks->stats(r).step();
+      ranks.push_back({{"rank", r}, {"step_ms_p50", d.p50_ms}, {"step_ms_p99", d.p99_ms},
+                       {"busy_ms_p50", info.ranks->busy_p50_ms(r)}});
+    }
+  }
+  for (Phase p : all_phases()) {
+    double sum = 0, most = 0;
+    const int64_t n = info.ranks ? info.ranks->world_size() : 1;
+    for (int64_t r = 0; r < n; ++r) {
+      const double mean = (info.ranks ? info.ranks->stats(r) : stats).phase(p).mean_ms;
+      sum += mean;
+      most = std::max(most, mean);
+    }
+    across[std::string(phase_name(p))] = {{"mean_ms", sum / n}, {"max_ms", most}};
+  }
+  json communication = nullptr;
+  if (info.communication && info.communication->count() > 0) {
+    const double total = info.communication->mean() * 1e-6, exposed = stats.phase(Phase::comm).mean_ms;
+    communication = {{"total_ms_mean", total},
+                     {"exposed_ms_mean", exposed},
+                     {"exposed_fraction", total > 0 ? exposed / total : 0.0}};
+  }
   json out = {
       {"model", info.model},
       {"epochs", info.epochs},
@@ -71,14 +100,39 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
         {"other_threads_cores", info.cpu.other_cores},
         {"machine_share", info.cpu.machine_share},
         {"cores", info.cpu.cores}}},
-      {"ranks", json::array({{{"rank", 0}, {"step_ms_p50", step.p50_ms}, {"step_ms_p99", step.p99_ms}}})},
-      {"stragglers", json::array()},
+      {"ranks", ranks},
+      {"stragglers", info.ranks ? info.ranks->stragglers() : std::vector<int64_t>{}},
+      {"straggler_margin", kStragglerMargin},
+      {"phases_across_ranks", across},
+      {"communication", communication},
       {"clock_overhead_ns_per_step", info.clock_overhead_ns_per_step},
       {"verdict",
        {{"bound", verdict.bound}, {"level", verdict.level}, {"share", verdict.share},
         {"advice", verdict.advice}}},
   };
   return out.dump(2) + "\n";
+}
+
+std::string format_ranks(const PhaseStats& stats, const RunInfo& info) {
+  if (!info.ranks || info.ranks->world_size() < 2) return {};
+  std::string out = "Ranks (step p50 / p99, busy p50 = step without comm):\n";
+  char line[160];
+  const auto slow = info.ranks->stragglers();
+  for (int64_t r = 0; r < info.ranks->world_size(); ++r) {
+    const Distribution d = info.ranks->stats(r).step();
+    const bool straggles = std::find(slow.begin(), slow.end(), r) != slow.end();
+    std::snprintf(line, sizeof line, "  rank %-4lld %9.3f ms %9.3f ms   busy %9.3f ms%s\n", static_cast<long long>(r),
+                  d.p50_ms, d.p99_ms, info.ranks->busy_p50_ms(r), straggles ? "   straggler" : "");
+    out += line;
+  }
+  if (info.communication && info.communication->count() > 0) {
+    const double total = info.communication->mean() * 1e-6, exposed = stats.phase(Phase::comm).mean_ms;
+    std::snprintf(line, sizeof line,
+                  "Communication: %.3f ms in flight per step, %.3f ms of it exposed (%.0f%%), the rest hidden behind backward\n",
+                  total, exposed, total > 0 ? 100 * exposed / total : 0.0);
+    out += line;
+  }
+  return out;
 }
 
 std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict,

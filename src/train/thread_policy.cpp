@@ -9,9 +9,9 @@
 
 namespace fitscope {
 
-int64_t default_threads() {
+int64_t default_threads(int64_t processes) {
   const auto cores = static_cast<int64_t>(std::thread::hardware_concurrency());
-  return std::max<int64_t>(1, cores - 1);
+  return std::max<int64_t>(1, cores / std::max<int64_t>(processes, 1) - 1);
 }
 
 int64_t apply_threads(int64_t threads) {

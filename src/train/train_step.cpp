@@ -8,6 +8,7 @@ StepOutput standard_train_step(const Batch& batch, StepContext& ctx) {
   at::Tensor loss = compute_loss(ctx.loss, outputs, batch.targets);
   ctx.clock.enter(Phase::backward);
   loss.backward();
+  ctx.sync_gradients();
   ctx.clock.enter(Phase::optimizer);
   ctx.optimizer.step();
   ctx.optimizer.zero_grad();

@@ -16,9 +16,11 @@
 #include "fitscope/callbacks/slow_callback_warning.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/data/loader.hpp"
-#include "optimizer_state.hpp"
 #include "fitscope/data/subset_dataset.hpp"
+#include "fitscope/dist/metric_reduction.hpp"
+#include "fitscope/dist/step_record_gather.hpp"
 #include "fitscope/metrics/metric_set.hpp"
+#include "optimizer_state.hpp"
 
 namespace fitscope {
 
@@ -72,6 +74,7 @@ at::Tensor to_device(const at::Tensor& t, const c10::Device& device) {
 Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     : model_(std::move(model)), options_(std::move(options)), stats_(options_.warmup_steps) {
   if (!model_) throw std::invalid_argument("the trainer needs a model, got null");
+  if (!options_.context) options_.context = dist::single_process_context();
   if (!(options_.learning_rate > 0)) {
     throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(options_.learning_rate));
   }
@@ -114,7 +117,7 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   return fit(std::make_shared<const TensorDataset>(data), o);
 }
 
-LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const {
+LoaderOptions Trainer::loader_options(const FitOptions& o, bool training, int64_t size) const {
   LoaderOptions l;
   l.batch_size = o.batch_size;
   l.shuffle = training && o.shuffle;
@@ -126,6 +129,17 @@ LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const 
   if (training) l.transforms = o.transforms;
   l.cache = o.cache;
   l.pin_memory = options_.device.is_cuda();
+  const dist::Context& ranks = context();
+  if (ranks.world_size() > 1) {
+    DistributedSamplerOptions shard;
+    shard.rank = ranks.rank();
+    shard.world_size = ranks.world_size();
+    shard.shuffle = l.shuffle;
+    shard.seed = o.seed;
+    shard.drop_last = l.drop_last;
+    shard.even = training;  // equal step counts for training; each example once for validation
+    l.sampler = std::make_shared<DistributedSampler>(size, shard);
+  }
   return l;
 }
 
@@ -152,9 +166,11 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   if (!validation && o.validation_split > 0) {
     std::tie(train, validation) = split_dataset(data, o.validation_split);
   }
-  Loader loader(train, loader_options(o, /*training=*/true));
+  Loader loader(train, loader_options(o, /*training=*/true, train->size()));
   std::unique_ptr<Loader> validation_loader;
-  if (validation) validation_loader = std::make_unique<Loader>(validation, loader_options(o, /*training=*/false));
+  if (validation) {
+    validation_loader = std::make_unique<Loader>(validation, loader_options(o, /*training=*/false, validation->size()));
+  }
   if (loader.num_batches() == 0) {
     throw std::invalid_argument("a training set of " + std::to_string(train->size()) +
                                 " examples gives no batch of " + std::to_string(o.batch_size) +
@@ -164,8 +180,26 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   params_ = {o.epochs, o.initial_epoch, steps, o.batch_size, train->size(),
              validation ? validation->size() : 0};
 
-  CallbackList callbacks(o.callbacks);
+  dist::Context& ranks = context();
+  const bool distributed = ranks.world_size() > 1;
+  std::vector<std::shared_ptr<Callback>> mine;  // the chief alone runs the callbacks with side effects
+  for (const auto& c : o.callbacks) {
+    if (ranks.is_chief() || !c->chief_only()) mine.push_back(c);
+  }
+  CallbackList callbacks(mine);
   Attached attached(callbacks, this);
+  std::unique_ptr<dist::GradientReducer> reducer;
+  if (distributed) reducer = std::make_unique<dist::GradientReducer>(options_.context, model_->parameters(), options_.buckets);
+  clock_.set_rank(ranks.rank());
+  rank_timings_ = RankTimings(distributed ? ranks.world_size() : 0, options_.warmup_steps);
+  communication_ = StreamingQuantiles();
+  int64_t steps_run = 0;
+  std::vector<StepRecord> epoch_records;  // this rank's, gathered at the epoch's end
+  // a callback that may stop training mid-epoch makes the ranks agree after every step; otherwise
+  // a stop (from request_stop) is agreed at the epoch's end
+  bool agree_each_step = false;
+  for (const auto& c : mine) agree_each_step = agree_each_step || (c->changes_training() && !c->chief_only());
+  agree_each_step = agree_each_step && distributed;
   const bool batch_logs = callbacks.reads_batch_logs();
   const bool has_callbacks = !callbacks.empty();
   const bool transfer = !options_.device.is_cpu();
@@ -179,7 +213,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   stop_requested_ = false;
   History history;
 
-  StepContext context{*model_, *optimizer_, options_.loss, clock_};
+  StepContext context{*model_, *optimizer_, options_.loss, clock_, reducer.get()};
   int64_t& pass = pass_;  // continuing stream of shuffled passes (with steps_per_epoch)
   int64_t& cursor = cursor_;
   pass = o.steps_per_epoch ? o.initial_epoch : 0;
@@ -223,6 +257,11 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         if (it != resume_->callbacks.end()) callbacks.callbacks()[i]->load_state(it->second);
       }
       resume_.reset();
+    }
+    if (distributed) {  // every rank starts from the chief's weights
+      std::vector<at::Tensor> tensors;
+      for (auto& named : model_->named_state()) tensors.push_back(named.second);
+      dist::broadcast_from_chief(ranks, tensors);
     }
     for (int64_t epoch = first_epoch; epoch < o.epochs && !stop_requested_; ++epoch) {
       const bool continuing = resuming && epoch == first_epoch;
@@ -269,7 +308,18 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
           clock_.enter(Phase::checkpoint);
           checkpoint_if_requested(epoch, b + 1);
         }
+        if (distributed) {
+          int64_t agreement_ns = 0;
+          if (agree_each_step) {
+            clock_.enter(Phase::comm);
+            const int64_t start = StepClock::now_ns();
+            if (agree_on_stop()) stop_requested_ = true;
+            agreement_ns = StepClock::now_ns() - start;
+          }
+          if (++steps_run > options_.warmup_steps) communication_.add(reducer->communication_ns() + agreement_ns);
+        }
         const StepRecord& record = clock_.end_step();
+        if (distributed && options_.timing) epoch_records.push_back(record);
         if (options_.timing) {
           // records are folded into the distributions in groups: the histograms are touched in
           // bursts, not once per step between the model's kernels
@@ -280,11 +330,21 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         if (stop_requested_) break;
       }
       fold();  // epoch-level hooks (TensorBoard's timing scalars) see every step of the epoch
+      if (distributed) {
+        if (agree_on_stop()) stop_requested_ = true;
+        for (const StepRecord& r : dist::all_gather_records(ranks, epoch_records)) {
+          rank_timings_.add(r);
+          if (r.rank == ranks.rank()) continue;
+          for (auto& sink : o.step_sinks) sink->on_step(r);
+        }
+        epoch_records.clear();
+        dist::all_reduce_metrics(ranks, *train_metrics_);
+      }
       Logs epoch_logs = train_metrics_->logs();
       train_metrics_->warn_undefined(warn, "");
       if (validation) {
         validation_loader->set_epoch(0);
-        epoch_logs.merge(run_evaluation(*validation_loader, callbacks).with_prefix("val_"));
+        epoch_logs.merge(run_evaluation(*validation_loader, callbacks, distributed).with_prefix("val_"));
         test_metrics_->warn_undefined(warn, "val_");
         model_->train(true);
       }
@@ -370,7 +430,13 @@ void Trainer::restore(const TrainingState& s) {
   resume_ = s;
 }
 
-Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks) {
+bool Trainer::agree_on_stop() {
+  const at::Tensor flag = at::full({1}, stop_requested_ ? 1.0f : 0.0f);
+  context().all_reduce(flag);
+  return flag.item<float>() > 0;
+}
+
+Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce) {
   const bool batch_logs = callbacks.reads_batch_logs();
   const Logs no_logs;
   torch::NoGradGuard no_grad;
@@ -385,6 +451,7 @@ Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks) {
     test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets));
     callbacks.on_test_batch_end(b, batch_logs ? test_metrics_->logs() : no_logs);
   }
+  if (reduce) dist::all_reduce_metrics(context(), *test_metrics_);
   Logs logs = test_metrics_->logs();
   callbacks.on_test_end(logs);
   return logs;
@@ -399,11 +466,13 @@ Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOption
   FitOptions fit;
   fit.batch_size = o.batch_size;
   fit.workers = 0;
-  Loader loader(std::move(data), loader_options(fit, /*training=*/false));
+  LoaderOptions local = loader_options(fit, /*training=*/false, data->size());
+  local.sampler.reset();  // evaluate() is local: the whole set on this rank
+  Loader loader(std::move(data), local);
   loader.set_epoch(0);
   CallbackList callbacks(o.callbacks);
   Attached attached(callbacks, this);
-  return run_evaluation(loader, callbacks);
+  return run_evaluation(loader, callbacks, /*reduce=*/false);
 }
 
 at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {

@@ -4,11 +4,14 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
 
 #include "fitscope/data/transforms.hpp"
+#include "fitscope/dist/context.hpp"
+#include "fitscope/dist/launch.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/report/html_report.hpp"
 #include "train_command.hpp"
@@ -130,6 +133,9 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_flag("--no-best-checkpoint", o.no_best_checkpoint, "Do not keep checkpoints/best.fitscope (ModelCheckpoint, save_best_only)");
   command->add_option("--best-monitor", o.best_monitor, "Log key the best checkpoint watches (default val_loss, or loss without validation)");
   command->add_flag("--resume", o.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
+  command->add_option("--dist-timeout", o.dist_timeout_s,
+                      "Seconds a collective or the rendezvous may wait for the other ranks under launch or torchrun")
+      ->check(number_above(0, false, "a number of seconds > 0"))->capture_default_str();
   command->add_option("--callback-mode", o.callback_mode, "How the observing callbacks run: sync, or async (off the training thread)")
       ->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
 }
@@ -160,6 +166,26 @@ int main(int argc, char** argv) {
   report->add_option("--out", report_out, "Where to write the page (default RUN_DIR/report.html)");
   report->callback([&] { std::cout << "Report: " << fitscope::write_html_report(report_dir, report_out) << "\n"; });
 
+  fitscope::dist::LaunchOptions launch_options;
+  std::vector<std::string> launch_command;
+  int launch_status = 0;
+  CLI::App* launch = app.add_subcommand(
+      "launch", "Start this machine's ranks of a data-parallel run (torchrun's environment), prefix their output, stop them all when one fails");
+  launch->add_option("--nproc-per-node", launch_options.nproc_per_node, "Ranks on this machine")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}))->capture_default_str();
+  launch->add_option("--nnodes", launch_options.nnodes, "Machines in the run")
+      ->check(CLI::Range(int64_t{1}, int64_t{1 << 16}))->capture_default_str();
+  launch->add_option("--node-rank", launch_options.node_rank, "This machine's index in [0, --nnodes)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1 << 16}))->capture_default_str();
+  launch->add_option("--master-addr", launch_options.master_addr, "Address of the machine of rank 0 (it hosts the rendezvous store)")
+      ->capture_default_str();
+  launch->add_option("--master-port", launch_options.master_port, "Port of the rendezvous store")
+      ->check(CLI::Range(int64_t{1}, int64_t{65535}))->capture_default_str();
+  launch->add_option("--grace", launch_options.grace_s, "Seconds the other ranks get to exit after one fails, before SIGTERM")
+      ->check(number_above(0, true, "a number of seconds >= 0"))->capture_default_str();
+  launch->add_option("COMMAND", launch_command, "The command every rank runs, after --")->required();
+  launch->callback([&] { launch_status = fitscope::dist::launch(launch_options, launch_command, std::cout, std::cerr); });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -172,9 +198,15 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "fitscope: " << e.what() << "\n";
     return 2;
+  } catch (const fitscope::dist::PeerFailure& e) {
+    std::cerr << "fitscope: the run failed: " << e.what() << "\n";
+    // the process group may still hold work bound to a dead peer: leave without destructors
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(1);
   } catch (const std::exception& e) {
     std::cerr << "fitscope: the run failed: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return launch_status;
 }

@@ -126,15 +126,28 @@ std::shared_ptr<Model> make_seed_model(const std::string& name, const std::strin
   throw std::invalid_argument("--model " + name + ": unknown model (expected cnn, mlp or FILE.pt)");
 }
 
+/// The ranks of this run: launched (torchrun's environment) or this process alone. Kept for the
+/// process's lifetime: after a peer failure main leaves without destructors (see main.cpp).
+std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o) {
+  static std::shared_ptr<dist::Context> context;
+  if (!context) {
+    context = dist::context_from_environment(
+        std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000)));
+  }
+  return context;
+}
+
 /// What train and sweep share: the process settings, the data, and a trainer per run.
 struct Session {
+  std::shared_ptr<dist::Context> ranks;
   int64_t threads = 1;
   c10::Device device = c10::Device(c10::kCPU);
   FileData data;
   int64_t classes = 10;
 
-  explicit Session(const TrainCommandOptions& o) {
-    threads = apply_threads(o.threads > 0 ? o.threads : default_threads());
+  explicit Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context = dist::single_process_context())
+      : ranks(std::move(context)) {
+    threads = apply_threads(o.threads > 0 ? o.threads : default_threads(ranks->local_world_size()));
     device = resolve_device(o.device);
     data = load_data(o);
     classes = class_count(data);
@@ -148,6 +161,7 @@ struct Session {
     options.device = device;
     options.warmup_steps = o.warmup_steps;
     options.metrics = o.metrics;
+    options.context = ranks;
     std::shared_ptr<Model> model =
         is_script_file(o.model) ? std::make_shared<ScriptModel>(load_script_module(o.model), o.model)
                                 : make_seed_model(o.model, o.data, data.train->example_shape(), classes);
@@ -287,21 +301,31 @@ VerdictContext verdict_context(const TrainCommandOptions& o, int64_t threads, co
 }  // namespace
 
 void run_train(const TrainCommandOptions& o, std::ostream& out) {
-  const Session session(o);
-  auto trainer = session.make_trainer(o);
   if (o.resume && o.run_dir.empty()) throw std::invalid_argument("--resume needs the --run-dir of the run to continue");
-  const fs::path run_dir = make_run_dir(o.run_dir, o.model);
-  FitOptions fit = session.fit_options(o, &run_dir);
+  const Session session(o, process_context(o));
+  auto trainer = session.make_trainer(o);
+  dist::Context& ranks = *session.ranks;
+  // the chief writes the run directory; the other ranks only read a backup from it (--resume)
+  const fs::path run_dir = ranks.is_chief() ? make_run_dir(o.run_dir, o.model) : fs::path(o.run_dir);
+  FitOptions fit = session.fit_options(o, ranks.is_chief() ? &run_dir : nullptr);
   auto backup = backup_callback(o, run_dir);
   if (backup) fit.callbacks.insert(fit.callbacks.begin(), backup);  // restores before the others begin
-  fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((run_dir / "steps.csv").string()));
-  fit.step_sinks.push_back(std::make_shared<TraceWriter>((run_dir / "trace.json").string()));
+  if (ranks.is_chief()) {
+    fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((run_dir / "steps.csv").string()));
+    fit.step_sinks.push_back(std::make_shared<TraceWriter>((run_dir / "trace.json").string()));
+  }
 
   CpuUsage cpu;
   cpu.start();
   const auto start = std::chrono::steady_clock::now();
   const History history = trainer->fit(session.data.train, fit);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ranks.is_chief()) {  // the chief reports for every rank
+    ranks.barrier();
+    out << "rank " << ranks.rank() << " of " << ranks.world_size() << " finished: " << trainer->step_stats().measured_steps()
+        << " measured steps, step p50 " << trainer->step_stats().step().p50_ms << " ms\n";
+    return;
+  }
 
   RunInfo info;
   info.model = o.model;
@@ -309,6 +333,9 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.epochs = static_cast<int64_t>(history.epochs().size());
   info.threads = session.threads;
   info.batch_size = o.batch_size;
+  info.world_size = ranks.world_size();
+  if (ranks.world_size() > 1) info.ranks = &trainer->rank_timings();
+  info.communication = &trainer->communication();
   info.device = session.device.str();
   info.logs = history.last();
   info.clock_overhead_ns_per_step = trainer->clock_overhead_ns_per_step();
@@ -325,7 +352,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
     write_file_atomically((run_dir / "model.pt").string(), script->serialized());
   }
 
-  out << "\n" << format_breakdown(trainer->step_stats(), verdict, info.callbacks);
+  out << "\n" << format_breakdown(trainer->step_stats(), verdict, info.callbacks) << format_ranks(trainer->step_stats(), info);
   const LoaderStats& loader = info.loader;
   if (loader.workers > 0) {
     out << "Loader: " << loader.workers << (loader.workers == 1 ? " worker" : " workers") << ", mean queue depth "
@@ -339,6 +366,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   if (backup && backup->restored()) out << "Resumed from the backup of step " << *backup->restored_step() << "\n";
   out << "Report: " << write_html_report(run_dir.string()) << "\n";
   out << "Run directory: " << run_dir.string() << "\n";
+  ranks.barrier();  // the chief hosts the rendezvous store: it leaves last
 }
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {

@@ -38,6 +38,10 @@ class Callback {
   /// Whether this callback changes training (stops it, sets the learning rate, ...): such callbacks
   /// always run on the training thread, whatever async() says. Default false.
   virtual bool changes_training() const { return false; }
+  /// Whether this callback only has side effects (files, the terminal) and runs on the chief (rank 0)
+  /// alone in a data-parallel run. Callbacks that change training run on every rank, on the same
+  /// reduced epoch logs, so every rank does the same thing. Default false.
+  virtual bool chief_only() const { return false; }
   /// Asks to run this callback off the training thread (CallbackList wraps it in an AsyncCallback).
   /// For callbacks that only observe: logging, progress, saving predictions. Default off.
   void set_async(bool async) { async_ = async; }

@@ -13,6 +13,7 @@ namespace fitscope {
 
 class CSVLogger : public Callback {
  public:
+  bool chief_only() const override { return true; }
   explicit CSVLogger(std::string filename, char separator = ',', bool append = false);
   bool reads_batch_logs() const override { return false; }
   void on_train_begin(const Logs& logs) override;

@@ -34,6 +34,7 @@ struct ModelCheckpointOptions {
 
 class ModelCheckpoint : public Callback {
  public:
+  bool chief_only() const override { return true; }
   /// Throws std::invalid_argument for an empty filepath, a bad mode or save_freq < 1.
   explicit ModelCheckpoint(ModelCheckpointOptions options);
   std::string name() const override { return "ModelCheckpoint"; }

@@ -22,6 +22,7 @@ struct ProgressBarOptions {
 
 class ProgressBar : public Callback {
  public:
+  bool chief_only() const override { return true; }
   explicit ProgressBar(ProgressBarOptions options = {});
 
   bool reads_batch_logs() const override { return !one_line_; }

@@ -25,6 +25,7 @@ struct TensorBoardOptions {
 
 class TensorBoard : public Callback {
  public:
+  bool chief_only() const override { return true; }
   explicit TensorBoard(TensorBoardOptions options = {});
   ~TensorBoard() override;
   std::string name() const override { return "TensorBoard"; }

@@ -56,6 +56,9 @@ struct DistributedSamplerOptions {
   bool shuffle = true;     ///< a seeded permutation per epoch (the same on every rank)
   uint64_t seed = 0;       ///< seed of the permutations
   bool drop_last = false;  ///< drop the tail instead of padding (see above)
+  /// Off: neither padding nor dropping; rank r takes r, r + world, ... below n, so shards differ in
+  /// length by at most one and every example is seen exactly once (evaluation).
+  bool even = true;
 };
 
 class DistributedSampler : public Sampler {
@@ -64,7 +67,7 @@ class DistributedSampler : public Sampler {
   DistributedSampler(int64_t size, DistributedSamplerOptions options);
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
   std::vector<int64_t> indices() const override;
-  /// Indices per rank and epoch.
+  /// Indices of this rank per epoch.
   int64_t shard_size() const;
   /// Indices repeated to pad the epoch (0 with drop_last).
   int64_t padding() const;

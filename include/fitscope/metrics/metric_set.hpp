@@ -29,6 +29,10 @@ class MetricSet {
   void reset();
   /// "loss" then each metric, by name (feeds what is pending first).
   Logs logs();
+  /// Every metric's additive state, the loss's first (feeds what is pending first).
+  std::vector<at::Tensor> state();
+  /// Replaces every metric's state with `state` as state() lays it out (e.g. summed across ranks).
+  void load_state(const std::vector<at::Tensor>& state);
   /// Calls `warn` once per metric (and `prefix`) whose value had a zero denominator.
   void warn_undefined(const std::function<void(const std::string&)>& warn, const std::string& prefix);
 

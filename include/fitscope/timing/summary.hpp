@@ -11,6 +11,7 @@
 #include "fitscope/data/loader_stats.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/verdict.hpp"
 #include "fitscope/train/logs.hpp"
 
@@ -31,6 +32,9 @@ struct RunInfo {
   std::vector<std::string> warnings;      ///< slow callbacks, ...
   CpuUtilization cpu;                     ///< CPU use during fit
   LoaderStats loader;                     ///< how the training loader kept up
+  const RankTimings* ranks = nullptr;     ///< every rank's steps (data-parallel runs); null = this process
+  /// Per measured step, the time gradient communication was in flight; null or empty = none.
+  const StreamingQuantiles* communication = nullptr;
 };
 
 /// The callback timings sorted by total time, most expensive first.
@@ -38,6 +42,10 @@ std::vector<const CallbackTiming*> by_total_time(const std::vector<CallbackTimin
 
 /// summary.json's content (pretty-printed JSON).
 std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Verdict& verdict);
+
+/// Data-parallel runs: one line per rank (step p50/p99, busy p50), the stragglers, and how much of the
+/// communication was exposed. Empty for a single process.
+std::string format_ranks(const PhaseStats& stats, const RunInfo& info);
 
 /// The human-readable breakdown: the step distribution and throughput, one line per phase (mean, p50,
 /// p99, share), the costliest callbacks (when given) and the verdict.

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "fitscope/data/batch.hpp"
+#include "fitscope/dist/gradient_reducer.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/train/loss.hpp"
 #include "fitscope/train/model.hpp"
@@ -29,11 +30,22 @@ struct StepContext {
   torch::optim::Optimizer& optimizer;
   Loss loss;
   StepClock& clock;
+  /// The data-parallel run's gradient reducer; null in a single process. Wrap micro-batches in
+  /// dist::NoSync for gradient accumulation.
+  dist::GradientReducer* reducer = nullptr;
+
+  /// After backward: waits for the gradients averaged across ranks (phase `comm`); nothing in a
+  /// single process. A custom step calls it between backward and the optimizer.
+  void sync_gradients() {
+    if (!reducer) return;
+    clock.enter(Phase::comm);
+    reducer->finish();
+  }
 };
 
 using TrainStep = std::function<StepOutput(const Batch& batch, StepContext& context)>;
 
-/// forward + loss (phase `forward`), backward (`backward`), optimizer step and zero_grad (`optimizer`,
+/// forward + loss (phase `forward`), backward (`backward`), sync_gradients (`comm`), optimizer step and zero_grad (`optimizer`,
 /// left open: the loop's next phase closes it).
 StepOutput standard_train_step(const Batch& batch, StepContext& context);
 

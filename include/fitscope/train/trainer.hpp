@@ -24,9 +24,12 @@
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
 #include "fitscope/data/transforms.hpp"
+#include "fitscope/dist/context.hpp"
+#include "fitscope/dist/gradient_reducer.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/step_sink.hpp"
 #include "fitscope/train/history.hpp"
@@ -53,6 +56,15 @@ struct TrainerOptions {
   double slow_callback_threshold = 0.1;
   /// Receives warnings (slow callbacks, ...); empty = print "fitscope: warning: ..." to stderr.
   std::function<void(const std::string&)> warn;
+  /// The ranks of a data-parallel run (dist::context_from_environment()); null = this process alone.
+  /// With more than one rank, fit shards the training and validation sets (DistributedSampler),
+  /// averages gradients (GradientReducer, starting from rank 0's weights), runs the chief-only
+  /// callbacks on rank 0 alone, computes epoch logs from metric states summed over ranks, agrees on
+  /// stopping after every step, and gathers every rank's step records at each epoch end (the step
+  /// sinks get all ranks' records). evaluate() and predict() stay local.
+  std::shared_ptr<dist::Context> context;
+  /// Gradient bucket sizes (DDP's defaults).
+  dist::GradientReducerOptions buckets;
 };
 
 /// One fit() call (Keras's fit arguments).
@@ -129,8 +141,11 @@ class Trainer {
 
   /// Asks fit to checkpoint into `writer` after the current batch's callbacks (from on_train_batch_end)
   /// or after on_epoch_end (from there). The copy into the writer's buffers is the step's
-  /// `checkpoint` phase; the write happens in the background (see CheckpointWriter).
-  void request_checkpoint(class CheckpointWriter* writer) { checkpoint_writer_ = writer; }
+  /// `checkpoint` phase; the write happens in the background (see CheckpointWriter). Ignored on
+  /// ranks other than the chief: every rank holds the same weights, the chief writes them once.
+  void request_checkpoint(class CheckpointWriter* writer) {
+    if (is_chief()) checkpoint_writer_ = writer;
+  }
   /// Restores a checkpoint: weights, optimizer state, learning rate and random generator now; fit
   /// continues from its epoch and batch, and callbacks get their state after on_train_begin. Call it
   /// before fit or from on_train_begin (BackupAndRestore does). Throws std::invalid_argument when the
@@ -142,6 +157,15 @@ class Trainer {
   /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
   void set_timing(bool on) { options_.timing = on; }
 
+  /// The run's ranks (a single-process context when none was given).
+  dist::Context& context() const { return *options_.context; }
+  /// Rank 0 (or a single process): writes the run's files.
+  bool is_chief() const { return options_.context->is_chief(); }
+  /// Every rank's step distributions of the last fit (data-parallel runs; empty otherwise).
+  const RankTimings& rank_timings() const { return rank_timings_; }
+  /// Per measured step of the last fit, the time gradient communication was in flight (ns), whether
+  /// exposed (`comm`) or hidden behind backward. Empty in a single process.
+  const StreamingQuantiles& communication() const { return communication_; }
   Model& model() { return *model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const TrainerOptions& options() const { return options_; }
@@ -164,11 +188,15 @@ class Trainer {
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
-  Logs run_evaluation(Loader& loader, CallbackList& callbacks);
+  /// With `reduce`, the metrics are summed over ranks (each holds a shard).
+  Logs run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce);
   /// Takes the checkpoint a callback requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
-  LoaderOptions loader_options(const FitOptions& fit, bool training) const;
+  /// In a data-parallel run, the loader reads this rank's shard of the `size` examples.
+  LoaderOptions loader_options(const FitOptions& fit, bool training, int64_t size) const;
+  /// Whether any rank asked to stop (a collective in a data-parallel run).
+  bool agree_on_stop();
 
   std::shared_ptr<Model> model_;
   TrainerOptions options_;
@@ -188,6 +216,8 @@ class Trainer {
   CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
   int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
   std::vector<std::string> warnings_;
+  RankTimings rank_timings_;
+  StreamingQuantiles communication_;
 };
 
 }  // namespace fitscope

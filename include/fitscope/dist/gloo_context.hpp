@@ -1,0 +1,29 @@
+#pragma once
+/// The c10d Context on ProcessGroupGloo (CPU tensors), with rendezvous through c10d's TCPStore at
+/// MASTER_ADDR:MASTER_PORT, hosted by rank 0.
+///
+/// Gloo binds to the address that reaches MASTER_ADDR (loopback for a loopback master). Every
+/// collective and the rendezvous give up after `timeout`. Each rank also beats a heartbeat into the
+/// store; when a collective fails, the ranks whose heartbeat stopped are named in the PeerFailure
+/// (rank 0 when the store itself stopped answering).
+
+#include <chrono>
+#include <memory>
+
+#include "fitscope/dist/context.hpp"
+#include "fitscope/dist/environment.hpp"
+
+namespace fitscope::dist {
+
+/// Default collective and rendezvous timeout: far below c10d's 30 minutes, far above a step.
+constexpr std::chrono::seconds kDefaultTimeout{60};
+
+/// Joins the run described by `env`. Throws PeerFailure when the rendezvous does not complete within
+/// `timeout`, std::invalid_argument for a bad address.
+std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout = kDefaultTimeout);
+
+/// make_gloo_context for the launched environment, or single_process_context() when not launched
+/// (or launched as a world of one).
+std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout = kDefaultTimeout);
+
+}  // namespace fitscope::dist

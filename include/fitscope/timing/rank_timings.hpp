@@ -1,0 +1,42 @@
+#pragma once
+/// RankTimings: the step distributions of every rank of a data-parallel run, and which ranks straggle.
+///
+/// With synchronous gradients every rank's step lasts about as long as the slowest rank's: the fast
+/// ones wait in `comm`. So a straggler is found on its busy time, the step minus `comm`: a rank whose
+/// busy p50 exceeds the median rank's by more than kStragglerMargin (20 %) and by at least
+/// kStragglerFloorMs (0.1 ms, so that microsecond noise on tiny steps names nobody) is a straggler.
+/// The first `warmup_steps` records of each rank are left out, as in PhaseStats. A plain value type.
+
+#include <cstdint>
+#include <vector>
+
+#include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/step_clock.hpp"
+#include "fitscope/timing/streaming_quantiles.hpp"
+
+namespace fitscope {
+
+/// How far above the median rank's busy p50 a straggler's is (a fraction).
+constexpr double kStragglerMargin = 0.2;
+/// How many ms above the median rank's busy p50 a straggler's is at least.
+constexpr double kStragglerFloorMs = 0.1;
+
+class RankTimings {
+ public:
+  RankTimings(int64_t world_size = 1, int64_t warmup_steps = 5);
+  /// Adds a step of rank `record.rank` (in [0, world_size); std::out_of_range otherwise).
+  void add(const StepRecord& record);
+  int64_t world_size() const { return static_cast<int64_t>(stats_.size()); }
+  const PhaseStats& stats(int64_t rank) const { return stats_.at(static_cast<std::size_t>(rank)); }
+  /// p50 of the rank's step minus its `comm`, in ms.
+  double busy_p50_ms(int64_t rank) const;
+  /// Ranks whose busy p50 exceeds the median rank's by more than `margin`, in rank order.
+  std::vector<int64_t> stragglers(double margin = kStragglerMargin) const;
+
+ private:
+  std::vector<PhaseStats> stats_;
+  std::vector<StreamingQuantiles> busy_;
+  int64_t warmup_steps_;
+};
+
+}  // namespace fitscope

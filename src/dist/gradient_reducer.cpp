@@ -1,0 +1,187 @@
+#include "fitscope/dist/gradient_reducer.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "fitscope/timing/step_clock.hpp"
+
+namespace fitscope::dist {
+
+void broadcast_from_chief(Context& context, const std::vector<at::Tensor>& tensors) {
+  if (context.world_size() == 1) return;
+  at::NoGradGuard no_grad;
+  std::map<std::pair<int, std::string>, std::vector<at::Tensor>> groups;  // by dtype and device
+  for (const auto& t : tensors) groups[{static_cast<int>(t.scalar_type()), t.device().str()}].push_back(t);
+  for (auto& [key, group] : groups) {
+    std::vector<at::Tensor> flat;
+    for (const auto& t : group) flat.push_back(t.reshape(-1));
+    at::Tensor buffer = at::cat(flat);
+    context.broadcast(buffer, 0);
+    int64_t offset = 0;
+    for (auto& t : group) {
+      t.copy_(buffer.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+}
+
+struct GradientReducer::Bucket {
+  at::Tensor buffer;                  // the flat gradients of the bucket's parameters
+  std::vector<std::size_t> params;    // indices into params_
+  std::vector<at::Tensor> views;      // per parameter, shaped like it, into buffer
+  std::size_t ready = 0;
+  int64_t launched_ns = 0;
+  std::unique_ptr<PendingCollective> pending;
+};
+
+GradientReducer::GradientReducer(std::shared_ptr<Context> context, std::vector<at::Tensor> parameters,
+                                 GradientReducerOptions options)
+    : context_(std::move(context)), params_(std::move(parameters)) {
+  if (!context_) throw std::invalid_argument("the gradient reducer needs a context, got null");
+  if (options.bucket_cap_bytes < 0 || options.first_bucket_bytes < 0) {
+    throw std::invalid_argument("bucket sizes must be >= 0, got " + std::to_string(options.bucket_cap_bytes) + " and " +
+                                std::to_string(options.first_bucket_bytes));
+  }
+  where_.resize(params_.size());
+  ready_.assign(params_.size(), 0);
+  // reverse order: backward produces the last layers' gradients first
+  std::vector<std::vector<std::size_t>> groups;
+  int64_t bytes = 0;
+  for (std::size_t n = params_.size(); n-- > 0;) {
+    const at::Tensor& p = params_[n];
+    if (!p.requires_grad()) {
+      throw std::invalid_argument("parameter " + std::to_string(n) + " does not require a gradient");
+    }
+    const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
+    const int64_t cap = groups.size() <= 1 ? options.first_bucket_bytes : options.bucket_cap_bytes;
+    const bool fits = !groups.empty() && bytes + size <= cap &&
+                      params_[groups.back().front()].scalar_type() == p.scalar_type() &&
+                      params_[groups.back().front()].device() == p.device();
+    if (!fits) {
+      groups.emplace_back();
+      bytes = 0;
+    }
+    groups.back().push_back(n);
+    bytes += size;
+  }
+  buckets_.resize(groups.size());
+  for (std::size_t b = 0; b < groups.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    int64_t numel = 0;
+    for (std::size_t n : groups[b]) numel += params_[n].numel();
+    const at::Tensor& first = params_[groups[b].front()];
+    bucket.buffer = at::zeros({numel}, first.options().requires_grad(false));
+    int64_t offset = 0;
+    for (std::size_t slot = 0; slot < groups[b].size(); ++slot) {
+      const std::size_t n = groups[b][slot];
+      bucket.params.push_back(n);
+      bucket.views.push_back(bucket.buffer.narrow(0, offset, params_[n].numel()).view(params_[n].sizes()));
+      where_[n] = {b, slot};
+      offset += params_[n].numel();
+    }
+  }
+  for (std::size_t n = 0; n < params_.size(); ++n) {
+    hooks_.push_back(params_[n].register_hook([this, n](const at::Tensor& grad) { on_gradient(n, grad); }));
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  for (std::size_t n = 0; n < params_.size(); ++n) params_[n].remove_hook(hooks_[n]);
+  for (auto& bucket : buckets_) {
+    if (!bucket.pending) continue;
+    try {
+      bucket.pending->wait();  // gloo must be done with the buffer before it goes
+    } catch (const std::exception&) {
+      // the failure was (or will be) reported by finish()
+    }
+  }
+}
+
+std::vector<int64_t> GradientReducer::bucket_sizes() const {
+  std::vector<int64_t> sizes;
+  for (const auto& b : buckets_) sizes.push_back(static_cast<int64_t>(b.params.size()));
+  return sizes;
+}
+
+void GradientReducer::on_gradient(std::size_t n, const at::Tensor& grad) {
+  if (!sync_) return;
+  at::NoGradGuard no_grad;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto [b, slot] = where_[n];
+  Bucket& bucket = buckets_[b];
+  const at::Tensor& accumulated = params_[n].grad();
+  if (accumulated_ && accumulated.defined()) {
+    at::add_out(bucket.views[slot], accumulated, grad);  // the no-sync steps' gradients, then this one's
+  } else {
+    bucket.views[slot].copy_(grad);
+  }
+  if (!ready_[n]) {
+    ready_[n] = 1;
+    ++bucket.ready;
+  }
+  launch_ready();
+}
+
+void GradientReducer::launch_ready() {
+  while (next_ < buckets_.size() && buckets_[next_].ready == buckets_[next_].params.size()) launch(buckets_[next_++]);
+}
+
+void GradientReducer::launch(Bucket& bucket) {
+  bucket.buffer.div_(context_->world_size());
+  bucket.launched_ns = StepClock::now_ns();
+  bucket.pending = context_->all_reduce_async(bucket.buffer);
+}
+
+void GradientReducer::finish() {
+  if (!sync_) {
+    accumulated_ = true;
+    return;
+  }
+  at::NoGradGuard no_grad;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (; next_ < buckets_.size(); ++next_) {  // what backward did not produce is zero (or accumulated)
+    Bucket& bucket = buckets_[next_];
+    for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
+      const std::size_t n = bucket.params[slot];
+      if (ready_[n]) continue;
+      const at::Tensor& accumulated = params_[n].grad();
+      if (accumulated_ && accumulated.defined()) {
+        bucket.views[slot].copy_(accumulated);
+      } else {
+        bucket.views[slot].zero_();
+      }
+    }
+    launch(bucket);
+  }
+  lock.unlock();
+  int64_t busy = 0, covered_until = 0;
+  for (auto& bucket : buckets_) {
+    std::unique_ptr<PendingCollective> pending = std::move(bucket.pending);
+    pending->wait();
+    const int64_t start = std::max(bucket.launched_ns, covered_until);
+    const int64_t end = pending->completed_ns();
+    if (end > start) busy += end - start;
+    covered_until = std::max(covered_until, end);
+  }
+  communication_ns_ = busy;
+  for (auto& bucket : buckets_) {
+    for (std::size_t slot = 0; slot < bucket.params.size(); ++slot) {
+      at::Tensor& param = params_[bucket.params[slot]];
+      if (param.grad().defined()) {
+        param.mutable_grad().copy_(bucket.views[slot]);
+      } else {
+        param.mutable_grad() = bucket.views[slot].clone();
+      }
+    }
+    bucket.ready = 0;
+  }
+  std::fill(ready_.begin(), ready_.end(), 0);
+  next_ = 0;
+  accumulated_ = false;
+}
+
+}  // namespace fitscope::dist
