@@ -86,6 +86,11 @@ class GlooContext final : public Context {
   }
 
   at::Tensor all_gather(const at::Tensor& tensor) override {
+    if (tensor.numel() == 0) {  // gloo divides by the size; the shapes agree on every rank anyway
+      std::vector<int64_t> shape{env_.world_size};
+      for (int64_t d : tensor.sizes()) shape.push_back(d);
+      return at::empty(shape, tensor.options());
+    }
     std::vector<at::Tensor> inputs{tensor.contiguous()};
     std::vector<std::vector<at::Tensor>> outputs(1);
     for (int64_t r = 0; r < env_.world_size; ++r) outputs[0].push_back(at::empty_like(inputs[0]));

@@ -96,7 +96,7 @@ Heartbeat::~Heartbeat() {
 
 std::string Heartbeat::diagnose() {
   const auto stale = state_->interval * 5 / 2;
-  const auto give_up = Clock::now() + 3 * state_->interval;
+  const auto give_up = Clock::now() + 4 * state_->interval;  // a poll, then the stale margin
   std::unique_lock<std::mutex> lock(state_->mutex);
   std::string found = state_->silent(stale);
   while (found.empty() && Clock::now() < give_up) {

@@ -21,7 +21,7 @@ class Heartbeat {
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
 
-  /// Which ranks stopped beating, waiting up to three intervals for the evidence; empty when all
+  /// Which ranks stopped beating, waiting up to four intervals for the evidence; empty when all
   /// beat on.
   std::string diagnose();
 

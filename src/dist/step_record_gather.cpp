@@ -9,6 +9,7 @@ std::vector<StepRecord> all_gather_records(Context& context, const std::vector<S
   constexpr int64_t kFields = 6 + static_cast<int64_t>(kPhaseCount);
   const at::Tensor counts = context.all_gather(at::full({1}, static_cast<int64_t>(mine.size()), at::kLong));
   const int64_t most = counts.max().item<int64_t>();
+  if (most == 0) return {};  // every rank sees the same counts: all skip the second collective
   at::Tensor rows = at::zeros({most, kFields}, at::kLong);
   auto* out = rows.data_ptr<int64_t>();
   for (const StepRecord& r : mine) {

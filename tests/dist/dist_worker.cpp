@@ -1,0 +1,89 @@
+// A rank of the distributed tests, started by `fitscope launch` (or alone, as a world of one).
+//   dist_worker step OUT BATCH   one SGD step on the first examples, in order; writes OUT/rank<R>.bin
+//   dist_worker train OUT        two epochs with validation; writes OUT/rank<R>.bin and, on rank 0,
+//                                OUT/result.json with the reduced epoch accuracies and the ones
+//                                computed here over the whole sets
+// .bin files hold the model's parameters as float32, concatenated.
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "fitscope/fitscope.hpp"
+
+namespace {
+
+using namespace fitscope;
+
+void write_parameters(Model& model, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  for (const auto& p : model.parameters()) {
+    const at::Tensor flat = p.detach().to(at::kFloat).contiguous();
+    out.write(reinterpret_cast<const char*>(flat.data_ptr<float>()), static_cast<std::streamsize>(flat.numel() * 4));
+  }
+}
+
+TensorDataset examples(int64_t size, uint64_t seed) {
+  SyntheticOptions s;
+  s.size = size;
+  s.seed = seed;
+  s.image_size = 8;
+  s.max_shift = 1;
+  return make_synthetic(s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: dist_worker step OUT BATCH | train OUT\n";
+    return 2;
+  }
+  const std::string mode = argv[1], out = argv[2];
+  auto context = dist::context_from_environment(std::chrono::seconds(30));
+  at::set_num_threads(1);
+  torch::manual_seed(7);
+  TrainerOptions options;
+  options.optimizer = OptimizerKind::sgd;
+  options.context = context;
+  options.warmup_steps = 0;
+  const std::string prefix = out + "/rank" + std::to_string(context->rank());
+  if (mode == "step") {
+    options.learning_rate = 0.5;
+    Trainer trainer(models::Mlp(64, 10), options);
+    FitOptions fit;
+    fit.batch_size = std::stoll(argv[3]);
+    fit.shuffle = false;
+    fit.steps_per_epoch = 1;
+    fit.workers = 0;
+    trainer.fit(examples(256, 1), fit);
+    write_parameters(trainer.model(), prefix + ".bin");
+    return 0;
+  }
+  // train: lr so small that the weights stay put, so the epoch's training accuracy is the accuracy
+  // of the initial model over the union of the shards, which this process can compute alone
+  options.learning_rate = 1e-30;
+  Trainer trainer(models::Mlp(64, 10), options);
+  const TensorDataset train = examples(600, 2);
+  const auto validation = std::make_shared<TensorDataset>(examples(101, 3));  // odd: shards differ
+  const double whole_train = trainer.evaluate(train).get("accuracy").value();
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.batch_size = 32;
+  fit.validation_data = validation;
+  const History history = trainer.fit(train, fit);
+  write_parameters(trainer.model(), prefix + ".bin");
+  if (context->is_chief()) {
+    const double whole_validation = trainer.evaluate(validation).get("accuracy").value();
+    nlohmann::json result = {{"world_size", context->world_size()},
+                             {"accuracy", history.last().get("accuracy").value()},
+                             {"whole_train_accuracy", whole_train},
+                             {"val_accuracy", history.last().get("val_accuracy").value()},
+                             {"whole_validation_accuracy", whole_validation}};
+    std::ofstream(out + "/result.json") << result.dump(2);
+  }
+  return 0;
+}
