@@ -1,0 +1,151 @@
+// The pieces of data-parallel training that need no second process: the environment protocol, the
+// gradient reducer on a single-process context, uneven evaluation shards, straggler detection and
+// the launcher (on /bin/sh commands).
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "fitscope/fitscope.hpp"
+
+namespace fitscope {
+namespace {
+
+std::function<const char*(const char*)> env_of(std::map<std::string, std::string> vars) {
+  auto held = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [held](const char* name) -> const char* {
+    auto it = held->find(name);
+    return it == held->end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST(Environment, ReadsTorchrunsVariablesAndNamesABadOne) {
+  EXPECT_FALSE(dist::read_environment(env_of({})).has_value());
+  const auto env = dist::read_environment(env_of({{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"},
+                                                  {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"},
+                                                  {"MASTER_PORT", "1234"}}));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->world_size, 4);
+  EXPECT_EQ(env->rank, 3);
+  EXPECT_EQ(env->local_rank, 1);
+  EXPECT_EQ(env->local_world_size, 2);
+  EXPECT_EQ(env->master_addr, "10.0.0.1");
+  EXPECT_EQ(env->master_port, 1234);
+  try {
+    dist::read_environment(env_of({{"WORLD_SIZE", "2"}, {"RANK", "2"}}));
+    FAIL() << "rank 2 of 2 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK=2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(dist::read_environment(env_of({{"WORLD_SIZE", "2"}})), std::invalid_argument);
+  EXPECT_EQ(dist::local_address_towards("127.0.0.1"), "127.0.0.1");
+}
+
+TEST(GradientReducer, BucketsInReverseOrderWithASmallFirstBucketAndAccumulatesUnderNoSync) {
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Linear(8, 8), torch::nn::Linear(8, 8), torch::nn::Linear(8, 2));
+  dist::GradientReducerOptions buckets;
+  buckets.first_bucket_bytes = (2 * 8 + 2) * 4;  // the last layer: its bias and weight
+  buckets.bucket_cap_bytes = 1 << 20;
+  auto context = dist::single_process_context();
+  dist::GradientReducer reducer(context, net->parameters(), buckets);
+  EXPECT_EQ(reducer.bucket_sizes(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(dist::GradientReducer(context, net->parameters(), {0, 0}).bucket_sizes(),
+            (std::vector<int64_t>(6, 1)));  // a cap of 0: one bucket per parameter
+
+  const at::Tensor x = torch::randn({4, 8}), y = torch::randn({4, 2});
+  auto grads = [&] {
+    std::vector<at::Tensor> g;
+    for (auto& p : net->parameters()) g.push_back(p.grad().clone());
+    return g;
+  };
+  // reference: two backward passes accumulating plainly
+  for (auto& p : net->parameters()) p.mutable_grad() = at::Tensor();
+  {
+    dist::NoSync no_sync(reducer);  // the reducer stays out of the way
+    (net->forward(x) - y).pow(2).sum().backward();
+    (net->forward(x * 2) - y).pow(2).sum().backward();
+    reducer.finish();
+  }
+  const auto expected = grads();
+  for (auto& p : net->parameters()) p.mutable_grad() = at::Tensor();
+  {
+    dist::NoSync no_sync(reducer);
+    (net->forward(x) - y).pow(2).sum().backward();
+    reducer.finish();
+  }
+  (net->forward(x * 2) - y).pow(2).sum().backward();  // synced: reduces the accumulation
+  reducer.finish();
+  const auto got = grads();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::allclose(got[i], expected[i])) << i;
+  EXPECT_GE(reducer.communication_ns(), 0);
+}
+
+TEST(DistributedSampler, UnevenShardsSeeEveryExampleOnce) {
+  std::vector<int64_t> seen;
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    DistributedSamplerOptions o;
+    o.rank = rank;
+    o.world_size = 3;
+    o.shuffle = false;
+    o.even = false;
+    DistributedSampler sampler(10, o);
+    const auto shard = sampler.indices();
+    EXPECT_EQ(static_cast<int64_t>(shard.size()), sampler.shard_size());
+    EXPECT_EQ(sampler.padding(), 0);
+    seen.insert(seen.end(), shard.begin(), shard.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<int64_t> all(10);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(seen, all);
+}
+
+TEST(RankTimings, NamesTheRankWhoseBusyTimeExceedsTheMedianByTheMargin) {
+  RankTimings timings(3, /*warmup_steps=*/1);
+  for (int step = 0; step < 20; ++step) {
+    for (int64_t rank = 0; rank < 3; ++rank) {
+      StepRecord r;
+      r.rank = rank;
+      r.step_ns = 10'000'000;  // every rank's step is as long as the slowest's...
+      r.phase_ns[static_cast<std::size_t>(Phase::comm)] = rank == 2 ? 1'000'000 : 5'000'000;  // ...rank 2 waits least
+      timings.add(r);
+    }
+  }
+  EXPECT_EQ(timings.stragglers(), (std::vector<int64_t>{2}));
+  EXPECT_NEAR(timings.busy_p50_ms(2), 9.0, 0.5);
+  EXPECT_EQ(timings.stats(0).measured_steps(), 19);
+  EXPECT_THROW(timings.add(StepRecord{0, 0, 3}), std::out_of_range);
+}
+
+TEST(Launch, PrefixesEachRanksLinesSetsTheEnvironmentAndNamesTheFailedRank) {
+  dist::LaunchOptions o;
+  o.nproc_per_node = 2;
+  o.master_port = 29999;
+  o.grace_s = 0.2;
+  std::ostringstream out, err;
+  const int ok = dist::launch(o, {"/bin/sh", "-c", "echo \"$RANK/$WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT\"; printf tail"},
+                              out, err);
+  EXPECT_EQ(ok, 0) << err.str();
+  EXPECT_NE(out.str().find("[rank 0] 0/2 0 127.0.0.1:29999\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("[rank 1] 1/2 1 127.0.0.1:29999\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("[rank 1] tail\n"), std::string::npos) << out.str();
+
+  std::ostringstream out2, err2;
+  // rank 1 fails at once; rank 0 would sleep for a minute: it is stopped after the grace period
+  const int failed = dist::launch(o, {"/bin/sh", "-c", "if [ $RANK = 1 ]; then exit 3; fi; sleep 60"}, out2, err2);
+  EXPECT_EQ(failed, 1);
+  EXPECT_NE(err2.str().find("failed: rank 1 (pid "), std::string::npos) << err2.str();
+  EXPECT_NE(err2.str().find("exited with status 3"), std::string::npos) << err2.str();
+  EXPECT_NE(err2.str().find("rank 0 (pid "), std::string::npos) << err2.str();  // SIGTERMed, reported
+
+  o.node_rank = 1;
+  EXPECT_THROW(dist::launch(o, {"true"}, out, err), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fitscope
