@@ -1,0 +1,144 @@
+// Data-parallel training on loopback Gloo, ratios side by side in one run:
+//   1. a world-size-1 context against no context (same trainer, same data): goal <= 1.01
+//   2. bucketed all-reduce against one all-reduce per parameter, on a model of many small parameters
+//      (2 ranks, backward + gradient sync per step): goal >= 2x
+//   3. exposed `comm` against the whole time communication is in flight, seed CNN (2 ranks): goal <= 30 %
+//   4. 2-rank throughput against 1 rank, each with the thread policy's intra-op threads
+// Run without arguments: it measures 1 and the 1-rank side of 4 itself, then launches itself as two
+// ranks (fitscope::dist::launch) for 2-4. Usage: bench_distributed [rounds] [cnn_steps]
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "fitscope/fitscope.hpp"
+#include "rounds.hpp"
+
+namespace {
+
+using namespace fitscope;
+
+TensorDataset images(int64_t size) {
+  SyntheticOptions s;
+  s.size = size;
+  return make_synthetic(s);
+}
+
+/// Samples/s of the seed CNN over `steps` measured steps (after 10 warm-up steps) on `context`.
+struct CnnRun {
+  double samples_per_s = 0, exposed_ms = 0, in_flight_ms = 0;
+};
+CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps) {
+  torch::manual_seed(0);
+  TrainerOptions options;
+  options.context = std::move(context);
+  options.warmup_steps = 10;
+  Trainer trainer(models::Cnn(28, 1, 10), options);
+  FitOptions fit;
+  fit.steps_per_epoch = steps + options.warmup_steps;
+  trainer.fit(images(4000), fit);
+  CnnRun run;
+  run.samples_per_s = trainer.step_stats().samples_per_s();
+  run.exposed_ms = trainer.step_stats().phase(Phase::comm).mean_ms;
+  run.in_flight_ms = trainer.communication().mean() * 1e-6;
+  return run;
+}
+
+/// Seconds per backward + gradient sync of a stack of small layers, with the given bucket cap.
+double sync_seconds(const std::shared_ptr<dist::Context>& context, torch::nn::Sequential& net, int64_t cap, int iterations) {
+  dist::GradientReducerOptions buckets;
+  if (cap == 0) buckets.first_bucket_bytes = 0;
+  buckets.bucket_cap_bytes = cap;
+  dist::GradientReducer reducer(context, net->parameters(), buckets);
+  const at::Tensor x = torch::randn({8, 16});
+  auto step = [&] {
+    net->forward(x).sum().backward();
+    reducer.finish();
+  };
+  step();
+  return bench::seconds([&] {
+           for (int i = 0; i < iterations; ++i) step();
+         }) / iterations;
+}
+
+int rank_main(int rounds, int64_t cnn_steps) {
+  const auto env = dist::read_environment();
+  apply_threads(default_threads(env->local_world_size));
+  auto context = dist::context_from_environment();
+  torch::manual_seed(0);
+  torch::nn::Sequential net;
+  for (int i = 0; i < 64; ++i) net->push_back(torch::nn::Linear(16, 16));
+  std::vector<double> ratios;
+  double bucketed = 0, per_parameter = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const double b = sync_seconds(context, net, 25 << 20, 100), p = sync_seconds(context, net, 0, 100);
+    bucketed += b / rounds;
+    per_parameter += p / rounds;
+    ratios.push_back(p / b);
+  }
+  const CnnRun cnn = train_cnn(context, cnn_steps);
+  if (context->is_chief()) {
+    std::cout << "RESULT bucket_ratio " << bench::median(ratios) << "\n"
+              << "RESULT bucketed_ms " << bucketed * 1e3 << "\n"
+              << "RESULT per_parameter_ms " << per_parameter * 1e3 << "\n"
+              << "RESULT exposed_ms " << cnn.exposed_ms << "\n"
+              << "RESULT in_flight_ms " << cnn.in_flight_ms << "\n"
+              << "RESULT samples_per_s_per_rank " << cnn.samples_per_s << "\n";
+  }
+  context->barrier();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
+  const int64_t cnn_steps = argc > 2 ? std::atoll(argv[2]) : 150;
+  if (std::getenv("WORLD_SIZE")) return rank_main(rounds, cnn_steps);
+
+  apply_threads(default_threads(1));
+  // 1. the single-process context against none: the seed MLP, alternating rounds
+  const TensorDataset data = images(8000);
+  auto fit_mlp = [&](std::shared_ptr<dist::Context> context) {
+    torch::manual_seed(0);
+    TrainerOptions options;
+    options.context = std::move(context);
+    Trainer trainer(models::Mlp(28 * 28, 10), options);
+    FitOptions fit;
+    fit.steps_per_epoch = 400;
+    trainer.fit(data, fit);
+  };
+  const double context_ratio =
+      bench::paired_ratio(rounds, [&] { fit_mlp(nullptr); }, [&] { fit_mlp(dist::single_process_context()); });
+  // 4, one rank
+  const CnnRun one = train_cnn(nullptr, cnn_steps);
+
+  std::ostringstream out, err;
+  dist::LaunchOptions launch;
+  launch.nproc_per_node = 2;
+  launch.master_port = 29000 + static_cast<int64_t>(::getpid() % 1000);
+  const int status = dist::launch(launch, {argv[0], std::to_string(rounds), std::to_string(cnn_steps)}, out, err);
+  if (status != 0) {
+    std::cerr << err.str() << out.str();
+    return 1;
+  }
+  std::map<std::string, double> result;
+  std::istringstream lines(out.str());
+  for (std::string prefix, rank, tag, key; lines >> prefix >> rank >> tag >> key;) {
+    if (tag == "RESULT") lines >> result[key];
+  }
+  const double two = 2 * result["samples_per_s_per_rank"];
+  std::cout << "threads per rank (thread policy): 1 rank " << default_threads(1) << ", 2 ranks " << default_threads(2) << "\n"
+            << "1. world-size-1 context / no context, seed MLP time:         x" << context_ratio << "  (goal <= 1.01)\n"
+            << "2. per-parameter / bucketed all-reduce, 64 Linear(16,16):     x" << result["bucket_ratio"] << "  ("
+            << result["per_parameter_ms"] << " ms vs " << result["bucketed_ms"] << " ms per backward+sync; goal >= 2)\n"
+            << "3. exposed comm / communication in flight, seed CNN, 2 ranks:  " << result["exposed_ms"] << " ms / "
+            << result["in_flight_ms"] << " ms = " << 100 * result["exposed_ms"] / result["in_flight_ms"] << " %  (goal <= 30 %)\n"
+            << "4. seed CNN samples/s: 2 ranks " << two << " vs 1 rank " << one.samples_per_s << ": x" << two / one.samples_per_s
+            << "\n";
+  return 0;
+}
