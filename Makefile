@@ -1,7 +1,7 @@
 # fitscope: `make demo` trains the seed CNN and prints the step-time report; `make test` runs every
 # test. Both install the missing Debian packages first (as root, or through sudo).
 
-PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread \
+PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread iproute2 \
             libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev \
             python3-torch chromium \
             protobuf-compiler libprotobuf-dev
@@ -55,6 +55,7 @@ bench: build
 	$(BUILD_DIR)/bench/bench_data_pipeline
 	$(BUILD_DIR)/bench/bench_checkpoint_cost
 	$(BUILD_DIR)/bench/bench_async_callbacks
+	$(BUILD_DIR)/bench/bench_distributed
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 
 # libFuzzer targets of the IDX, CIFAR-10 and CSV parsers (libtorch-free sources, clang), each run for
