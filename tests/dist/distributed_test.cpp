@@ -87,6 +87,37 @@ TEST(Distributed, OneStepOfTwoRanksTimesBatchBEqualsOneRankTimesBatchTwoB) {
   EXPECT_EQ(moved, 0);
 }
 
+TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run";
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size",
+                                                 "1000", "--quiet", "--run-dir", run, "--dist-timeout", "20"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[rank 1] rank 1 of 2 finished"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank 0] Ranks (step p50 / p99"), std::string::npos) << r.out;
+  const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
+  EXPECT_EQ(summary["world_size"], 2);
+  ASSERT_EQ(summary["ranks"].size(), 2u);
+  EXPECT_EQ(summary["ranks"][1]["rank"], 1);
+  EXPECT_GT(summary["ranks"][1]["step_ms_p50"].get<double>(), 0);
+  EXPECT_TRUE(summary["stragglers"].is_array());
+  EXPECT_GE(summary["phases_across_ranks"]["comm"]["max_ms"].get<double>(),
+            summary["phases_across_ranks"]["comm"]["mean_ms"].get<double>());
+  EXPECT_GT(summary["communication"]["total_ms_mean"].get<double>(), 0);
+  // 800 training examples: 400 per rank, 13 steps a rank and epoch; both ranks' rows are in steps.csv
+  const std::string steps = read_file(run + "/steps.csv");
+  std::size_t rank1_rows = 0;
+  for (std::size_t line = steps.find('\n'); line != std::string::npos && line + 1 < steps.size(); line = steps.find('\n', line + 1)) {
+    const std::size_t a = steps.find(',', line + 1), b = steps.find(',', a + 1);
+    if (steps.compare(b + 1, 2, "1,") == 0) ++rank1_rows;
+  }
+  EXPECT_EQ(rank1_rows, 26u);
+  const auto trace = nlohmann::json::parse(read_file(run + "/trace.json"));
+  bool rank1_track = false;
+  for (const auto& e : trace["traceEvents"]) rank1_track = rank1_track || (e["name"] == "step" && e["pid"] == 1);
+  EXPECT_TRUE(rank1_track);
+}
+
 /// A launched run whose stderr is read as it comes, line by line, with arrival times.
 class LiveLaunch {
  public:

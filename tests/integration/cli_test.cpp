@@ -106,6 +106,16 @@ TEST(TrainCommand, LeavesTheChosenNumberOfWarmupStepsOutOfTheCounts) {
   EXPECT_EQ(summary.at("model").get<std::string>(), "mlp");
 }
 
+TEST(LaunchCommand, BadUsageExitsTwoNamingTheFlagOrVariable) {
+  expect_usage_error({"launch", "--nproc-per-node", "2"}, "COMMAND");
+  expect_usage_error({"launch", "--nproc-per-node", "0", "--", "true"}, "--nproc-per-node");
+  expect_usage_error({"launch", "--nnodes", "2", "--node-rank", "2", "--", "true"}, "--node-rank must be in [0, 2), got 2");
+  expect_usage_error({"train", "--dist-timeout", "0"}, "--dist-timeout");
+  const ProcessResult r = run_process({"/usr/bin/env", "WORLD_SIZE=two", FITSCOPE_CLI, "train", "--epochs", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("WORLD_SIZE=two: expected an integer"), std::string::npos) << r.err;
+}
+
 TEST(TrainCommand, HelpListsTheFlagsAndExitsZero) {
   const ProcessResult r = run_fitscope({"train", "--help"});
   EXPECT_EQ(r.exit_code, 0);
