@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <vector>
 
 #include "fitscope/timing/step_clock.hpp"
@@ -111,11 +112,17 @@ class GlooContext final : public Context {
     }
   }
 
+  /// The first failure is diagnosed (which rank went silent); every later one, e.g. the buckets
+  /// still in flight, repeats it at once.
   [[noreturn]] void fail(const char* what, const std::exception& e) {
-    std::string who = heartbeat_->diagnose();
-    if (who.empty()) who = "a peer";
-    throw PeerFailure(who + " stopped taking part: " + what + " failed on rank " + std::to_string(env_.rank) +
-                      " (timeout " + std::to_string(timeout_.count()) + " ms): " + first_line(e));
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (failure_.empty()) {
+      std::string who = heartbeat_->diagnose();
+      if (who.empty()) who = "a peer";
+      failure_ = who + " stopped taking part: " + what + " failed on rank " + std::to_string(env_.rank) + " (timeout " +
+                 std::to_string(timeout_.count()) + " ms): " + first_line(e);
+    }
+    throw PeerFailure(failure_);
   }
 
  private:
@@ -144,6 +151,8 @@ class GlooContext final : public Context {
   c10::intrusive_ptr<c10d::TCPStore> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::unique_ptr<detail::Heartbeat> heartbeat_;
+  std::mutex failure_mutex_;
+  std::string failure_;  // the first failure, described
 };
 
 GlooPending::GlooPending(GlooContext& context, std::vector<at::Tensor> tensors, c10::intrusive_ptr<c10d::Work> work,

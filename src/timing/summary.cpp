@@ -43,7 +43,7 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
   }
   // per rank; each phase's mean over ranks and max over ranks (of the per-rank means)
   json ranks = json::array({{{"rank", 0}, {"step_ms_p50", step.p50_ms}, {"step_ms_p99", step.p99_ms},
-                             {"busy_ms_p50", step.p50_ms - stats.phase(Phase::comm).p50_ms}}});
+                             {"busy_ms_p50", step.p50_ms}}});  // alone: no gradient communication
   json across = json::object();
   if (info.ranks) {
     ranks = json::array();

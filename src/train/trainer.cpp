@@ -18,8 +18,8 @@
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/dist/metric_reduction.hpp"
-#include "fitscope/dist/step_record_gather.hpp"
 #include "fitscope/metrics/metric_set.hpp"
+#include "data_parallel_fit.hpp"
 #include "optimizer_state.hpp"
 
 namespace fitscope {
@@ -180,26 +180,10 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   params_ = {o.epochs, o.initial_epoch, steps, o.batch_size, train->size(),
              validation ? validation->size() : 0};
 
-  dist::Context& ranks = context();
-  const bool distributed = ranks.world_size() > 1;
-  std::vector<std::shared_ptr<Callback>> mine;  // the chief alone runs the callbacks with side effects
-  for (const auto& c : o.callbacks) {
-    if (ranks.is_chief() || !c->chief_only()) mine.push_back(c);
-  }
-  CallbackList callbacks(mine);
+  detail::DataParallelFit ranks(options_.context, options_.buckets, options_.warmup_steps, rank_timings_, communication_);
+  CallbackList callbacks(ranks.callbacks_of_this_rank(o.callbacks));
   Attached attached(callbacks, this);
-  std::unique_ptr<dist::GradientReducer> reducer;
-  if (distributed) reducer = std::make_unique<dist::GradientReducer>(options_.context, model_->parameters(), options_.buckets);
-  clock_.set_rank(ranks.rank());
-  rank_timings_ = RankTimings(distributed ? ranks.world_size() : 0, options_.warmup_steps);
-  communication_ = StreamingQuantiles();
-  int64_t steps_run = 0;
-  std::vector<StepRecord> epoch_records;  // this rank's, gathered at the epoch's end
-  // a callback that may stop training mid-epoch makes the ranks agree after every step; otherwise
-  // a stop (from request_stop) is agreed at the epoch's end
-  bool agree_each_step = false;
-  for (const auto& c : mine) agree_each_step = agree_each_step || (c->changes_training() && !c->chief_only());
-  agree_each_step = agree_each_step && distributed;
+  clock_.set_rank(context().rank());
   const bool batch_logs = callbacks.reads_batch_logs();
   const bool has_callbacks = !callbacks.empty();
   const bool transfer = !options_.device.is_cpu();
@@ -213,7 +197,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   stop_requested_ = false;
   History history;
 
-  StepContext context{*model_, *optimizer_, options_.loss, clock_, reducer.get()};
+  StepContext context{*model_, *optimizer_, options_.loss, clock_};
   int64_t& pass = pass_;  // continuing stream of shuffled passes (with steps_per_epoch)
   int64_t& cursor = cursor_;
   pass = o.steps_per_epoch ? o.initial_epoch : 0;
@@ -258,11 +242,8 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       }
       resume_.reset();
     }
-    if (distributed) {  // every rank starts from the chief's weights
-      std::vector<at::Tensor> tensors;
-      for (auto& named : model_->named_state()) tensors.push_back(named.second);
-      dist::broadcast_from_chief(ranks, tensors);
-    }
+    ranks.start(*model_);  // from the chief's weights (after a restore, if any)
+    context.reducer = ranks.reducer();
     for (int64_t epoch = first_epoch; epoch < o.epochs && !stop_requested_; ++epoch) {
       const bool continuing = resuming && epoch == first_epoch;
       train_metrics_->reset();
@@ -308,19 +289,10 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
           clock_.enter(Phase::checkpoint);
           checkpoint_if_requested(epoch, b + 1);
         }
-        if (distributed) {
-          int64_t agreement_ns = 0;
-          if (agree_each_step) {
-            clock_.enter(Phase::comm);
-            const int64_t start = StepClock::now_ns();
-            if (agree_on_stop()) stop_requested_ = true;
-            agreement_ns = StepClock::now_ns() - start;
-          }
-          if (++steps_run > options_.warmup_steps) communication_.add(reducer->communication_ns() + agreement_ns);
-        }
+        stop_requested_ = ranks.end_step(clock_, stop_requested_);
         const StepRecord& record = clock_.end_step();
-        if (distributed && options_.timing) epoch_records.push_back(record);
         if (options_.timing) {
+          ranks.keep(record);
           // records are folded into the distributions in groups: the histograms are touched in
           // bursts, not once per step between the model's kernels
           pending.push_back(record);
@@ -330,21 +302,12 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         if (stop_requested_) break;
       }
       fold();  // epoch-level hooks (TensorBoard's timing scalars) see every step of the epoch
-      if (distributed) {
-        if (agree_on_stop()) stop_requested_ = true;
-        for (const StepRecord& r : dist::all_gather_records(ranks, epoch_records)) {
-          rank_timings_.add(r);
-          if (r.rank == ranks.rank()) continue;
-          for (auto& sink : o.step_sinks) sink->on_step(r);
-        }
-        epoch_records.clear();
-        dist::all_reduce_metrics(ranks, *train_metrics_);
-      }
+      stop_requested_ = ranks.end_epoch(stop_requested_, *train_metrics_, o.step_sinks);
       Logs epoch_logs = train_metrics_->logs();
       train_metrics_->warn_undefined(warn, "");
       if (validation) {
         validation_loader->set_epoch(0);
-        epoch_logs.merge(run_evaluation(*validation_loader, callbacks, distributed).with_prefix("val_"));
+        epoch_logs.merge(run_evaluation(*validation_loader, callbacks, /*reduce=*/true).with_prefix("val_"));
         test_metrics_->warn_undefined(warn, "val_");
         model_->train(true);
       }
@@ -428,12 +391,6 @@ void Trainer::restore(const TrainingState& s) {
   }
   global_step_ = s.global_step;
   resume_ = s;
-}
-
-bool Trainer::agree_on_stop() {
-  const at::Tensor flag = at::full({1}, stop_requested_ ? 1.0f : 0.0f);
-  context().all_reduce(flag);
-  return flag.item<float>() > 0;
 }
 
 Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce) {

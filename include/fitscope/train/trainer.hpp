@@ -161,7 +161,7 @@ class Trainer {
   dist::Context& context() const { return *options_.context; }
   /// Rank 0 (or a single process): writes the run's files.
   bool is_chief() const { return options_.context->is_chief(); }
-  /// Every rank's step distributions of the last fit (data-parallel runs; empty otherwise).
+  /// Every rank's step distributions of the last fit (a world of one in a single process).
   const RankTimings& rank_timings() const { return rank_timings_; }
   /// Per measured step of the last fit, the time gradient communication was in flight (ns), whether
   /// exposed (`comm`) or hidden behind backward. Empty in a single process.
@@ -195,8 +195,6 @@ class Trainer {
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
   /// In a data-parallel run, the loader reads this rank's shard of the `size` examples.
   LoaderOptions loader_options(const FitOptions& fit, bool training, int64_t size) const;
-  /// Whether any rank asked to stop (a collective in a data-parallel run).
-  bool agree_on_stop();
 
   std::shared_ptr<Model> model_;
   TrainerOptions options_;

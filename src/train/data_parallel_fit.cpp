@@ -1,0 +1,74 @@
+#include "data_parallel_fit.hpp"
+
+#include <ATen/ATen.h>
+
+#include "fitscope/dist/metric_reduction.hpp"
+#include "fitscope/dist/step_record_gather.hpp"
+
+namespace fitscope::detail {
+
+DataParallelFit::DataParallelFit(std::shared_ptr<dist::Context> context, const dist::GradientReducerOptions& buckets,
+                                 int64_t warmup_steps, RankTimings& timings, StreamingQuantiles& communication)
+    : context_(std::move(context)),
+      buckets_(buckets),
+      active_(context_->world_size() > 1),
+      warmup_steps_(warmup_steps),
+      timings_(timings),
+      communication_(communication) {
+  timings_ = RankTimings(context_->world_size(), warmup_steps);
+  communication_ = StreamingQuantiles();
+}
+
+std::vector<std::shared_ptr<Callback>> DataParallelFit::callbacks_of_this_rank(
+    const std::vector<std::shared_ptr<Callback>>& all) {
+  std::vector<std::shared_ptr<Callback>> mine;
+  for (const auto& c : all) {
+    if (context_->is_chief() || !c->chief_only()) mine.push_back(c);
+    // a callback that may stop mid-epoch and runs on every rank: agree after every step (the same
+    // decision everywhere, since only chief-only callbacks differ between ranks)
+    agree_each_step_ = agree_each_step_ || (active_ && c->changes_training() && !c->chief_only());
+  }
+  return mine;
+}
+
+void DataParallelFit::start(Model& model) {
+  if (!active_) return;
+  std::vector<at::Tensor> tensors;
+  for (auto& named : model.named_state()) tensors.push_back(named.second);
+  dist::broadcast_from_chief(*context_, tensors);
+  reducer_ = std::make_unique<dist::GradientReducer>(context_, model.parameters(), buckets_);
+}
+
+bool DataParallelFit::any_rank(bool stop_requested) {
+  const at::Tensor flag = at::full({1}, stop_requested ? 1.0f : 0.0f);
+  context_->all_reduce(flag);
+  return flag.item<float>() > 0;
+}
+
+bool DataParallelFit::end_step(StepClock& clock, bool stop_requested) {
+  if (!active_) return stop_requested;
+  int64_t agreement_ns = 0;
+  if (agree_each_step_) {
+    clock.enter(Phase::comm);
+    const int64_t start = StepClock::now_ns();
+    stop_requested = any_rank(stop_requested);
+    agreement_ns = StepClock::now_ns() - start;
+  }
+  if (++steps_ > warmup_steps_) communication_.add(reducer_->communication_ns() + agreement_ns);
+  return stop_requested;
+}
+
+bool DataParallelFit::end_epoch(bool stop_requested, MetricSet& metrics, const std::vector<std::shared_ptr<StepSink>>& sinks) {
+  if (!active_) return stop_requested;
+  stop_requested = any_rank(stop_requested);
+  for (const StepRecord& r : dist::all_gather_records(*context_, records_)) {
+    timings_.add(r);
+    if (r.rank == context_->rank()) continue;  // the sinks had this rank's records step by step
+    for (const auto& sink : sinks) sink->on_step(r);
+  }
+  records_.clear();
+  dist::all_reduce_metrics(*context_, metrics);
+  return stop_requested;
+}
+
+}  // namespace fitscope::detail

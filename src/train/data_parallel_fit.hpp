@@ -1,0 +1,63 @@
+#pragma once
+// DataParallelFit: what one fit() does besides training when it runs on several ranks: the
+// callbacks of this rank (chief-only ones on rank 0 alone), the gradient reducer starting from the
+// chief's weights, the stop agreed by every rank, and at each epoch's end every rank's step records
+// gathered and the metric states summed. In a single process every call does nothing.
+// Training thread only; lives for one fit().
+
+#include <memory>
+#include <vector>
+
+#include "fitscope/callbacks/callback.hpp"
+#include "fitscope/dist/context.hpp"
+#include "fitscope/dist/gradient_reducer.hpp"
+#include "fitscope/metrics/metric_set.hpp"
+#include "fitscope/timing/rank_timings.hpp"
+#include "fitscope/timing/step_clock.hpp"
+#include "fitscope/timing/step_sink.hpp"
+#include "fitscope/timing/streaming_quantiles.hpp"
+#include "fitscope/train/model.hpp"
+
+namespace fitscope::detail {
+
+class DataParallelFit {
+ public:
+  /// Fills `timings` (every rank's steps) and `communication` (per measured step, the time gradient
+  /// communication was in flight), which must outlive this object.
+  DataParallelFit(std::shared_ptr<dist::Context> context, const dist::GradientReducerOptions& buckets,
+                  int64_t warmup_steps, RankTimings& timings, StreamingQuantiles& communication);
+
+  /// The callbacks this rank runs: all of them on the chief, the others without the chief-only ones.
+  std::vector<std::shared_ptr<Callback>> callbacks_of_this_rank(const std::vector<std::shared_ptr<Callback>>& all);
+  /// Before the first step: copies the chief's weights and buffers everywhere and hooks the reducer
+  /// into `model`'s parameters.
+  void start(Model& model);
+  /// The reducer of StepContext (null in a single process).
+  dist::GradientReducer* reducer() const { return reducer_.get(); }
+  /// After a step's callbacks: whether any rank asked to stop (agreed after every step when a callback
+  /// may stop mid-epoch, in phase `comm`), and the step's communication.
+  bool end_step(StepClock& clock, bool stop_requested);
+  /// Keeps this rank's record of the step for the epoch's gathering.
+  void keep(const StepRecord& record) {
+    if (active_) records_.push_back(record);
+  }
+  /// At the epoch's end: whether any rank asked to stop; every rank's records into the timings and,
+  /// other ranks' records, into `sinks`; `metrics` summed over ranks.
+  bool end_epoch(bool stop_requested, MetricSet& metrics, const std::vector<std::shared_ptr<StepSink>>& sinks);
+
+ private:
+  bool any_rank(bool stop_requested);
+
+  std::shared_ptr<dist::Context> context_;
+  dist::GradientReducerOptions buckets_;
+  bool active_;
+  bool agree_each_step_ = false;
+  int64_t warmup_steps_;
+  int64_t steps_ = 0;
+  RankTimings& timings_;
+  StreamingQuantiles& communication_;
+  std::unique_ptr<dist::GradientReducer> reducer_;
+  std::vector<StepRecord> records_;  // this rank's, this epoch
+};
+
+}  // namespace fitscope::detail
