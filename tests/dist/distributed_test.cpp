@@ -118,6 +118,14 @@ TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
   EXPECT_TRUE(rank1_track);
 }
 
+TEST(Distributed, BackupsWithoutARunDirectoryAreRefusedOnEveryRank) {
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--checkpoint-every", "epoch", "--epochs", "1"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("[rank 1] fitscope: --checkpoint-every epoch in a data-parallel run needs --run-dir"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rank 0 (pid "), std::string::npos) << r.err;
+}
+
 /// A launched run whose stderr is read as it comes, line by line, with arrival times.
 class LiveLaunch {
  public:

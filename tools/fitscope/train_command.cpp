@@ -305,6 +305,10 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   const Session session(o, process_context(o));
   auto trainer = session.make_trainer(o);
   dist::Context& ranks = *session.ranks;
+  if (ranks.world_size() > 1 && !o.checkpoint_every.empty() && o.run_dir.empty()) {
+    throw std::invalid_argument("--checkpoint-every " + o.checkpoint_every +
+                                " in a data-parallel run needs --run-dir: every rank restores from its backups");
+  }
   // the chief writes the run directory; the other ranks only read a backup from it (--resume)
   const fs::path run_dir = ranks.is_chief() ? make_run_dir(o.run_dir, o.model) : fs::path(o.run_dir);
   FitOptions fit = session.fit_options(o, ranks.is_chief() ? &run_dir : nullptr);
