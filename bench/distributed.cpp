@@ -2,7 +2,8 @@
 //   1. a world-size-1 context against no context (same trainer, same data): goal <= 1.01
 //   2. bucketed all-reduce against one all-reduce per parameter, on a model of many small parameters
 //      (2 ranks, backward + gradient sync per step): goal >= 2x
-//   3. exposed `comm` against the whole time communication is in flight, seed CNN (2 ranks): goal <= 30 %
+//   3. exposed `comm` against the whole time communication is in flight, seed CNN (2 ranks): goal <= 30 %;
+//      printed with the buckets the reducer rebuilt and what one lone all-reduce of each size takes
 //   4. 2-rank throughput against 1 rank, each with the thread policy's intra-op threads
 // Run without arguments: it measures 1 and the 1-rank side of 4 itself, then launches itself as two
 // ranks (fitscope::dist::launch) for 2-4. Usage: bench_distributed [rounds] [cnn_steps]
@@ -11,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -31,12 +33,14 @@ TensorDataset images(int64_t size) {
 /// Samples/s of the seed CNN over `steps` measured steps (after 10 warm-up steps) on `context`.
 struct CnnRun {
   double samples_per_s = 0, exposed_ms = 0, in_flight_ms = 0;
+  std::vector<int64_t> buckets;  // bytes
 };
-CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps) {
+CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, bool rebuild_buckets = true) {
   torch::manual_seed(0);
   TrainerOptions options;
   options.context = std::move(context);
   options.warmup_steps = 10;
+  if (!rebuild_buckets) options.buckets.rebuild_after_steps = 0;
   Trainer trainer(models::Cnn(28, 1, 10), options);
   FitOptions fit;
   fit.steps_per_epoch = steps + options.warmup_steps;
@@ -45,6 +49,7 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps) {
   run.samples_per_s = trainer.step_stats().samples_per_s();
   run.exposed_ms = trainer.step_stats().phase(Phase::comm).mean_ms;
   run.in_flight_ms = trainer.communication().mean() * 1e-6;
+  run.buckets = trainer.gradient_buckets();
   return run;
 }
 
@@ -80,13 +85,27 @@ int rank_main(int rounds, int64_t cnn_steps) {
     per_parameter += p / rounds;
     ratios.push_back(p / b);
   }
+  const CnnRun fixed = train_cnn(context, cnn_steps, /*rebuild_buckets=*/false);
   const CnnRun cnn = train_cnn(context, cnn_steps);
+  std::ostringstream buckets;  // each bucket's size, and one lone all-reduce of that size (ms)
+  for (int64_t bytes : cnn.buckets) {
+    const at::Tensor t = torch::ones({bytes / 4});
+    for (int i = 0; i < 20; ++i) context->all_reduce(t);
+    const double lone = bench::seconds([&] {
+      for (int i = 0; i < 200; ++i) context->all_reduce(t);
+    }) / 200;
+    buckets << std::fixed << std::setprecision(2) << " " << static_cast<double>(bytes) / 1024 << " KiB (" << lone * 1e3 << " ms)";
+  }
   if (context->is_chief()) {
     std::cout << "RESULT bucket_ratio " << bench::median(ratios) << "\n"
               << "RESULT bucketed_ms " << bucketed * 1e3 << "\n"
               << "RESULT per_parameter_ms " << per_parameter * 1e3 << "\n"
               << "RESULT exposed_ms " << cnn.exposed_ms << "\n"
               << "RESULT in_flight_ms " << cnn.in_flight_ms << "\n"
+              << "RESULT fixed_exposed_ms " << fixed.exposed_ms << "\n"
+              << "RESULT fixed_in_flight_ms " << fixed.in_flight_ms << "\n"
+              << "RESULT fixed_samples_per_s_per_rank " << fixed.samples_per_s << "\n"
+              << "RESULT buckets" << buckets.str() << "\n"
               << "RESULT samples_per_s_per_rank " << cnn.samples_per_s << "\n";
   }
   context->barrier();
@@ -126,18 +145,26 @@ int main(int argc, char** argv) {
     std::cerr << err.str() << out.str();
     return 1;
   }
-  std::map<std::string, double> result;
+  std::map<std::string, std::string> text;  // "[rank 0] RESULT key value..."
   std::istringstream lines(out.str());
-  for (std::string prefix, rank, tag, key; lines >> prefix >> rank >> tag >> key;) {
-    if (tag == "RESULT") lines >> result[key];
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string prefix, rank, tag, key, value;
+    if (words >> prefix >> rank >> tag >> key && tag == "RESULT") std::getline(words >> std::ws, text[key]);
   }
-  const double two = 2 * result["samples_per_s_per_rank"];
+  auto result = [&](const std::string& key) { return std::atof(text[key].c_str()); };
+  const double two = 2 * result("samples_per_s_per_rank");
   std::cout << "threads per rank (thread policy): 1 rank " << default_threads(1) << ", 2 ranks " << default_threads(2) << "\n"
             << "1. world-size-1 context / no context, seed MLP time:         x" << context_ratio << "  (goal <= 1.01)\n"
-            << "2. per-parameter / bucketed all-reduce, 64 Linear(16,16):     x" << result["bucket_ratio"] << "  ("
-            << result["per_parameter_ms"] << " ms vs " << result["bucketed_ms"] << " ms per backward+sync; goal >= 2)\n"
-            << "3. exposed comm / communication in flight, seed CNN, 2 ranks:  " << result["exposed_ms"] << " ms / "
-            << result["in_flight_ms"] << " ms = " << 100 * result["exposed_ms"] / result["in_flight_ms"] << " %  (goal <= 30 %)\n"
+            << "2. per-parameter / bucketed all-reduce, 64 Linear(16,16):     x" << result("bucket_ratio") << "  ("
+            << result("per_parameter_ms") << " ms vs " << result("bucketed_ms") << " ms per backward+sync; goal >= 2)\n"
+            << "3. exposed comm / communication in flight, seed CNN, 2 ranks:  " << result("exposed_ms") << " ms / "
+            << result("in_flight_ms") << " ms = " << 100 * result("exposed_ms") / result("in_flight_ms") << " %  (goal <= 30 %)\n"
+            << "   buckets (launch order) and one lone all-reduce of each:   " << text["buckets"] << "\n"
+            << "   the same without rebuilding the buckets (one bucket):       " << result("fixed_exposed_ms") << " ms / "
+            << result("fixed_in_flight_ms") << " ms = " << 100 * result("fixed_exposed_ms") / result("fixed_in_flight_ms")
+            << " %, samples/s x" << result("samples_per_s_per_rank") / result("fixed_samples_per_s_per_rank")
+            << " with the rebuild\n"
             << "4. seed CNN samples/s: 2 ranks " << two << " vs 1 rank " << one.samples_per_s << ": x" << two / one.samples_per_s
             << "\n";
   return 0;

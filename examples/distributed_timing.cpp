@@ -27,6 +27,7 @@ int main() {
   info.world_size = context->world_size();
   info.ranks = &trainer.rank_timings();
   info.communication = &trainer.communication();
+  info.gradient_buckets = trainer.gradient_buckets();
   VerdictContext verdict;
   verdict.batch_size = fit.batch_size;
   if (context->is_chief()) {

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -40,41 +41,65 @@ struct GradientReducer::Bucket {
 
 GradientReducer::GradientReducer(std::shared_ptr<Context> context, std::vector<at::Tensor> parameters,
                                  GradientReducerOptions options)
-    : context_(std::move(context)), params_(std::move(parameters)) {
+    : context_(std::move(context)), params_(std::move(parameters)), options_(options) {
   if (!context_) throw std::invalid_argument("the gradient reducer needs a context, got null");
-  if (options.bucket_cap_bytes < 0 || options.first_bucket_bytes < 0) {
-    throw std::invalid_argument("bucket sizes must be >= 0, got " + std::to_string(options.bucket_cap_bytes) + " and " +
-                                std::to_string(options.first_bucket_bytes));
+  if (options.bucket_cap_bytes < 0 || options.first_bucket_bytes < 0 || options.rebuild_after_steps < 0) {
+    throw std::invalid_argument("bucket sizes and rebuild_after_steps must be >= 0, got " +
+                                std::to_string(options.bucket_cap_bytes) + ", " +
+                                std::to_string(options.first_bucket_bytes) + " and " +
+                                std::to_string(options.rebuild_after_steps));
   }
-  where_.resize(params_.size());
-  ready_.assign(params_.size(), 0);
-  // reverse order: backward produces the last layers' gradients first
-  std::vector<std::vector<std::size_t>> groups;
-  int64_t bytes = 0;
+  std::vector<std::size_t> reverse;
   for (std::size_t n = params_.size(); n-- > 0;) {
-    const at::Tensor& p = params_[n];
-    if (!p.requires_grad()) {
+    if (!params_[n].requires_grad()) {
       throw std::invalid_argument("parameter " + std::to_string(n) + " does not require a gradient");
     }
+    reverse.push_back(n);  // backward produces the last layers' gradients first
+  }
+  build_buckets(reverse, {}, 0);
+  arrived_ns_.assign(params_.size(), -1);
+  for (std::size_t n = 0; n < params_.size(); ++n) {
+    hooks_.push_back(params_[n].register_hook([this, n](const at::Tensor& grad) { on_gradient(n, grad); }));
+  }
+}
+
+void GradientReducer::build_buckets(const std::vector<std::size_t>& order, const std::vector<int64_t>& arrival_ns,
+                                    int64_t communication_ns) {
+  int64_t first = -1, last = -1;
+  for (int64_t t : arrival_ns) {
+    if (t < 0) continue;
+    first = first < 0 ? t : std::min(first, t);
+    last = std::max(last, t);
+  }
+  const double pause = options_.pause_fraction * static_cast<double>(std::max(last - first, communication_ns));
+  std::vector<std::vector<std::size_t>> groups;
+  int64_t bytes = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const at::Tensor& p = params_[order[i]];
     const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
-    const int64_t cap = groups.size() <= 1 ? options.first_bucket_bytes : options.bucket_cap_bytes;
-    const bool fits = !groups.empty() && bytes + size <= cap &&
+    const int64_t cap = groups.size() <= 1 ? options_.first_bucket_bytes : options_.bucket_cap_bytes;
+    const bool after_pause = i > 0 && !arrival_ns.empty() && arrival_ns[order[i]] >= 0 && pause > 0 &&
+                             static_cast<double>(arrival_ns[order[i]] - arrival_ns[order[i - 1]]) >= pause;
+    const bool fits = !groups.empty() && !after_pause && bytes + size <= cap &&
                       params_[groups.back().front()].scalar_type() == p.scalar_type() &&
                       params_[groups.back().front()].device() == p.device();
     if (!fits) {
       groups.emplace_back();
       bytes = 0;
     }
-    groups.back().push_back(n);
+    groups.back().push_back(order[i]);
     bytes += size;
   }
+  buckets_.clear();
   buckets_.resize(groups.size());
+  where_.assign(params_.size(), {0, 0});
+  ready_.assign(params_.size(), 0);
   for (std::size_t b = 0; b < groups.size(); ++b) {
     Bucket& bucket = buckets_[b];
     int64_t numel = 0;
     for (std::size_t n : groups[b]) numel += params_[n].numel();
-    const at::Tensor& first = params_[groups[b].front()];
-    bucket.buffer = at::zeros({numel}, first.options().requires_grad(false));
+    const at::Tensor& front = params_[groups[b].front()];
+    bucket.buffer = at::zeros({numel}, front.options().requires_grad(false));
     int64_t offset = 0;
     for (std::size_t slot = 0; slot < groups[b].size(); ++slot) {
       const std::size_t n = groups[b][slot];
@@ -84,9 +109,46 @@ GradientReducer::GradientReducer(std::shared_ptr<Context> context, std::vector<a
       offset += params_[n].numel();
     }
   }
-  for (std::size_t n = 0; n < params_.size(); ++n) {
-    hooks_.push_back(params_[n].register_hook([this, n](const at::Tensor& grad) { on_gradient(n, grad); }));
+}
+
+void GradientReducer::record_arrivals_and_rebuild() {
+  if (static_cast<int64_t>(arrival_history_.size()) >= options_.rebuild_after_steps) return;
+  int64_t first = -1;
+  for (int64_t t : arrived_ns_) {
+    if (t >= 0) first = first < 0 ? t : std::min(first, t);
   }
+  std::vector<int64_t> offsets(params_.size(), -1);
+  for (std::size_t n = 0; n < params_.size(); ++n) {
+    if (arrived_ns_[n] >= 0) offsets[n] = arrived_ns_[n] - first;
+  }
+  offsets.push_back(communication_ns_);
+  arrival_history_.push_back(std::move(offsets));
+  std::fill(arrived_ns_.begin(), arrived_ns_.end(), -1);
+  if (static_cast<int64_t>(arrival_history_.size()) < options_.rebuild_after_steps) return;
+  // rank 0's medians, the same on every rank: per parameter, when its gradient arrived (-1: never);
+  // last, the communication time of a step
+  const int64_t entries = static_cast<int64_t>(params_.size()) + 1;
+  at::Tensor median = at::full({entries}, -1, at::kLong);
+  for (int64_t n = 0; n < entries; ++n) {
+    std::vector<int64_t> seen;
+    for (const auto& step : arrival_history_) {
+      if (step[n] >= 0) seen.push_back(step[n]);
+    }
+    if (seen.empty()) continue;
+    std::nth_element(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen.size() / 2), seen.end());
+    median[n] = seen[seen.size() / 2];
+  }
+  context_->broadcast(median, 0);
+  std::vector<int64_t> arrival(median.data_ptr<int64_t>(), median.data_ptr<int64_t>() + entries);
+  const int64_t communication = arrival.back();
+  arrival.pop_back();
+  std::vector<std::size_t> order;
+  for (std::size_t n = params_.size(); n-- > 0;) order.push_back(n);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto key = [&](std::size_t n) { return arrival[n] < 0 ? INT64_MAX : arrival[n]; };  // never: last
+    return key(a) < key(b);
+  });
+  build_buckets(order, arrival, communication);
 }
 
 GradientReducer::~GradientReducer() {
@@ -107,6 +169,12 @@ std::vector<int64_t> GradientReducer::bucket_sizes() const {
   return sizes;
 }
 
+std::vector<int64_t> GradientReducer::bucket_bytes() const {
+  std::vector<int64_t> bytes;
+  for (const auto& b : buckets_) bytes.push_back(b.buffer.numel() * static_cast<int64_t>(b.buffer.element_size()));
+  return bytes;
+}
+
 void GradientReducer::on_gradient(std::size_t n, const at::Tensor& grad) {
   if (!sync_) return;
   at::NoGradGuard no_grad;
@@ -121,6 +189,7 @@ void GradientReducer::on_gradient(std::size_t n, const at::Tensor& grad) {
   }
   if (!ready_[n]) {
     ready_[n] = 1;
+    arrived_ns_[n] = StepClock::now_ns();
     ++bucket.ready;
   }
   launch_ready();
@@ -182,6 +251,7 @@ void GradientReducer::finish() {
   std::fill(ready_.begin(), ready_.end(), 0);
   next_ = 0;
   accumulated_ = false;
+  record_arrivals_and_rebuild();
 }
 
 }  // namespace fitscope::dist

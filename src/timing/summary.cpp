@@ -68,7 +68,8 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
     const double total = info.communication->mean() * 1e-6, exposed = stats.phase(Phase::comm).mean_ms;
     communication = {{"total_ms_mean", total},
                      {"exposed_ms_mean", exposed},
-                     {"exposed_fraction", total > 0 ? exposed / total : 0.0}};
+                     {"exposed_fraction", total > 0 ? exposed / total : 0.0},
+                     {"bucket_bytes", info.gradient_buckets}};
   }
   json out = {
       {"model", info.model},
@@ -131,6 +132,14 @@ std::string format_ranks(const PhaseStats& stats, const RunInfo& info) {
                   "Communication: %.3f ms in flight per step, %.3f ms of it exposed (%.0f%%), the rest hidden behind backward\n",
                   total, exposed, total > 0 ? 100 * exposed / total : 0.0);
     out += line;
+    if (!info.gradient_buckets.empty()) {
+      out += "  gradient buckets, in launch order:";
+      for (int64_t bytes : info.gradient_buckets) {
+        std::snprintf(line, sizeof line, " %.1f KiB", static_cast<double>(bytes) / 1024);
+        out += line;
+      }
+      out += "\n";
+    }
   }
   return out;
 }

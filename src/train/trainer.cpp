@@ -321,6 +321,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       history.append(epoch, epoch_logs);
       last_logs = epoch_logs;
     }
+    gradient_buckets_ = ranks.reducer() ? ranks.reducer()->bucket_bytes() : std::vector<int64_t>{};
     callbacks.on_train_end(last_logs);
   } catch (...) {
     callbacks_ = nullptr;

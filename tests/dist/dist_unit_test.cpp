@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "fitscope/fitscope.hpp"
 
@@ -83,6 +85,55 @@ TEST(GradientReducer, BucketsInReverseOrderWithASmallFirstBucketAndAccumulatesUn
   const auto got = grads();
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::allclose(got[i], expected[i])) << i;
   EXPECT_GE(reducer.communication_ns(), 0);
+}
+
+/// Identity whose backward sleeps: a pause in backward between the layers before and after it.
+struct PauseInBackward : torch::autograd::Function<PauseInBackward> {
+  static at::Tensor forward(torch::autograd::AutogradContext*, const at::Tensor& x) { return x.clone(); }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list g) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return {g[0]};
+  }
+};
+
+TEST(GradientReducer, RebuildsBucketsAtAPauseInBackwardAfterTheFirstSteps) {
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Linear(8, 8),
+                            torch::nn::Functional([](const at::Tensor& x) { return PauseInBackward::apply(x); }),
+                            torch::nn::Linear(8, 8), torch::nn::Linear(8, 2));
+  auto context = dist::single_process_context();
+  dist::GradientReducerOptions options;
+  options.rebuild_after_steps = 3;
+  dist::GradientReducer reducer(context, net->parameters(), options);
+  options.rebuild_after_steps = 0;
+  dist::GradientReducer fixed(context, net->parameters(), options);
+  EXPECT_EQ(reducer.bucket_sizes(), (std::vector<int64_t>{6}));  // all fit the 1 MiB first bucket
+
+  const at::Tensor x = torch::randn({4, 8});
+  for (int step = 1; step <= 4; ++step) {
+    for (auto& p : net->parameters()) p.mutable_grad() = at::Tensor();
+    net->forward(x).sum().backward();
+    reducer.finish();
+    fixed.finish();
+    // the last two layers' gradients arrive before the pause, the first layer's after it
+    const std::vector<int64_t> sizes = step < 3 ? std::vector<int64_t>{6} : std::vector<int64_t>{4, 2};
+    const std::vector<int64_t> bytes = step < 3 ? std::vector<int64_t>{4 * 162} : std::vector<int64_t>{4 * 90, 4 * 72};
+    EXPECT_EQ(reducer.bucket_sizes(), sizes) << step;
+    EXPECT_EQ(reducer.bucket_bytes(), bytes) << step;
+  }
+  EXPECT_EQ(fixed.bucket_sizes(), (std::vector<int64_t>{6}));
+  // the averaged (world of one: unchanged) gradients land where they belong after the rebuild
+  std::vector<at::Tensor> reduced;
+  for (auto& p : net->parameters()) {
+    reduced.push_back(p.grad().clone());
+    p.mutable_grad() = at::Tensor();
+  }
+  {
+    dist::NoSync off(reducer), off_too(fixed);
+    net->forward(x).sum().backward();
+  }
+  const auto params = net->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::equal(params[i].grad(), reduced[i])) << i;
 }
 
 TEST(DistributedSampler, UnevenShardsSeeEveryExampleOnce) {

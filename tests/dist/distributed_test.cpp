@@ -104,6 +104,10 @@ TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
   EXPECT_GE(summary["phases_across_ranks"]["comm"]["max_ms"].get<double>(),
             summary["phases_across_ranks"]["comm"]["mean_ms"].get<double>());
   EXPECT_GT(summary["communication"]["total_ms_mean"].get<double>(), 0);
+  int64_t bucket_bytes = 0;  // the buckets hold every gradient of the MLP (784 x 10 weights, 10 biases)
+  for (const auto& b : summary["communication"]["bucket_bytes"]) bucket_bytes += b.get<int64_t>();
+  EXPECT_EQ(bucket_bytes, (784 * 10 + 10) * 4);
+  EXPECT_NE(r.out.find("[rank 0]   gradient buckets, in launch order:"), std::string::npos) << r.out;
   // 800 training examples: 400 per rank, 13 steps a rank and epoch; both ranks' rows are in steps.csv
   const std::string steps = read_file(run + "/steps.csv");
   std::size_t rank1_rows = 0;

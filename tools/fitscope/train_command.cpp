@@ -340,6 +340,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.world_size = ranks.world_size();
   if (ranks.world_size() > 1) info.ranks = &trainer->rank_timings();
   info.communication = &trainer->communication();
+  info.gradient_buckets = trainer->gradient_buckets();
   info.device = session.device.str();
   info.logs = history.last();
   info.clock_overhead_ns_per_step = trainer->clock_overhead_ns_per_step();

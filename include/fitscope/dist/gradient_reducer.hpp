@@ -10,6 +10,12 @@
 /// (parameters without a gradient count as zeros), waits, and writes the averaged gradients into
 /// `.grad`: the time blocked there is the step's exposed communication (`comm`), while
 /// communication_ns() is the whole time communication was in flight, so overlap is visible.
+/// After rebuild_after_steps synced steps the buckets are rebuilt, as DDP does, from when rank 0's
+/// gradients arrived (the median over those steps, broadcast so every rank builds the same buckets):
+/// in arrival order, under the same caps, and a bucket also ends where backward pauses for at least
+/// pause_fraction of the longer of its span (first to last gradient) and a step's communication time,
+/// so what is ready before the pause is reduced while the rest of backward runs (a small model gets
+/// overlap although it fits one bucket) and a pause too short to hide anything adds no collective.
 /// With sync off (NoSync), backward only accumulates local gradients; the next synced backward
 /// reduces the accumulation (gradient accumulation as DDP's no_sync).
 /// Built and finished on the training thread; hooks run on autograd's thread.
@@ -28,6 +34,8 @@ namespace fitscope::dist {
 struct GradientReducerOptions {
   int64_t bucket_cap_bytes = 25 << 20;   ///< DDP's default bucket cap, 25 MiB
   int64_t first_bucket_bytes = 1 << 20;  ///< DDP's first bucket, 1 MiB
+  int64_t rebuild_after_steps = 5;       ///< 0: keep the reverse-order buckets (default: the warm-up)
+  double pause_fraction = 0.1;           ///< a pause this share of backward's span ends a bucket
 };
 
 /// Copies rank 0's tensors (parameters, buffers) into every rank's, one collective per dtype.
@@ -50,12 +58,19 @@ class GradientReducer {
   bool sync() const { return sync_; }
   /// The buckets' sizes in parameters, in launch order.
   std::vector<int64_t> bucket_sizes() const;
+  /// The buckets' sizes in bytes, in launch order.
+  std::vector<int64_t> bucket_bytes() const;
   /// The last finish()'s communication: from the first launch to the last completion, gaps
   /// without any collective in flight left out (ns).
   int64_t communication_ns() const { return communication_ns_; }
 
  private:
   struct Bucket;
+  /// Buckets for the parameters in `order` (the order their gradients arrive), under the caps; with
+  /// `arrival_ns` (per parameter, -1: never), a bucket also ends at a pause in backward.
+  void build_buckets(const std::vector<std::size_t>& order, const std::vector<int64_t>& arrival_ns,
+                     int64_t communication_ns);
+  void record_arrivals_and_rebuild();
   void on_gradient(std::size_t param, const at::Tensor& grad);
   void launch_ready();  // with mutex_ held
   void launch(Bucket& bucket);
@@ -65,7 +80,12 @@ class GradientReducer {
   std::vector<Bucket> buckets_;
   std::vector<std::pair<std::size_t, std::size_t>> where_;  // param -> (bucket, slot)
   std::vector<unsigned> hooks_;
+  GradientReducerOptions options_;
   std::vector<char> ready_;
+  std::vector<int64_t> arrived_ns_;                   // this backward's, per parameter
+  // per synced step until the rebuild: each gradient's offset from the first (-1: none), then the
+  // step's communication_ns
+  std::vector<std::vector<int64_t>> arrival_history_;
   std::size_t next_ = 0;  // the next bucket to launch
   bool sync_ = true;
   bool accumulated_ = false;  // a no-sync backward left local gradients in .grad

@@ -35,6 +35,7 @@ struct RunInfo {
   const RankTimings* ranks = nullptr;     ///< every rank's steps (data-parallel runs); null = this process
   /// Per measured step, the time gradient communication was in flight; null or empty = none.
   const StreamingQuantiles* communication = nullptr;
+  std::vector<int64_t> gradient_buckets;  ///< bytes per gradient bucket, in launch order
 };
 
 /// The callback timings sorted by total time, most expensive first.

@@ -166,6 +166,9 @@ class Trainer {
   /// Per measured step of the last fit, the time gradient communication was in flight (ns), whether
   /// exposed (`comm`) or hidden behind backward. Empty in a single process.
   const StreamingQuantiles& communication() const { return communication_; }
+  /// The last fit's gradient buckets in bytes, in launch order, as rebuilt from when gradients
+  /// arrived. Empty in a single process.
+  const std::vector<int64_t>& gradient_buckets() const { return gradient_buckets_; }
   Model& model() { return *model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const TrainerOptions& options() const { return options_; }
@@ -216,6 +219,7 @@ class Trainer {
   std::vector<std::string> warnings_;
   RankTimings rank_timings_;
   StreamingQuantiles communication_;
+  std::vector<int64_t> gradient_buckets_;
 };
 
 }  // namespace fitscope
