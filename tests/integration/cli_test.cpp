@@ -134,7 +134,9 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
                      "--validation-split: expected a fraction in [0, 1), got '1.5'");
   expect_usage_error({"train", "--lr", "-1"}, "--lr: expected a number > 0, got '-1'");
   expect_usage_error({"train", "--model", "resnet"}, "--model: expected cnn, mlp or FILE.pt, got 'resnet'");
-  expect_usage_error({"train", "--device", "tpu"}, "--device: tpu not in {auto,cpu,cuda}");
+  expect_usage_error({"train", "--device", "tpu"}, "--device: expected auto, cpu, cuda or cuda:N, got 'tpu'");
+  expect_usage_error({"train", "--device", "cuda:x"}, "--device: expected auto, cpu, cuda or cuda:N, got 'cuda:x'");
+  expect_usage_error({"train", "--device", "cuda:7"}, "--device cuda:7: ");  // no GPU here, or fewer than 8
   expect_usage_error({"train", "--bogus"}, "The following argument was not expected: --bogus");
   expect_usage_error({"train", "--data", "idx:/no/such/dir"},
                      "--data idx:/no/such/dir: IDX directory /no/such/dir: does not exist");

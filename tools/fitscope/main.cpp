@@ -104,7 +104,15 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
   command->add_option("--threads", o.threads, "Intra-op threads (default: cores - 1, at least 1)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  command->add_option("--device", o.device, "Device")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  command->add_option("--device", o.device, "auto (a GPU if there is one), cpu, cuda (under launch: the local rank's GPU) or cuda:N")
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        if (v == "auto" || v == "cpu" || v == "cuda") return {};
+        if (v.size() > 5 && v.compare(0, 5, "cuda:") == 0 && v.size() < 9 &&
+            v.find_first_not_of("0123456789", 5) == std::string::npos) {
+          return {};
+        }
+        return "expected auto, cpu, cuda or cuda:N, got '" + v + "'";
+      }, "auto|cpu|cuda|cuda:N"))->capture_default_str();
   command->add_option("--run-dir", o.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
   command->add_flag("--quiet", o.quiet, "One progress line per epoch");
   command->add_option("--load-delay-ms", o.load_delay_ms, "Artificial loader delay per batch, to reproduce a slow input pipeline")

@@ -82,13 +82,21 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-c10::Device resolve_device(const std::string& name) {
-  if (name == "auto") return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
-  if (name == "cpu") return c10::Device(c10::kCPU);
-  if (!torch::cuda::is_available()) {
-    throw std::invalid_argument("--device " + name + ": no CUDA device is usable here (expected auto or cpu)");
+/// auto: a GPU where there is one, else the CPU; cuda: the GPU of this local rank (its index modulo
+/// the GPUs); cuda:N: that GPU.
+c10::Device resolve_device(const std::string& name, int64_t local_rank) {
+  const int64_t gpus = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  if (name == "cpu" || (name == "auto" && gpus == 0)) return c10::Device(c10::kCPU);
+  if (gpus == 0) throw std::invalid_argument("--device " + name + ": no CUDA device is usable here (expected auto or cpu)");
+  int64_t index = local_rank % gpus;
+  if (name.compare(0, 5, "cuda:") == 0) {
+    index = std::stoll(name.substr(5));  // digits, checked by the flag's validator
+    if (index >= gpus) {
+      throw std::invalid_argument("--device " + name + ": this machine has " + std::to_string(gpus) +
+                                  " usable CUDA device(s) (expected cuda:0 to cuda:" + std::to_string(gpus - 1) + ")");
+    }
   }
-  return c10::Device(c10::kCUDA, 0);
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
 fs::path make_run_dir(const std::string& chosen, const std::string& name) {
@@ -148,7 +156,7 @@ struct Session {
   explicit Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context = dist::single_process_context())
       : ranks(std::move(context)) {
     threads = apply_threads(o.threads > 0 ? o.threads : default_threads(ranks->local_world_size()));
-    device = resolve_device(o.device);
+    device = resolve_device(o.device, ranks->local_rank());
     data = load_data(o);
     classes = class_count(data);
   }
@@ -321,6 +329,8 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
 
   CpuUsage cpu;
   cpu.start();
+  std::optional<GpuUsage> gpu;
+  if (session.device.is_cuda()) gpu.emplace(nvml_index_of(session.device.index(), std::getenv("CUDA_VISIBLE_DEVICES")));
   const auto start = std::chrono::steady_clock::now();
   const History history = trainer->fit(session.data.train, fit);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -347,6 +357,10 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.callbacks = trainer->callback_timings();
   info.warnings = trainer->warnings();
   info.cpu = cpu.stop();
+  if (gpu) {
+    info.gpu = gpu->stop();
+    if (!info.gpu.sampled) info.warnings.push_back("GPU utilization not sampled: " + info.gpu.why_not);
+  }
   info.loader = trainer->loader_stats();
   const Verdict verdict = judge(trainer->step_stats(), verdict_context(o, session.threads, *trainer));
   write_file_atomically((run_dir / "summary.json").string(), summary_json(trainer->step_stats(), info, verdict));
@@ -364,6 +378,12 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
         << loader.mean_queue_depth << " of " << loader.prefetch << " batches when the step asked\n";
   } else {
     out << "Loader: batches built on the training thread (--workers 0)\n";
+  }
+  if (info.gpu.sampled) {
+    out << "GPU: " << info.gpu.busy_percent_mean << " % busy (mean of " << info.gpu.samples << " NVML samples), "
+        << info.gpu.memory_peak_mb << " MiB peak memory in use (every process's)\n";
+  } else if (gpu) {
+    out << "GPU: utilization not sampled: " << info.gpu.why_not << "\n";
   }
   if (auto acc = history.last().get("val_accuracy")) {
     out << "Final validation accuracy: " << *acc << "\n";

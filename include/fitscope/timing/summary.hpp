@@ -10,6 +10,7 @@
 #include "fitscope/callbacks/callback_timing.hpp"
 #include "fitscope/data/loader_stats.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
+#include "fitscope/timing/gpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/verdict.hpp"
@@ -31,6 +32,7 @@ struct RunInfo {
   std::vector<CallbackTiming> callbacks;  ///< per callback and hook
   std::vector<std::string> warnings;      ///< slow callbacks, ...
   CpuUtilization cpu;                     ///< CPU use during fit
+  GpuUtilization gpu;                     ///< GPU use during fit (CUDA runs; sampled = false otherwise)
   LoaderStats loader;                     ///< how the training loader kept up
   const RankTimings* ranks = nullptr;     ///< every rank's steps (data-parallel runs); null = this process
   /// Per measured step, the time gradient communication was in flight; null or empty = none.
