@@ -62,6 +62,7 @@
 #include "fitscope/report/svg.hpp"
 #include "fitscope/report/sweep.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
+#include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/phase_stats.hpp"

@@ -63,6 +63,23 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
     }
     across[std::string(phase_name(p))] = {{"mean_ms", sum / n}, {"max_ms", most}};
   }
+  json device = nullptr;  // the phases as the GPU ran them (CUDA events)
+  if (info.device_timer && info.device_timer->stats().measured_steps() > 0) {
+    const PhaseStats& d = info.device_timer->stats();
+    json measured = json::array(), timed = json::object();
+    for (Phase p : info.device_timer->measured_phases()) {
+      const Distribution t = d.phase(p);
+      measured.push_back(std::string(phase_name(p)));
+      timed[std::string(phase_name(p))] = {{"mean_ms", t.mean_ms}, {"p50_ms", t.p50_ms}, {"p99_ms", t.p99_ms}};
+    }
+    const Distribution span = d.step();
+    device = {{"source", "cuda_events"},
+              {"phases_measured", measured},
+              {"step_ms", {{"mean", span.mean_ms}, {"p50", span.p50_ms}, {"p99", span.p99_ms}}},
+              {"phases", timed},
+              {"steps_resolved_in_loop", info.device_timer->resolved_in_loop()},
+              {"steps_resolved_at_end", info.device_timer->resolved_at_finish()}};
+  }
   json communication = nullptr;
   if (info.communication && info.communication->count() > 0) {
     const double total = info.communication->mean() * 1e-6, exposed = stats.phase(Phase::comm).mean_ms;
@@ -109,12 +126,26 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
       {"straggler_margin", kStragglerMargin},
       {"phases_across_ranks", across},
       {"communication", communication},
+      {"device_timing", device},
       {"clock_overhead_ns_per_step", info.clock_overhead_ns_per_step},
       {"verdict",
        {{"bound", verdict.bound}, {"level", verdict.level}, {"share", verdict.share},
         {"advice", verdict.advice}}},
   };
   return out.dump(2) + "\n";
+}
+
+std::string format_device_phases(const RunInfo& info) {
+  if (!info.device_timer || info.device_timer->stats().measured_steps() == 0) return {};
+  const PhaseStats& d = info.device_timer->stats();
+  char part[96];
+  std::snprintf(part, sizeof part, "On the GPU (CUDA events, read lazily): step %.3f ms;", d.step().mean_ms);
+  std::string out = part;
+  for (Phase p : info.device_timer->measured_phases()) {
+    std::snprintf(part, sizeof part, " %s %.3f", std::string(phase_name(p)).c_str(), d.phase(p).mean_ms);
+    out += part;
+  }
+  return out + " ms (means)\n";
 }
 
 std::string format_ranks(const PhaseStats& stats, const RunInfo& info) {

@@ -190,6 +190,13 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   const int64_t num_batches = loader.num_batches();
   stats_ = PhaseStats(options_.warmup_steps);
   clock_.set_enabled(options_.timing);
+  device_timer_.reset();
+  if (options_.timing && options_.device.is_cuda()) {
+    if (auto events = make_cuda_event_source(options_.device.has_index() ? options_.device.index() : 0)) {
+      device_timer_ = std::make_unique<DeviceTimer>(std::move(events), options_.warmup_steps);
+    }
+  }
+  clock_.set_listener(device_timer_.get());
   warnings_.clear();
   const auto warn = [this](const std::string& text) { this->warn(text); };
   SlowCallbackWarning slow_callbacks(warn, options_.slow_callback_threshold);
@@ -325,6 +332,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     callbacks.on_train_end(last_logs);
   } catch (...) {
     callbacks_ = nullptr;
+    clock_.set_listener(nullptr);
     try {
       finish_sinks();
     } catch (...) {
@@ -333,6 +341,8 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     throw;
   }
   callbacks_ = nullptr;
+  clock_.set_listener(nullptr);
+  if (device_timer_) device_timer_->finish();  // the steps the device had not passed yet: one wait
   finish_sinks();
   return history;
 }

@@ -357,6 +357,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.callbacks = trainer->callback_timings();
   info.warnings = trainer->warnings();
   info.cpu = cpu.stop();
+  info.device_timer = trainer->device_timer();
   if (gpu) {
     info.gpu = gpu->stop();
     if (!info.gpu.sampled) info.warnings.push_back("GPU utilization not sampled: " + info.gpu.why_not);
@@ -385,6 +386,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   } else if (gpu) {
     out << "GPU: utilization not sampled: " << info.gpu.why_not << "\n";
   }
+  out << format_device_phases(info);
   if (auto acc = history.last().get("val_accuracy")) {
     out << "Final validation accuracy: " << *acc << "\n";
   }

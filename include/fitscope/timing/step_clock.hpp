@@ -7,7 +7,7 @@
 /// PhaseTimer is the scoped form: enter on construction, leave on destruction.
 ///
 /// A disabled clock reads no time at all (every record is zero): the baseline for measuring the
-/// clock's own cost. Owned by the training loop; used from the training thread only (not thread-safe).
+/// clock's own cost. A listener (the device timer on a GPU) is told of every boundary. Owned by the training loop; used from the training thread only (not thread-safe).
 
 #include <array>
 #include <chrono>
@@ -31,6 +31,16 @@ struct StepRecord {
   int64_t phase(Phase p) const { return phase_ns[static_cast<std::size_t>(p)]; }
 };
 
+/// Told of each phase boundary of an enabled clock, after the clock read it.
+class PhaseBoundaryListener {
+ public:
+  virtual ~PhaseBoundaryListener() = default;
+  /// `next` opens (nullopt: none).
+  virtual void boundary(std::optional<Phase> next) = 0;
+  /// The step ended with `record`.
+  virtual void end_step(const StepRecord& record) = 0;
+};
+
 class StepClock {
  public:
   using clock = std::chrono::steady_clock;
@@ -45,6 +55,7 @@ class StepClock {
     open_ = first ? static_cast<std::size_t>(*first) : kNone;
     if (!enabled_) return;
     step_start_ = last_ = clock::now();
+    if (listener_ && first) listener_->boundary(first);
   }
 
   /// Closes the open phase (if any) and opens `phase` at the same instant.
@@ -54,6 +65,7 @@ class StepClock {
     if (open_ != kNone) record_.phase_ns[open_] += (now - last_).count();
     open_ = static_cast<std::size_t>(phase);
     last_ = now;
+    if (listener_) listener_->boundary(phase);
   }
 
   /// Closes the open phase; the time until the next enter() is `other`.
@@ -62,6 +74,7 @@ class StepClock {
     const auto now = clock::now();
     record_.phase_ns[open_] += (now - last_).count();
     open_ = kNone;
+    if (listener_) listener_->boundary(std::nullopt);
   }
 
   /// Sets the number of examples in the current step.
@@ -71,6 +84,8 @@ class StepClock {
   /// Turns time reading on (default) or off.
   void set_enabled(bool enabled) { enabled_ = enabled; }
   bool enabled() const { return enabled_; }
+  /// The listener told of each boundary (null: none); it must outlive its use.
+  void set_listener(PhaseBoundaryListener* listener) { listener_ = listener; }
 
   /// Ends the step: closes the open phase, computes `other` and returns the record.
   const StepRecord& end_step() {
@@ -83,6 +98,7 @@ class StepClock {
     int64_t claimed = 0;
     for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += record_.phase_ns[i];
     record_.phase_ns[static_cast<std::size_t>(Phase::other)] = record_.step_ns - claimed;
+    if (listener_) listener_->end_step(record_);
     return record_;
   }
 
@@ -95,6 +111,7 @@ class StepClock {
   clock::time_point last_;
   std::size_t open_ = kNone;
   bool enabled_ = true;
+  PhaseBoundaryListener* listener_ = nullptr;
   StepRecord record_;
 };
 

@@ -10,6 +10,7 @@
 #include "fitscope/callbacks/callback_timing.hpp"
 #include "fitscope/data/loader_stats.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
+#include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
@@ -33,6 +34,7 @@ struct RunInfo {
   std::vector<std::string> warnings;      ///< slow callbacks, ...
   CpuUtilization cpu;                     ///< CPU use during fit
   GpuUtilization gpu;                     ///< GPU use during fit (CUDA runs; sampled = false otherwise)
+  const DeviceTimer* device_timer = nullptr;  ///< the phases as the GPU ran them; null = not measured
   LoaderStats loader;                     ///< how the training loader kept up
   const RankTimings* ranks = nullptr;     ///< every rank's steps (data-parallel runs); null = this process
   /// Per measured step, the time gradient communication was in flight; null or empty = none.
@@ -45,6 +47,9 @@ std::vector<const CallbackTiming*> by_total_time(const std::vector<CallbackTimin
 
 /// summary.json's content (pretty-printed JSON).
 std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Verdict& verdict);
+
+/// The phases measured on the device (mean ms per step), one line; empty when none were.
+std::string format_device_phases(const RunInfo& info);
 
 /// Data-parallel runs: one line per rank (step p50/p99, busy p50), the stragglers, and how much of the
 /// communication was exposed. Empty for a single process.

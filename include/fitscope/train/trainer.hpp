@@ -28,6 +28,7 @@
 #include "fitscope/dist/gradient_reducer.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
+#include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/step_clock.hpp"
@@ -180,6 +181,9 @@ class Trainer {
   const PhaseStats& step_stats() const { return stats_; }
   /// The step clock's own cost per step, calibrated at the start of fit().
   double clock_overhead_ns_per_step() const { return clock_overhead_ns_; }
+  /// The last fit's phases as the GPU ran them (CUDA events, read lazily); null on the CPU, with timing
+  /// off, or where this libtorch has no CUDA.
+  const DeviceTimer* device_timer() const { return device_timer_.get(); }
   /// Per callback and hook, the last fit's callback timings.
   const std::vector<CallbackTiming>& callback_timings() const { return callback_timings_; }
   /// How the last fit's training loader kept up (workers, mean prefetch queue depth).
@@ -205,6 +209,7 @@ class Trainer {
   std::unique_ptr<MetricSet> train_metrics_;
   std::unique_ptr<MetricSet> test_metrics_;
   StepClock clock_;
+  std::unique_ptr<DeviceTimer> device_timer_;
   PhaseStats stats_;
   TrainingParams params_;
   int64_t global_step_ = 0;

@@ -1,0 +1,49 @@
+// The CUDA event source of DeviceTimer: compiled with CUDA code only where libtorch has CUDA
+// (FITSCOPE_WITH_CUDA, set by src/CMakeLists.txt); elsewhere there is no such source.
+
+#include "fitscope/timing/device_timer.hpp"
+
+#ifdef FITSCOPE_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace fitscope {
+
+#ifdef FITSCOPE_WITH_CUDA
+namespace {
+
+class CudaEvent final : public DeviceEvent {
+ public:
+  at::cuda::CUDAEvent event{cudaEventDefault};  // with timing (the default constructor turns it off)
+};
+
+const at::cuda::CUDAEvent& cuda(const DeviceEvent& e) { return static_cast<const CudaEvent&>(e).event; }
+
+class CudaEventSource final : public DeviceEventSource {
+ public:
+  explicit CudaEventSource(c10::DeviceIndex index) : index_(index) {}
+
+  std::unique_ptr<DeviceEvent> record() override {
+    auto e = std::make_unique<CudaEvent>();
+    e->event.record(c10::cuda::getCurrentCUDAStream(index_));
+    return e;
+  }
+  bool done(const DeviceEvent& e) override { return cuda(e).query(); }
+  void wait(const DeviceEvent& e) override { cuda(e).synchronize(); }
+  double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) override { return cuda(from).elapsed_time(cuda(to)); }
+
+ private:
+  c10::DeviceIndex index_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceEventSource> make_cuda_event_source(int64_t index) {
+  return std::make_unique<CudaEventSource>(static_cast<c10::DeviceIndex>(index));
+}
+#else
+std::unique_ptr<DeviceEventSource> make_cuda_event_source(int64_t) { return nullptr; }
+#endif
+
+}  // namespace fitscope

@@ -1,0 +1,139 @@
+// DeviceTimer against a fake device: a stream whose events get a device time when the test lets the
+// device run past them, so the lazy resolution can be checked step by step without a GPU.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "fitscope/fitscope.hpp"
+
+namespace fitscope {
+namespace {
+
+/// The fake device: events are numbered in record order; `run_until(n, ms)` lets the device pass
+/// event n at device time ms. wait() counts as a blocking call.
+struct FakeDevice {
+  std::vector<double> passed_at_ms;  // per event passed so far
+  int64_t recorded = 0, waits = 0;
+  void run_until(int64_t event, double at_ms) {
+    while (static_cast<int64_t>(passed_at_ms.size()) <= event) passed_at_ms.push_back(at_ms);
+  }
+};
+
+class FakeEvent final : public DeviceEvent {
+ public:
+  explicit FakeEvent(int64_t n) : number(n) {}
+  int64_t number;
+};
+
+class FakeSource final : public DeviceEventSource {
+ public:
+  explicit FakeSource(FakeDevice& device) : device_(device) {}
+  std::unique_ptr<DeviceEvent> record() override { return std::make_unique<FakeEvent>(device_.recorded++); }
+  bool done(const DeviceEvent& e) override { return number(e) < static_cast<int64_t>(device_.passed_at_ms.size()); }
+  void wait(const DeviceEvent& e) override {
+    ++device_.waits;
+    if (!done(e)) device_.run_until(number(e), device_.passed_at_ms.empty() ? 0 : device_.passed_at_ms.back() + 1);
+  }
+  double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) override {
+    EXPECT_TRUE(done(from) && done(to));
+    return device_.passed_at_ms[number(to)] - device_.passed_at_ms[number(from)];
+  }
+
+ private:
+  static int64_t number(const DeviceEvent& e) { return static_cast<const FakeEvent&>(e).number; }
+  FakeDevice& device_;
+};
+
+/// One step as the trainer's clock walks it: data_wait, h2d, forward, backward, optimizer, metrics,
+/// callbacks. Events: into h2d (0), forward (1), backward (2), optimizer (3), metrics (4), out to
+/// callbacks (5): six per step.
+void step(DeviceTimer& timer, int64_t batch) {
+  for (Phase p : {Phase::data_wait, Phase::h2d, Phase::forward, Phase::backward, Phase::optimizer, Phase::metrics,
+                  Phase::callbacks}) {
+    timer.boundary(p);
+  }
+  StepRecord host;
+  host.batch = batch;
+  host.samples = 32;
+  timer.end_step(host);
+}
+
+TEST(DeviceTimer, RecordsEventsOnlyAroundDevicePhasesAndResolvesStepsTheDeviceHasPassedWithoutWaiting) {
+  FakeDevice device;
+  DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/0);
+  step(timer, 0);
+  EXPECT_EQ(device.recorded, 6);
+  EXPECT_EQ(timer.stats().steps(), 0);  // the device has not run yet: nothing resolved, nothing waited
+  // the device runs step 0: h2d 1 ms, forward 2, backward 4, optimizer 1, metrics 0.5
+  const double at[] = {10, 11, 13, 17, 18, 18.5};
+  for (int64_t e = 0; e < 6; ++e) device.run_until(e, at[e]);
+  step(timer, 1);  // step 0 is resolved at step 1's end; step 1 is still queued on the device
+  EXPECT_EQ(timer.stats().steps(), 1);
+  EXPECT_EQ(timer.resolved_in_loop(), 1);
+  EXPECT_EQ(device.waits, 0);
+  const PhaseStats& s = timer.stats();
+  EXPECT_NEAR(s.phase(Phase::h2d).mean_ms, 1, 0.02);
+  EXPECT_NEAR(s.phase(Phase::forward).mean_ms, 2, 0.03);
+  EXPECT_NEAR(s.phase(Phase::backward).mean_ms, 4, 0.05);
+  EXPECT_NEAR(s.phase(Phase::optimizer).mean_ms, 1, 0.02);
+  EXPECT_NEAR(s.phase(Phase::metrics).mean_ms, 0.5, 0.01);
+  EXPECT_NEAR(s.step().mean_ms, 8.5, 0.1);
+  EXPECT_EQ(s.phase(Phase::data_wait).mean_ms, 0);  // host phases are not on the device
+  EXPECT_EQ(s.phase(Phase::other).mean_ms, 0);
+
+  timer.finish();  // the end of fit: waits for step 1 once
+  EXPECT_EQ(timer.stats().steps(), 2);
+  EXPECT_EQ(timer.resolved_at_finish(), 1);
+  EXPECT_EQ(device.waits, 1);
+}
+
+TEST(DeviceTimer, AGapBetweenDevicePhasesIsNotCountedAndWarmupIsLeftOut) {
+  FakeDevice device;
+  DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/1);
+  for (int64_t b = 0; b < 2; ++b) {
+    // forward, then a host-only phase (callbacks), then the optimizer: events 0,1 and 2,3
+    timer.boundary(Phase::forward);
+    timer.boundary(Phase::callbacks);
+    timer.boundary(Phase::optimizer);
+    timer.end_step(StepRecord{});
+  }
+  EXPECT_EQ(device.recorded, 8);
+  const double at[] = {0, 3, 5, 6, 10, 12, 20, 21};  // step 1: forward 2 ms, a 8 ms gap, optimizer 1 ms
+  for (int64_t e = 0; e < 8; ++e) device.run_until(e, at[e]);
+  timer.boundary(Phase::data_wait);
+  timer.end_step(StepRecord{});  // no device phase: no event, nothing queued; resolves steps 0 and 1
+  EXPECT_EQ(device.recorded, 8);
+  EXPECT_EQ(timer.resolved_in_loop(), 2);
+  EXPECT_EQ(timer.stats().measured_steps(), 1);  // step 0 was warm-up
+  EXPECT_NEAR(timer.stats().phase(Phase::forward).mean_ms, 2, 0.03);
+  EXPECT_NEAR(timer.stats().phase(Phase::optimizer).mean_ms, 1, 0.02);
+  EXPECT_NEAR(timer.stats().step().mean_ms, 11, 0.15);  // first event to last
+  EXPECT_NEAR(timer.stats().phase(Phase::other).mean_ms, 8, 0.1);  // the gap: the device waited for the host
+}
+
+TEST(DeviceTimer, SummarySaysWhichPhasesWereMeasuredOnTheDevice) {
+  RunInfo info;
+  EXPECT_TRUE(nlohmann::json::parse(summary_json(PhaseStats(0), info, Verdict{}))["device_timing"].is_null());
+  EXPECT_EQ(format_device_phases(info), "");
+
+  FakeDevice device;
+  DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/0);
+  step(timer, 0);
+  timer.finish();
+  info.device_timer = &timer;
+  const auto summary = nlohmann::json::parse(summary_json(PhaseStats(0), info, Verdict{}));
+  const auto& d = summary["device_timing"];
+  EXPECT_EQ(d["source"], "cuda_events");
+  EXPECT_EQ(d["phases_measured"], nlohmann::json::parse(R"(["h2d", "forward", "backward", "optimizer", "metrics"])"));
+  EXPECT_EQ(d["steps_resolved_in_loop"], 0);
+  EXPECT_EQ(d["steps_resolved_at_end"], 1);
+  EXPECT_TRUE(d["phases"].contains("backward"));
+  EXPECT_FALSE(d["phases"].contains("comm"));  // a device phase this step did not have
+  EXPECT_NE(format_device_phases(info).find("On the GPU (CUDA events, read lazily): step "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fitscope
