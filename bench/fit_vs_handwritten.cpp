@@ -3,12 +3,20 @@
 // device and read once per epoch. Same model (identical initial weights), same data, same batch
 // order, one intra-op thread; the two alternate round by round in one process, so machine noise hits
 // both alike. Prints the median time of each and the median of the per-round ratios.
-//   ./bench_fit_vs_handwritten [rounds] [mlp|cnn]
+//   ./bench_fit_vs_handwritten [rounds] [mlp|cnn|gpu]
 // Goals: ratio <= 1.02 for the seed MLP at batch 32, <= 1.005 for the seed CNN at batch 128.
+// gpu (a CUDA device; skipped without one): the seed CNN at batch 16 and 256 and a larger
+// convolutional model, on cuda:0, batches pinned and copied non-blocking on both sides: goal <= 1.02.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/optim/adam.h>
 #include <torch/utils.h>
 
@@ -28,19 +36,34 @@ using fitscope::bench::median;
 
 namespace {
 
+/// A larger convolutional model for the GPU: three 3x3 convolutions (64, 128, 256 channels) on 28x28.
+struct WideCnnImpl : torch::nn::Module {
+  torch::nn::Sequential body;
+  WideCnnImpl() {
+    using namespace torch::nn;
+    body = register_module(
+        "body", Sequential(Conv2d(Conv2dOptions(1, 64, 3).padding(1)), ReLU(), Conv2d(Conv2dOptions(64, 128, 3).padding(1)),
+                           ReLU(), MaxPool2d(MaxPool2dOptions(2)), Conv2d(Conv2dOptions(128, 256, 3).padding(1)), ReLU(),
+                           MaxPool2d(MaxPool2dOptions(2)), Flatten(), Linear(256 * 7 * 7, 10)));
+  }
+  at::Tensor forward(const at::Tensor& x) { return body->forward(x); }
+};
+TORCH_MODULE(WideCnn);
+
 template <typename Module>
 double handwritten_epoch(Module& model, torch::optim::Adam& optimizer, const TensorDataset& data,
-                         int64_t batch_size, int64_t steps) {
+                         int64_t batch_size, int64_t steps, const c10::Device& device = c10::Device(c10::kCPU)) {
   const auto start = Clock::now();
   model->train(true);
-  auto loss_sum = at::zeros({}, at::kDouble);
-  auto correct = at::zeros({}, at::kLong);
+  auto loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+  auto correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(device));
   int64_t seen = 0;
   const int64_t n = std::min(data.size(), steps * batch_size);
   for (int64_t begin = 0; begin < n; begin += batch_size) {
     const int64_t count = std::min(batch_size, n - begin);
-    const at::Tensor x = data.inputs().narrow(0, begin, count);
-    const at::Tensor y = data.targets().narrow(0, begin, count);
+    // on a GPU the data is pinned: a narrow of it copies non-blocking, as the trainer's batches do
+    const at::Tensor x = data.inputs().narrow(0, begin, count).to(device, /*non_blocking=*/true);
+    const at::Tensor y = data.targets().narrow(0, begin, count).to(device, /*non_blocking=*/true);
     const at::Tensor out = model->forward(x);
     const at::Tensor loss = torch::nn::functional::cross_entropy(out, y);
     loss.backward();
@@ -57,10 +80,12 @@ double handwritten_epoch(Module& model, torch::optim::Adam& optimizer, const Ten
 
 
 template <typename Module>
-void compare(const char* name, int64_t batch_size, int64_t examples, int64_t steps, int rounds, double goal) {
+void compare(const char* name, int64_t batch_size, int64_t examples, int64_t steps, int rounds, double goal,
+             const c10::Device& device = c10::Device(c10::kCPU)) {
   SyntheticOptions data_options;
   data_options.size = examples;
-  const TensorDataset data = make_synthetic(data_options);
+  TensorDataset data = make_synthetic(data_options);
+  if (device.is_cuda()) data = TensorDataset(data.inputs().pin_memory(), data.targets().pin_memory());
 
   torch::manual_seed(0);
   Module reference;
@@ -74,9 +99,11 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
       for (size_t i = 0; i < params.size(); ++i) params[i].copy_(ref[i]);
     }
   }
+  handwritten_model->to(device);
   torch::optim::Adam optimizer(handwritten_model->parameters(), torch::optim::AdamOptions(1e-3));
   TrainerOptions trainer_options;
   trainer_options.warmup_steps = 0;
+  trainer_options.device = device;
   Trainer trainer(fit_model, trainer_options);
   FitOptions fit;
   fit.batch_size = batch_size;
@@ -84,7 +111,7 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
   fit.steps_per_epoch = steps;
 
   // one untimed round each to warm allocators and caches
-  handwritten_epoch(handwritten_model, optimizer, data, batch_size, steps);
+  handwritten_epoch(handwritten_model, optimizer, data, batch_size, steps, device);
   trainer.fit(data, fit);
 
   std::vector<double> hand_s, fit_s;
@@ -96,7 +123,7 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
         trainer.fit(data, fit);
         fit_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       } else {
-        hand_s.push_back(handwritten_epoch(handwritten_model, optimizer, data, batch_size, steps));
+        hand_s.push_back(handwritten_epoch(handwritten_model, optimizer, data, batch_size, steps, device));
       }
     }
   }
@@ -120,4 +147,14 @@ int main(int argc, char** argv) {
   // a round: one pass of 200 steps for the MLP; 10 steps for the CNN, whose step is ~200x longer
   if (only.empty() || only == "mlp") compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.02);
   if (only.empty() || only == "cnn") compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1.005);
+  if (only == "gpu") {
+    if (!torch::cuda::is_available()) {
+      std::printf("gpu: no CUDA device here, skipped\n");
+      return 0;
+    }
+    const c10::Device gpu(c10::kCUDA, 0);
+    compare<models::Cnn>("cnn", 16, 8000, 200, rounds, 1.02, gpu);
+    compare<models::Cnn>("cnn", 256, 25600, 100, rounds, 1.02, gpu);
+    compare<WideCnn>("wide", 128, 12800, 100, rounds, 1.02, gpu);
+  }
 }
