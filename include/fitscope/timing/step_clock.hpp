@@ -7,7 +7,8 @@
 /// PhaseTimer is the scoped form: enter on construction, leave on destruction.
 ///
 /// A disabled clock reads no time at all (every record is zero): the baseline for measuring the
-/// clock's own cost. A listener (the device timer on a GPU) is told of every boundary. Owned by the training loop; used from the training thread only (not thread-safe).
+/// clock's own cost. A listener (the device timer on a GPU) is told of every boundary. Owned by the
+/// training loop; used from the training thread only (not thread-safe).
 
 #include <array>
 #include <chrono>
