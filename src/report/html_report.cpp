@@ -291,6 +291,40 @@ std::string train_report(const fs::path& dir) {
   } else {
     body << "<p class=\"note\">One process (world size " << svg::escape(field(s, "world_size")) << ").</p>";
   }
+  if (s.contains("communication") && s.at("communication").is_object()) {
+    const json& c = s.at("communication");
+    body << "<p>Gradient communication: " << fixed(number(c, "total_ms_mean")) << " ms in flight per step, "
+         << fixed(number(c, "exposed_ms_mean")) << " ms of it exposed (" << percent(number(c, "exposed_fraction"))
+         << "), the rest hidden behind backward. Buckets in launch order:";
+    if (c.contains("bucket_bytes")) {
+      for (const json& b : c.at("bucket_bytes")) {
+        if (b.is_number()) body << " " << fixed(b.get<double>() / 1024, 1) << " KiB";
+      }
+    }
+    body << "</p>";
+  }
+
+  // the GPU: utilization from NVML, the phases as the device ran them (CUDA events)
+  const bool sampled = s.contains("gpu_utilization") && s.at("gpu_utilization").is_number();
+  const bool timed = s.contains("device_timing") && s.at("device_timing").is_object();
+  if (sampled || timed) body << "<h2>GPU</h2>";
+  if (sampled) {
+    body << "<p>" << fixed(number(s, "gpu_utilization"), 1) << " % busy (mean of " << svg::escape(field(s, "gpu_samples"))
+         << " NVML samples), " << fixed(number(s, "gpu_memory_peak_mb"), 0) << " MiB peak memory in use.</p>";
+  }
+  if (timed) {
+    const json& d = s.at("device_timing");
+    body << "<table><tr><th>phase on the device</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th></tr>";
+    const json phases = d.value("phases", json::object());
+    for (const json& name : d.value("phases_measured", json::array())) {
+      if (!name.is_string()) continue;
+      const json p = phases.value(name.get<std::string>(), json::object());
+      body << "<tr><td>" << svg::escape(name.get<std::string>()) << "</td><td>" << fixed(number(p, "mean_ms"))
+           << "</td><td>" << fixed(number(p, "p50_ms")) << "</td><td>" << fixed(number(p, "p99_ms")) << "</td></tr>";
+    }
+    body << "</table><p class=\"note\">Timed by CUDA events read lazily: " << svg::escape(field(d, "steps_resolved_in_loop"))
+         << " steps read during the loop, " << svg::escape(field(d, "steps_resolved_at_end")) << " at its end.</p>";
+  }
 
   // epoch logs
   body << "<h2>Epoch logs</h2>";

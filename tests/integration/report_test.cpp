@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "process.hpp"
 
@@ -57,6 +58,34 @@ TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
   const ProcessResult missing = run_fitscope({"report", tmp.path() + "/nothing"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find(tmp.path() + "/nothing: not a run directory"), std::string::npos) << missing.err;
+}
+
+TEST(Report, AGpuRunGetsItsUtilizationAndDevicePhasesAndADataParallelRunItsBuckets) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);
+  // what a GPU run of two ranks adds to summary.json (no GPU here to make one)
+  auto summary = nlohmann::json::parse(read_file(dir + "/summary.json"));
+  summary["gpu_utilization"] = 87.5;
+  summary["gpu_memory_peak_mb"] = 5120.0;
+  summary["gpu_samples"] = 42;
+  summary["device_timing"] = nlohmann::json::parse(R"({"source": "cuda_events", "phases_measured": ["forward", "backward"],
+      "phases": {"forward": {"mean_ms": 1.25, "p50_ms": 1.2, "p99_ms": 2.0}, "backward": {"mean_ms": 2.5, "p50_ms": 2.4, "p99_ms": 3.0}},
+      "step_ms": {"mean": 4.0, "p50": 3.9, "p99": 5.0}, "steps_resolved_in_loop": 95, "steps_resolved_at_end": 2})");
+  summary["communication"] = nlohmann::json::parse(
+      R"({"total_ms_mean": 2.0, "exposed_ms_mean": 0.5, "exposed_fraction": 0.25, "bucket_bytes": [216360, 1280]})");
+  std::ofstream(dir + "/summary.json") << summary.dump(2);
+  const ProcessResult r = run_fitscope({"report", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = read_file(dir + "/report.html");
+  EXPECT_NE(html.find("<h2>GPU</h2><p>87.5 % busy (mean of 42 NVML samples), 5120 MiB peak memory in use.</p>"),
+            std::string::npos) << html;
+  EXPECT_NE(html.find("<tr><td>backward</td><td>2.500</td><td>2.400</td><td>3.000</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("95 steps read during the loop, 2 at its end"), std::string::npos);
+  EXPECT_NE(html.find("25.0%), the rest hidden behind backward. Buckets in launch order: 211.3 KiB 1.2 KiB"),
+            std::string::npos);
+  short_run(tmp.path() + "/cpu");
+  EXPECT_EQ(read_file(tmp.path() + "/cpu/report.html").find("<h2>GPU</h2>"), std::string::npos);
 }
 
 TEST(Report, ASweepGetsThroughputAndStepTimeCharts) {
