@@ -8,6 +8,8 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <vector>
+
 namespace fitscope {
 
 #ifdef FITSCOPE_WITH_CUDA
@@ -25,16 +27,24 @@ class CudaEventSource final : public DeviceEventSource {
   explicit CudaEventSource(c10::DeviceIndex index) : index_(index) {}
 
   std::unique_ptr<DeviceEvent> record() override {
-    auto e = std::make_unique<CudaEvent>();
-    e->event.record(c10::cuda::getCurrentCUDAStream(index_));
+    std::unique_ptr<DeviceEvent> e;
+    if (free_.empty()) {
+      e = std::make_unique<CudaEvent>();
+    } else {  // an event already read: recording it again saves creating and destroying one per boundary
+      e = std::move(free_.back());
+      free_.pop_back();
+    }
+    static_cast<CudaEvent&>(*e).event.record(c10::cuda::getCurrentCUDAStream(index_));
     return e;
   }
+  void release(std::unique_ptr<DeviceEvent> e) override { free_.push_back(std::move(e)); }
   bool done(const DeviceEvent& e) override { return cuda(e).query(); }
   void wait(const DeviceEvent& e) override { cuda(e).synchronize(); }
   double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) override { return cuda(from).elapsed_time(cuda(to)); }
 
  private:
   c10::DeviceIndex index_;
+  std::vector<std::unique_ptr<DeviceEvent>> free_;
 };
 
 }  // namespace

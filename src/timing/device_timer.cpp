@@ -80,6 +80,7 @@ void DeviceTimer::resolve(Step& step) {
   for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += r.phase_ns[i];
   r.phase_ns[static_cast<std::size_t>(Phase::other)] = r.step_ns - claimed;
   stats_.add(r);
+  for (auto& mark : step.marks) source_->release(std::move(mark.first));
 }
 
 }  // namespace fitscope

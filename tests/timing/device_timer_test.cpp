@@ -16,7 +16,7 @@ namespace {
 /// event n at device time ms. wait() counts as a blocking call.
 struct FakeDevice {
   std::vector<double> passed_at_ms;  // per event passed so far
-  int64_t recorded = 0, waits = 0;
+  int64_t recorded = 0, waits = 0, released = 0;
   void run_until(int64_t event, double at_ms) {
     while (static_cast<int64_t>(passed_at_ms.size()) <= event) passed_at_ms.push_back(at_ms);
   }
@@ -37,6 +37,7 @@ class FakeSource final : public DeviceEventSource {
     ++device_.waits;
     if (!done(e)) device_.run_until(number(e), device_.passed_at_ms.empty() ? 0 : device_.passed_at_ms.back() + 1);
   }
+  void release(std::unique_ptr<DeviceEvent>) override { ++device_.released; }
   double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) override {
     EXPECT_TRUE(done(from) && done(to));
     return device_.passed_at_ms[number(to)] - device_.passed_at_ms[number(from)];
@@ -74,6 +75,7 @@ TEST(DeviceTimer, RecordsEventsOnlyAroundDevicePhasesAndResolvesStepsTheDeviceHa
   EXPECT_EQ(timer.stats().steps(), 1);
   EXPECT_EQ(timer.resolved_in_loop(), 1);
   EXPECT_EQ(device.waits, 0);
+  EXPECT_EQ(device.released, 6);  // step 0's events, read, go back to the source for reuse
   const PhaseStats& s = timer.stats();
   EXPECT_NEAR(s.phase(Phase::h2d).mean_ms, 1, 0.02);
   EXPECT_NEAR(s.phase(Phase::forward).mean_ms, 2, 0.03);

@@ -43,6 +43,8 @@ class DeviceEventSource {
   virtual void wait(const DeviceEvent& event) = 0;
   /// Device time from `from` to `to` (both passed), in ms.
   virtual double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) = 0;
+  /// Takes back an event that has been read, to record it again (default: destroys it).
+  virtual void release(std::unique_ptr<DeviceEvent> /*event*/) {}
 };
 
 /// CUDA events on the current stream of CUDA device `index`; null where this libtorch has no CUDA.
