@@ -56,7 +56,6 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, bool reb
 /// Seconds per backward + gradient sync of a stack of small layers, with the given bucket cap.
 double sync_seconds(const std::shared_ptr<dist::Context>& context, torch::nn::Sequential& net, int64_t cap, int iterations) {
   dist::GradientReducerOptions buckets;
-  if (cap == 0) buckets.first_bucket_bytes = 0;
   buckets.bucket_cap_bytes = cap;
   dist::GradientReducer reducer(context, net->parameters(), buckets);
   const at::Tensor x = torch::randn({8, 16});
@@ -71,9 +70,8 @@ double sync_seconds(const std::shared_ptr<dist::Context>& context, torch::nn::Se
 }
 
 int rank_main(int rounds, int64_t cnn_steps) {
-  const auto env = dist::read_environment();
-  apply_threads(default_threads(env->local_world_size));
   auto context = dist::context_from_environment();
+  apply_threads(default_threads(context->local_world_size()));
   torch::manual_seed(0);
   torch::nn::Sequential net;
   for (int i = 0; i < 64; ++i) net->push_back(torch::nn::Linear(16, 16));

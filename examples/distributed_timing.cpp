@@ -23,11 +23,7 @@ int main() {
   data.size = 4000;
   trainer.fit(make_synthetic(data), fit);
 
-  RunInfo info;
-  info.world_size = context->world_size();
-  info.ranks = &trainer.rank_timings();
-  info.communication = &trainer.communication();
-  info.gradient_buckets = trainer.gradient_buckets();
+  const RunInfo info = trainer.run_info();
   VerdictContext verdict;
   verdict.batch_size = fit.batch_size;
   if (context->is_chief()) {

@@ -58,6 +58,10 @@ void EventFile::write(const std::string& data) {
   out_.write(header, sizeof header);
   out_.write(data.data(), static_cast<std::streamsize>(data.size()));
   out_.write(footer, sizeof footer);
+  if (!out_) throw std::runtime_error("TensorBoard: cannot write " + path_);
+}
+
+void EventFile::flush() {
   out_.flush();
   if (!out_) throw std::runtime_error("TensorBoard: cannot write " + path_);
 }

@@ -74,9 +74,14 @@ void TensorBoard::on_epoch_end(int64_t epoch, const Logs& logs) {
   }
   train_->scalars(epoch, train);
   validation_->scalars(epoch, validation);
+  train_->flush();  // the epoch's records, batch ones included, readable by TensorBoard now
+  validation_->flush();
 }
 
 void TensorBoard::on_train_end(const Logs&) {
+  if (!train_) return;
+  train_->flush();
+  validation_->flush();
   train_.reset();
   validation_.reset();
 }

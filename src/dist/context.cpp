@@ -22,7 +22,6 @@ class SingleProcess final : public Context {
   int64_t world_size() const override { return 1; }
   int64_t local_rank() const override { return 0; }
   int64_t local_world_size() const override { return 1; }
-  std::string backend() const override { return "single"; }
   std::unique_ptr<PendingCollective> all_reduce_async(const at::Tensor&) override { return std::make_unique<Done>(); }
   void broadcast(const at::Tensor&, int64_t) override {}
   at::Tensor all_gather(const at::Tensor& tensor) override { return tensor.unsqueeze(0).clone(); }

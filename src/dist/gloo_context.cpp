@@ -71,7 +71,6 @@ class GlooContext final : public Context {
   int64_t world_size() const override { return env_.world_size; }
   int64_t local_rank() const override { return env_.local_rank; }
   int64_t local_world_size() const override { return env_.local_world_size; }
-  std::string backend() const override { return "gloo"; }
 
   std::unique_ptr<PendingCollective> all_reduce_async(const at::Tensor& tensor) override {
     std::vector<at::Tensor> tensors{tensor};

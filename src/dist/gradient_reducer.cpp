@@ -41,7 +41,8 @@ struct GradientReducer::Bucket {
 
 GradientReducer::GradientReducer(std::shared_ptr<Context> context, std::vector<at::Tensor> parameters,
                                  GradientReducerOptions options)
-    : context_(std::move(context)), params_(std::move(parameters)), options_(options) {
+    : context_(std::move(context)), params_(std::move(parameters)), options_(options),
+      recording_(options.rebuild_after_steps > 0) {
   if (!context_) throw std::invalid_argument("the gradient reducer needs a context, got null");
   if (options.bucket_cap_bytes < 0 || options.first_bucket_bytes < 0 || options.rebuild_after_steps < 0) {
     throw std::invalid_argument("bucket sizes and rebuild_after_steps must be >= 0, got " +
@@ -77,7 +78,9 @@ void GradientReducer::build_buckets(const std::vector<std::size_t>& order, const
   for (std::size_t i = 0; i < order.size(); ++i) {
     const at::Tensor& p = params_[order[i]];
     const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
-    const int64_t cap = groups.size() <= 1 ? options_.first_bucket_bytes : options_.bucket_cap_bytes;
+    // a cap of 0 is one bucket per parameter, the first included
+    const int64_t cap = groups.size() <= 1 && options_.bucket_cap_bytes > 0 ? options_.first_bucket_bytes
+                                                                            : options_.bucket_cap_bytes;
     const bool after_pause = i > 0 && !arrival_ns.empty() && arrival_ns[order[i]] >= 0 && pause > 0 &&
                              static_cast<double>(arrival_ns[order[i]] - arrival_ns[order[i - 1]]) >= pause;
     const bool fits = !groups.empty() && !after_pause && bytes + size <= cap &&
@@ -112,7 +115,6 @@ void GradientReducer::build_buckets(const std::vector<std::size_t>& order, const
 }
 
 void GradientReducer::record_arrivals_and_rebuild() {
-  if (static_cast<int64_t>(arrival_history_.size()) >= options_.rebuild_after_steps) return;
   int64_t first = -1;
   for (int64_t t : arrived_ns_) {
     if (t >= 0) first = first < 0 ? t : std::min(first, t);
@@ -149,6 +151,9 @@ void GradientReducer::record_arrivals_and_rebuild() {
     return key(a) < key(b);
   });
   build_buckets(order, arrival, communication);
+  recording_ = false;  // once: the buckets stay as rebuilt
+  arrival_history_ = {};
+  arrived_ns_ = {};
 }
 
 GradientReducer::~GradientReducer() {
@@ -189,7 +194,7 @@ void GradientReducer::on_gradient(std::size_t n, const at::Tensor& grad) {
   }
   if (!ready_[n]) {
     ready_[n] = 1;
-    arrived_ns_[n] = StepClock::now_ns();
+    if (recording_) arrived_ns_[n] = StepClock::now_ns();
     ++bucket.ready;
   }
   launch_ready();
@@ -251,7 +256,7 @@ void GradientReducer::finish() {
   std::fill(ready_.begin(), ready_.end(), 0);
   next_ = 0;
   accumulated_ = false;
-  record_arrivals_and_rebuild();
+  if (recording_) record_arrivals_and_rebuild();
 }
 
 }  // namespace fitscope::dist

@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 namespace fitscope::dist {
 namespace {
@@ -96,24 +99,38 @@ int launch(const LaunchOptions& o, const std::vector<std::string>& command, std:
     if (::pipe2(pipes[0], O_CLOEXEC) != 0 || ::pipe2(pipes[1], O_CLOEXEC) != 0) {
       throw std::runtime_error("launch: pipe: " + std::string(std::strerror(errno)));
     }
-    const std::string env[] = {
+    // the rank's environment and error text are made before fork: the child of a process with threads
+    // may only make async-signal-safe calls (no allocation) until exec
+    std::vector<std::string> env = {
         "MASTER_ADDR=" + o.master_addr,           "MASTER_PORT=" + std::to_string(o.master_port),
         "WORLD_SIZE=" + std::to_string(world),    "RANK=" + std::to_string(r.rank),
         "LOCAL_RANK=" + std::to_string(local),    "LOCAL_WORLD_SIZE=" + std::to_string(o.nproc_per_node),
         "GROUP_RANK=" + std::to_string(o.node_rank)};
+    std::vector<char*> envp;
+    for (char** e = environ; *e; ++e) {
+      const std::string_view entry(*e);
+      const bool replaced = std::any_of(env.begin(), env.end(), [&](const std::string& mine) {
+        return entry.substr(0, entry.find('=') + 1) == std::string_view(mine).substr(0, mine.find('=') + 1);
+      });
+      if (!replaced) envp.push_back(*e);
+    }
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const std::string cannot_run = "fitscope launch: cannot run " + command[0] + ": ";
     r.pid = ::fork();
     if (r.pid < 0) throw std::runtime_error("launch: fork: " + std::string(std::strerror(errno)));
     if (r.pid == 0) {  // the rank: only async-signal-safe calls until exec
       ::setpgid(0, 0);
       ::dup2(pipes[0][1], STDOUT_FILENO);
       ::dup2(pipes[1][1], STDERR_FILENO);
-      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::execvp(argv[0], argv.data());
-      const std::string why = "fitscope launch: cannot run " + command[0] + ": " + std::strerror(errno) + "\n";
-      [[maybe_unused]] auto n = ::write(STDERR_FILENO, why.data(), why.size());
+      ::execvpe(argv[0], argv.data(), envp.data());
+      const char* why = ::strerrordesc_np(errno);
+      [[maybe_unused]] auto n = ::write(STDERR_FILENO, cannot_run.data(), cannot_run.size());
+      n = ::write(STDERR_FILENO, why ? why : "unknown error", std::strlen(why ? why : "unknown error"));
+      n = ::write(STDERR_FILENO, "\n", 1);
       ::_exit(127);
     }
     ::setpgid(r.pid, r.pid);

@@ -8,8 +8,7 @@ namespace fitscope {
 
 RankTimings::RankTimings(int64_t world_size, int64_t warmup_steps)
     : stats_(static_cast<std::size_t>(std::max<int64_t>(world_size, 1)), PhaseStats(warmup_steps)),
-      busy_(stats_.size()),
-      warmup_steps_(warmup_steps) {}
+      busy_(stats_.size()) {}
 
 void RankTimings::add(const StepRecord& r) {
   if (r.rank < 0 || r.rank >= world_size()) {
@@ -18,7 +17,7 @@ void RankTimings::add(const StepRecord& r) {
   }
   PhaseStats& stats = stats_[static_cast<std::size_t>(r.rank)];
   stats.add(r);
-  if (stats.steps() > warmup_steps_) busy_[static_cast<std::size_t>(r.rank)].add(r.step_ns - r.phase(Phase::comm));
+  if (stats.steps() > stats.warmup_steps()) busy_[static_cast<std::size_t>(r.rank)].add(r.step_ns - r.phase(Phase::comm));
 }
 
 double RankTimings::busy_p50_ms(int64_t rank) const { return busy_.at(static_cast<std::size_t>(rank)).quantile(0.5) * 1e-6; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 namespace fitscope {
@@ -14,6 +15,20 @@ std::vector<const CallbackTiming*> by_total_time(const std::vector<CallbackTimin
   });
   return out;
 }
+
+namespace {
+
+/// Gradient communication per step: in flight, and exposed (the `comm` phase), in ms.
+struct Communication {
+  double total_ms, exposed_ms;
+  double exposed_fraction() const { return total_ms > 0 ? exposed_ms / total_ms : 0.0; }
+};
+std::optional<Communication> communication_of(const PhaseStats& stats, const RunInfo& info) {
+  if (!info.communication || info.communication->count() == 0) return std::nullopt;
+  return Communication{info.communication->mean() * 1e-6, stats.phase(Phase::comm).mean_ms};
+}
+
+}  // namespace
 
 std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Verdict& verdict) {
   using nlohmann::json;
@@ -81,11 +96,10 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
               {"steps_resolved_at_end", info.device_timer->resolved_at_finish()}};
   }
   json communication = nullptr;
-  if (info.communication && info.communication->count() > 0) {
-    const double total = info.communication->mean() * 1e-6, exposed = stats.phase(Phase::comm).mean_ms;
-    communication = {{"total_ms_mean", total},
-                     {"exposed_ms_mean", exposed},
-                     {"exposed_fraction", total > 0 ? exposed / total : 0.0},
+  if (const auto c = communication_of(stats, info)) {
+    communication = {{"total_ms_mean", c->total_ms},
+                     {"exposed_ms_mean", c->exposed_ms},
+                     {"exposed_fraction", c->exposed_fraction()},
                      {"bucket_bytes", info.gradient_buckets}};
   }
   json out = {
@@ -135,12 +149,20 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
   return out.dump(2) + "\n";
 }
 
-std::string format_device_phases(const RunInfo& info) {
-  if (!info.device_timer || info.device_timer->stats().measured_steps() == 0) return {};
+std::string format_gpu(const RunInfo& info) {
+  char part[160];
+  std::string out;
+  if (info.gpu.sampled) {
+    std::snprintf(part, sizeof part, "GPU: %.1f %% busy (mean of %lld NVML samples), %.0f MiB peak memory in use (every process's)\n",
+                  info.gpu.busy_percent_mean, static_cast<long long>(info.gpu.samples), info.gpu.memory_peak_mb);
+    out += part;
+  } else if (!info.gpu.why_not.empty()) {
+    out += "GPU: utilization not sampled: " + info.gpu.why_not + "\n";
+  }
+  if (!info.device_timer || info.device_timer->stats().measured_steps() == 0) return out;
   const PhaseStats& d = info.device_timer->stats();
-  char part[96];
   std::snprintf(part, sizeof part, "On the GPU (CUDA events, read lazily): step %.3f ms;", d.step().mean_ms);
-  std::string out = part;
+  out += part;
   for (Phase p : info.device_timer->measured_phases()) {
     std::snprintf(part, sizeof part, " %s %.3f", std::string(phase_name(p)).c_str(), d.phase(p).mean_ms);
     out += part;
@@ -160,11 +182,10 @@ std::string format_ranks(const PhaseStats& stats, const RunInfo& info) {
                   d.p50_ms, d.p99_ms, info.ranks->busy_p50_ms(r), straggles ? "   straggler" : "");
     out += line;
   }
-  if (info.communication && info.communication->count() > 0) {
-    const double total = info.communication->mean() * 1e-6, exposed = stats.phase(Phase::comm).mean_ms;
+  if (const auto c = communication_of(stats, info)) {
     std::snprintf(line, sizeof line,
                   "Communication: %.3f ms in flight per step, %.3f ms of it exposed (%.0f%%), the rest hidden behind backward\n",
-                  total, exposed, total > 0 ? 100 * exposed / total : 0.0);
+                  c->total_ms, c->exposed_ms, 100 * c->exposed_fraction());
     out += line;
     if (!info.gradient_buckets.empty()) {
       out += "  gradient buckets, in launch order:";

@@ -26,7 +26,7 @@ std::vector<std::shared_ptr<Callback>> DataParallelFit::callbacks_of_this_rank(
     if (context_->is_chief() || !c->chief_only()) mine.push_back(c);
     // a callback that may stop mid-epoch and runs on every rank: agree after every step (the same
     // decision everywhere, since only chief-only callbacks differ between ranks)
-    agree_each_step_ = agree_each_step_ || (active_ && c->changes_training() && !c->chief_only());
+    agree_each_step_ = agree_each_step_ || (active_ && c->stops_mid_epoch() && !c->chief_only());
   }
   return mine;
 }

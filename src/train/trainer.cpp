@@ -117,7 +117,7 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
   return fit(std::make_shared<const TensorDataset>(data), o);
 }
 
-LoaderOptions Trainer::loader_options(const FitOptions& o, bool training, int64_t size) const {
+LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const {
   LoaderOptions l;
   l.batch_size = o.batch_size;
   l.shuffle = training && o.shuffle;
@@ -129,17 +129,21 @@ LoaderOptions Trainer::loader_options(const FitOptions& o, bool training, int64_
   if (training) l.transforms = o.transforms;
   l.cache = o.cache;
   l.pin_memory = options_.device.is_cuda();
+  return l;
+}
+
+LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training, int64_t size) const {
+  LoaderOptions l = loader_options(o, training);
   const dist::Context& ranks = context();
-  if (ranks.world_size() > 1) {
-    DistributedSamplerOptions shard;
-    shard.rank = ranks.rank();
-    shard.world_size = ranks.world_size();
-    shard.shuffle = l.shuffle;
-    shard.seed = o.seed;
-    shard.drop_last = l.drop_last;
-    shard.even = training;  // equal step counts for training; each example once for validation
-    l.sampler = std::make_shared<DistributedSampler>(size, shard);
-  }
+  if (ranks.world_size() == 1) return l;
+  DistributedSamplerOptions shard;
+  shard.rank = ranks.rank();
+  shard.world_size = ranks.world_size();
+  shard.shuffle = l.shuffle;
+  shard.seed = o.seed;
+  shard.drop_last = l.drop_last;
+  shard.even = training;  // equal step counts for training; each example once for validation
+  l.sampler = std::make_shared<DistributedSampler>(size, shard);
   return l;
 }
 
@@ -166,10 +170,10 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   if (!validation && o.validation_split > 0) {
     std::tie(train, validation) = split_dataset(data, o.validation_split);
   }
-  Loader loader(train, loader_options(o, /*training=*/true, train->size()));
+  Loader loader(train, sharded_loader_options(o, /*training=*/true, train->size()));
   std::unique_ptr<Loader> validation_loader;
   if (validation) {
-    validation_loader = std::make_unique<Loader>(validation, loader_options(o, /*training=*/false, validation->size()));
+    validation_loader = std::make_unique<Loader>(validation, sharded_loader_options(o, /*training=*/false, validation->size()));
   }
   if (loader.num_batches() == 0) {
     throw std::invalid_argument("a training set of " + std::to_string(train->size()) +
@@ -347,6 +351,20 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   return history;
 }
 
+RunInfo Trainer::run_info() const {
+  RunInfo info;
+  info.world_size = context().world_size();
+  if (info.world_size > 1) info.ranks = &rank_timings_;
+  info.communication = &communication_;
+  info.gradient_buckets = gradient_buckets_;
+  info.device_timer = device_timer_.get();
+  info.clock_overhead_ns_per_step = clock_overhead_ns_;
+  info.callbacks = callback_timings_;
+  info.warnings = warnings_;
+  info.loader = loader_stats_;
+  return info;
+}
+
 void Trainer::checkpoint_if_requested(int64_t epoch, int64_t batch) {
   if (!checkpoint_writer_) return;
   CheckpointWriter* writer = std::exchange(checkpoint_writer_, nullptr);
@@ -434,9 +452,7 @@ Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOption
   FitOptions fit;
   fit.batch_size = o.batch_size;
   fit.workers = 0;
-  LoaderOptions local = loader_options(fit, /*training=*/false, data->size());
-  local.sampler.reset();  // evaluate() is local: the whole set on this rank
-  Loader loader(std::move(data), local);
+  Loader loader(std::move(data), loader_options(fit, /*training=*/false));  // local: the whole set
   loader.set_epoch(0);
   CallbackList callbacks(o.callbacks);
   Attached attached(callbacks, this);

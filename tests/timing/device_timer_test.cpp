@@ -119,7 +119,7 @@ TEST(DeviceTimer, AGapBetweenDevicePhasesIsNotCountedAndWarmupIsLeftOut) {
 TEST(DeviceTimer, SummarySaysWhichPhasesWereMeasuredOnTheDevice) {
   RunInfo info;
   EXPECT_TRUE(nlohmann::json::parse(summary_json(PhaseStats(0), info, Verdict{}))["device_timing"].is_null());
-  EXPECT_EQ(format_device_phases(info), "");
+  EXPECT_EQ(format_gpu(info), "");
 
   FakeDevice device;
   DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/0);
@@ -134,7 +134,7 @@ TEST(DeviceTimer, SummarySaysWhichPhasesWereMeasuredOnTheDevice) {
   EXPECT_EQ(d["steps_resolved_at_end"], 1);
   EXPECT_TRUE(d["phases"].contains("backward"));
   EXPECT_FALSE(d["phases"].contains("comm"));  // a device phase this step did not have
-  EXPECT_NE(format_device_phases(info).find("On the GPU (CUDA events, read lazily): step "), std::string::npos);
+  EXPECT_NE(format_gpu(info).find("On the GPU (CUDA events, read lazily): step "), std::string::npos);
 }
 
 }  // namespace

@@ -341,28 +341,19 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
     return;
   }
 
-  RunInfo info;
+  RunInfo info = trainer->run_info();
   info.model = o.model;
   info.wall_s = wall_s;
   info.epochs = static_cast<int64_t>(history.epochs().size());
   info.threads = session.threads;
   info.batch_size = o.batch_size;
-  info.world_size = ranks.world_size();
-  if (ranks.world_size() > 1) info.ranks = &trainer->rank_timings();
-  info.communication = &trainer->communication();
-  info.gradient_buckets = trainer->gradient_buckets();
   info.device = session.device.str();
   info.logs = history.last();
-  info.clock_overhead_ns_per_step = trainer->clock_overhead_ns_per_step();
-  info.callbacks = trainer->callback_timings();
-  info.warnings = trainer->warnings();
   info.cpu = cpu.stop();
-  info.device_timer = trainer->device_timer();
   if (gpu) {
     info.gpu = gpu->stop();
     if (!info.gpu.sampled) info.warnings.push_back("GPU utilization not sampled: " + info.gpu.why_not);
   }
-  info.loader = trainer->loader_stats();
   const Verdict verdict = judge(trainer->step_stats(), verdict_context(o, session.threads, *trainer));
   write_file_atomically((run_dir / "summary.json").string(), summary_json(trainer->step_stats(), info, verdict));
   save_weights(trainer->model(), (run_dir / "model.weights.pt").string());
@@ -380,13 +371,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   } else {
     out << "Loader: batches built on the training thread (--workers 0)\n";
   }
-  if (info.gpu.sampled) {
-    out << "GPU: " << info.gpu.busy_percent_mean << " % busy (mean of " << info.gpu.samples << " NVML samples), "
-        << info.gpu.memory_peak_mb << " MiB peak memory in use (every process's)\n";
-  } else if (gpu) {
-    out << "GPU: utilization not sampled: " << info.gpu.why_not << "\n";
-  }
-  out << format_device_phases(info);
+  out << format_gpu(info);
   if (auto acc = history.last().get("val_accuracy")) {
     out << "Final validation accuracy: " << *acc << "\n";
   }

@@ -35,6 +35,7 @@ class BackupAndRestore : public Callback {
   explicit BackupAndRestore(BackupAndRestoreOptions options);
   std::string name() const override { return "BackupAndRestore"; }
   bool changes_training() const override { return true; }
+  bool stops_mid_epoch() const override { return false; }
   bool reads_batch_logs() const override { return false; }
   void on_train_begin(const Logs& logs) override;
   void on_train_batch_end(int64_t batch, const Logs& logs) override;

@@ -38,6 +38,11 @@ class Callback {
   /// Whether this callback changes training (stops it, sets the learning rate, ...): such callbacks
   /// always run on the training thread, whatever async() says. Default false.
   virtual bool changes_training() const { return false; }
+  /// Whether this callback may stop training in the middle of an epoch (from a batch hook). In a
+  /// data-parallel run the ranks then agree on stopping after every step (a small all-reduce); for
+  /// the others they agree at the epoch's end. Default: changes_training(), the safe answer for a
+  /// callback that does not say; the built-in ones that act at epoch ends say false.
+  virtual bool stops_mid_epoch() const { return changes_training(); }
   /// Whether this callback only has side effects (files, the terminal) and runs on the chief (rank 0)
   /// alone in a data-parallel run. Callbacks that change training run on every rank, on the same
   /// reduced epoch logs, so every rank does the same thing. Default false.

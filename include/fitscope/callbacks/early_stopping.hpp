@@ -30,6 +30,7 @@ struct EarlyStoppingOptions {
 class EarlyStopping : public Callback {
  public:
   bool changes_training() const override { return true; }
+  bool stops_mid_epoch() const override { return false; }
   explicit EarlyStopping(EarlyStoppingOptions options = {});
   bool reads_batch_logs() const override { return false; }
   void on_train_begin(const Logs& logs) override;

@@ -11,6 +11,7 @@ namespace fitscope {
 class LearningRateScheduler : public Callback {
  public:
   bool changes_training() const override { return true; }
+  bool stops_mid_epoch() const override { return false; }
   using Schedule = std::function<double(int64_t epoch, double lr)>;
   explicit LearningRateScheduler(Schedule schedule) : schedule_(std::move(schedule)) {}
   bool reads_batch_logs() const override { return false; }

@@ -39,6 +39,9 @@ class ModelCheckpoint : public Callback {
   explicit ModelCheckpoint(ModelCheckpointOptions options);
   std::string name() const override { return "ModelCheckpoint"; }
   bool changes_training() const override { return true; }  // reads the model: stays on the training thread
+  bool stops_mid_epoch() const override { return false; }
+  /// The batch logs only matter when saving every N batches.
+  bool reads_batch_logs() const override { return options_.save_freq.has_value(); }
   void on_train_batch_end(int64_t batch, const Logs& logs) override;
   void on_epoch_begin(int64_t epoch, const Logs& logs) override;
   void on_epoch_end(int64_t epoch, const Logs& logs) override;

@@ -23,6 +23,7 @@ struct ReduceLROnPlateauOptions {
 class ReduceLROnPlateau : public Callback {
  public:
   bool changes_training() const override { return true; }
+  bool stops_mid_epoch() const override { return false; }
   /// Throws std::invalid_argument for a factor outside (0, 1).
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
   bool reads_batch_logs() const override { return false; }

@@ -43,8 +43,6 @@ class Context {
   virtual int64_t local_rank() const = 0;
   /// Processes on this machine.
   virtual int64_t local_world_size() const = 0;
-  /// "single" or the c10d backend ("gloo").
-  virtual std::string backend() const = 0;
   /// Rank 0 writes the run's files and runs the callbacks with side effects.
   bool is_chief() const { return rank() == 0; }
 

@@ -81,8 +81,9 @@ class GradientReducer {
   std::vector<std::pair<std::size_t, std::size_t>> where_;  // param -> (bucket, slot)
   std::vector<unsigned> hooks_;
   GradientReducerOptions options_;
+  bool recording_;  // gradient arrival times are taken until the buckets are rebuilt
   std::vector<char> ready_;
-  std::vector<int64_t> arrived_ns_;                   // this backward's, per parameter
+  std::vector<int64_t> arrived_ns_;                   // this backward's, per parameter (while recording)
   // per synced step until the rebuild: each gradient's offset from the first (-1: none), then the
   // step's communication_ns
   std::vector<std::vector<int64_t>> arrival_history_;

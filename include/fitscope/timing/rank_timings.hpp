@@ -36,7 +36,6 @@ class RankTimings {
  private:
   std::vector<PhaseStats> stats_;
   std::vector<StreamingQuantiles> busy_;
-  int64_t warmup_steps_;
 };
 
 }  // namespace fitscope

@@ -48,8 +48,9 @@ std::vector<const CallbackTiming*> by_total_time(const std::vector<CallbackTimin
 /// summary.json's content (pretty-printed JSON).
 std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Verdict& verdict);
 
-/// The phases measured on the device (mean ms per step), one line; empty when none were.
-std::string format_device_phases(const RunInfo& info);
+/// The GPU's lines: NVML utilization and peak memory (or why they were not sampled), and the phases
+/// measured on the device (mean ms per step). Empty for a CPU run.
+std::string format_gpu(const RunInfo& info);
 
 /// Data-parallel runs: one line per rank (step p50/p99, busy p50), the stragglers, and how much of the
 /// communication was exposed. Empty for a single process.

@@ -33,6 +33,7 @@
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/step_sink.hpp"
+#include "fitscope/timing/summary.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/train/logs.hpp"
 #include "fitscope/train/loss.hpp"
@@ -193,6 +194,11 @@ class Trainer {
   void warn(const std::string& text);
   /// The warnings of the last fit (slow callbacks, metrics with a zero denominator).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  /// What the last fit knows for the summary and the report: world size, every rank's timings
+  /// (data-parallel runs), communication and gradient buckets, device timing, the clock's overhead,
+  /// callback timings, warnings and the loader. The caller adds the run's own facts (model, wall time,
+  /// epochs, threads, batch size, device, logs, CPU and GPU use). It points into the trainer.
+  RunInfo run_info() const;
 
  private:
   /// With `reduce`, the metrics are summed over ranks (each holds a shard).
@@ -200,8 +206,10 @@ class Trainer {
   /// Takes the checkpoint a callback requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
-  /// In a data-parallel run, the loader reads this rank's shard of the `size` examples.
-  LoaderOptions loader_options(const FitOptions& fit, bool training, int64_t size) const;
+  LoaderOptions loader_options(const FitOptions& fit, bool training) const;
+  /// loader_options reading this rank's shard of the `size` examples in a data-parallel run (fit's
+  /// loaders; evaluate() stays local).
+  LoaderOptions sharded_loader_options(const FitOptions& fit, bool training, int64_t size) const;
 
   std::shared_ptr<Model> model_;
   TrainerOptions options_;
