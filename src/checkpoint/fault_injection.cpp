@@ -13,7 +13,7 @@ class FaultyFile final : public WritableFile {
     fs_.check(FaultOp::write, path_);
     const int64_t n = fs_.allow(static_cast<int64_t>(data.size()));
     base_->append(data.substr(0, static_cast<std::size_t>(n)));
-    if (n < static_cast<int64_t>(data.size())) throw SimulatedCrash();
+    if (n < static_cast<int64_t>(data.size())) fs_.crash();
   }
   void sync() override {
     fs_.check(FaultOp::sync, path_);
@@ -37,9 +37,10 @@ void FaultInjectingFileSystem::fail(FaultOp op, int error, int count) {
   counts_[static_cast<int>(op)] = count;
 }
 
-void FaultInjectingFileSystem::crash_after(int64_t bytes) {
+void FaultInjectingFileSystem::crash_after(int64_t bytes, std::function<void()> on_crash) {
   std::lock_guard<std::mutex> lock(mutex_);
   crash_budget_ = bytes;
+  on_crash_ = std::move(on_crash);
 }
 
 void FaultInjectingFileSystem::restart() {
@@ -62,6 +63,16 @@ void FaultInjectingFileSystem::check(FaultOp op, const std::string& path) {
     static const char* names[] = {"write", "fsync", "rename"};
     throw IoError(names[static_cast<int>(op)], path, errors_[static_cast<int>(op)]);
   }
+}
+
+void FaultInjectingFileSystem::crash() {
+  std::function<void()> on_crash;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    on_crash = on_crash_;
+  }
+  if (on_crash) on_crash();
+  throw SimulatedCrash();
 }
 
 int64_t FaultInjectingFileSystem::allow(int64_t wanted) {

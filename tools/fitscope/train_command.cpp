@@ -235,39 +235,6 @@ struct Session {
   }
 };
 
-/// Test hook (documented in the README): FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES=N makes the process
-/// SIGKILL itself once N bytes of checkpoint data are written, to test a crash in the middle of a write.
-class KillingFileSystem final : public FileSystem {
- public:
-  KillingFileSystem(std::shared_ptr<FileSystem> base, int64_t budget) : base_(std::move(base)), budget_(budget) {}
-  std::unique_ptr<WritableFile> create(const std::string& path) override {
-    struct File final : WritableFile {
-      File(std::unique_ptr<WritableFile> f, int64_t& budget) : f(std::move(f)), budget(budget) {}
-      void append(std::string_view data) override {
-        const auto n = std::min<int64_t>(budget, static_cast<int64_t>(data.size()));
-        f->append(data.substr(0, static_cast<std::size_t>(n)));
-        budget -= n;
-        if (n < static_cast<int64_t>(data.size())) ::kill(::getpid(), SIGKILL);
-      }
-      void sync() override { f->sync(); }
-      void close() override { f->close(); }
-      std::unique_ptr<WritableFile> f;
-      int64_t& budget;
-    };
-    return std::make_unique<File>(base_->create(path), budget_);
-  }
-  void rename(const std::string& from, const std::string& to) override { base_->rename(from, to); }
-  void sync_dir(const std::string& dir) override { base_->sync_dir(dir); }
-  void remove(const std::string& path) override { base_->remove(path); }
-  std::vector<std::string> list(const std::string& dir) override { return base_->list(dir); }
-  std::string read(const std::string& path) override { return base_->read(path); }
-  void create_dirs(const std::string& dir) override { base_->create_dirs(dir); }
-
- private:
-  std::shared_ptr<FileSystem> base_;
-  int64_t budget_;
-};
-
 /// BackupAndRestore for --checkpoint-every / --resume, or null when neither is given. Refuses to
 /// start over a run directory that holds an interrupted run's backups unless --resume says so.
 std::shared_ptr<BackupAndRestore> backup_callback(const TrainCommandOptions& o, const fs::path& run_dir) {
@@ -282,8 +249,12 @@ std::shared_ptr<BackupAndRestore> backup_callback(const TrainCommandOptions& o, 
                                 ": pass --resume to continue it, or choose another --run-dir");
   }
   if (o.checkpoint_every.empty() && !o.resume) return nullptr;
+  // test hook (documented in the README): SIGKILL the process once N bytes of checkpoint data are
+  // written, to test a crash in the middle of a write
   if (const char* kill_after = std::getenv("FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES")) {
-    files = std::make_shared<KillingFileSystem>(files, std::stoll(kill_after));
+    auto killing = std::make_shared<FaultInjectingFileSystem>(files);
+    killing->crash_after(std::stoll(kill_after), [] { ::kill(::getpid(), SIGKILL); });
+    files = killing;
   }
   BackupAndRestoreOptions b;
   b.backup_dir = dir;

@@ -6,6 +6,7 @@
 /// Thread-safe.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -26,8 +27,9 @@ class FaultInjectingFileSystem final : public FileSystem {
 
   /// The next `count` calls of `op` fail with `error` (e.g. ENOSPC, EIO).
   void fail(FaultOp op, int error, int count = 1);
-  /// After `bytes` more bytes are appended, the write stops and the "process" is dead.
-  void crash_after(int64_t bytes);
+  /// After `bytes` more bytes are appended, the write stops and the "process" is dead: `on_crash` is
+  /// called then (e.g. to really kill the process), and SimulatedCrash thrown if it returns.
+  void crash_after(int64_t bytes, std::function<void()> on_crash = {});
   /// Undo the crash (a restarted process).
   void restart();
 
@@ -43,6 +45,8 @@ class FaultInjectingFileSystem final : public FileSystem {
   void check(FaultOp op, const std::string& path);
   /// How many of `wanted` bytes may still be written before the crash (wanted when none is set).
   int64_t allow(int64_t wanted);
+  /// Called by the files it creates when the budget ran out: on_crash, then SimulatedCrash.
+  [[noreturn]] void crash();
 
  private:
   void alive();
@@ -51,6 +55,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   int errors_[3] = {0, 0, 0};
   int counts_[3] = {0, 0, 0};
   int64_t crash_budget_ = -1;  // -1: no crash planned
+  std::function<void()> on_crash_;
   bool crashed_ = false;
 };
 
