@@ -35,8 +35,7 @@ void BackupAndRestore::on_train_begin(const Logs&) {
 }
 
 void BackupAndRestore::on_train_batch_end(int64_t, const Logs&) {
-  // global_step() counts the steps before this one
-  if (writer_ && options_.save_freq && (trainer().global_step() + 1) % *options_.save_freq == 0) {
+  if (writer_ && options_.save_freq && trainer().global_step() % *options_.save_freq == 0) {
     trainer().request_checkpoint(writer_.get());
   }
 }

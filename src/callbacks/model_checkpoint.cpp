@@ -62,7 +62,7 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
 void ModelCheckpoint::on_epoch_begin(int64_t epoch, const Logs&) { epoch_ = epoch; }
 
 void ModelCheckpoint::on_train_batch_end(int64_t batch, const Logs& logs) {
-  if (options_.save_freq && (trainer().global_step() + 1) % *options_.save_freq == 0) save(epoch_, batch, logs);
+  if (options_.save_freq && trainer().global_step() % *options_.save_freq == 0) save(epoch_, batch, logs);
 }
 
 void ModelCheckpoint::on_epoch_end(int64_t epoch, const Logs& logs) {

@@ -287,6 +287,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         clock_.leave();
 
         const StepOutput out = options_.train_step(batch, context);
+        ++global_step_;  // as Keras's iterations: the batch hooks see this step counted
 
         clock_.enter(Phase::metrics);
         train_metrics_->update(out.outputs, batch.targets, out.loss);
@@ -295,7 +296,6 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
           clock_.enter(Phase::callbacks);
           callbacks.on_train_batch_end(b, logs);
         }
-        ++global_step_;
         if (checkpoint_writer_) {  // requested by a callback: copy now, write in the background
           clock_.enter(Phase::checkpoint);
           checkpoint_if_requested(epoch, b + 1);

@@ -176,7 +176,7 @@ class Trainer {
   const TrainerOptions& options() const { return options_; }
   /// The running (or last) fit's parameters.
   const TrainingParams& params() const { return params_; }
-  /// Steps run by fit() since construction.
+  /// Steps run by fit() since construction (in on_train_batch_end, the current one included).
   int64_t global_step() const { return global_step_; }
   /// The distributions of the last fit's steps.
   const PhaseStats& step_stats() const { return stats_; }
