@@ -35,7 +35,7 @@ struct GradientReducerOptions {
   int64_t bucket_cap_bytes = 25 << 20;   ///< DDP's default bucket cap, 25 MiB
   int64_t first_bucket_bytes = 1 << 20;  ///< DDP's first bucket, 1 MiB
   int64_t rebuild_after_steps = 5;       ///< 0: keep the reverse-order buckets (default: the warm-up)
-  double pause_fraction = 0.1;           ///< a pause this share of backward's span ends a bucket
+  double pause_fraction = 0.25;          ///< a pause this share of backward's span ends a bucket
 };
 
 /// Copies rank 0's tensors (parameters, buffers) into every rank's, one collective per dtype.
