@@ -6,7 +6,7 @@
 //      printed with the buckets the reducer rebuilt and what one lone all-reduce of each size takes
 //   4. 2-rank throughput against 1 rank, each with the thread policy's intra-op threads
 // Run without arguments: it measures 1 and the 1-rank side of 4 itself, then launches itself as two
-// ranks (fitscope::dist::launch) for 2-4. Usage: bench_distributed [rounds] [cnn_steps]
+// ranks (fitscope::dist::launch) for 2-4. Usage: bench_distributed [rounds] [cnn_steps] [cnn_batch]
 
 #include <ATen/ATen.h>
 #include <torch/torch.h>
@@ -35,7 +35,7 @@ struct CnnRun {
   double samples_per_s = 0, exposed_ms = 0, in_flight_ms = 0;
   std::vector<int64_t> buckets;  // bytes
 };
-CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, bool rebuild_buckets = true) {
+CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t batch, bool rebuild_buckets = true) {
   torch::manual_seed(0);
   TrainerOptions options;
   options.context = std::move(context);
@@ -44,6 +44,7 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, bool reb
   Trainer trainer(models::Cnn(28, 1, 10), options);
   FitOptions fit;
   fit.steps_per_epoch = steps + options.warmup_steps;
+  fit.batch_size = batch;
   trainer.fit(images(4000), fit);
   CnnRun run;
   run.samples_per_s = trainer.step_stats().samples_per_s();
@@ -69,7 +70,7 @@ double sync_seconds(const std::shared_ptr<dist::Context>& context, torch::nn::Se
          }) / iterations;
 }
 
-int rank_main(int rounds, int64_t cnn_steps) {
+int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
   auto context = dist::context_from_environment();
   apply_threads(default_threads(context->local_world_size()));
   torch::manual_seed(0);
@@ -83,8 +84,8 @@ int rank_main(int rounds, int64_t cnn_steps) {
     per_parameter += p / rounds;
     ratios.push_back(p / b);
   }
-  const CnnRun fixed = train_cnn(context, cnn_steps, /*rebuild_buckets=*/false);
-  const CnnRun cnn = train_cnn(context, cnn_steps);
+  const CnnRun fixed = train_cnn(context, cnn_steps, cnn_batch, /*rebuild_buckets=*/false);
+  const CnnRun cnn = train_cnn(context, cnn_steps, cnn_batch);
   std::ostringstream buckets;  // each bucket's size, and one lone all-reduce of that size (ms)
   for (int64_t bytes : cnn.buckets) {
     const at::Tensor t = torch::ones({bytes / 4});
@@ -115,7 +116,8 @@ int rank_main(int rounds, int64_t cnn_steps) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
   const int64_t cnn_steps = argc > 2 ? std::atoll(argv[2]) : 150;
-  if (std::getenv("WORLD_SIZE")) return rank_main(rounds, cnn_steps);
+  const int64_t cnn_batch = argc > 3 ? std::atoll(argv[3]) : 32;
+  if (std::getenv("WORLD_SIZE")) return rank_main(rounds, cnn_steps, cnn_batch);
 
   apply_threads(default_threads(1));
   // 1. the single-process context against none: the seed MLP, alternating rounds
@@ -132,13 +134,13 @@ int main(int argc, char** argv) {
   const double context_ratio =
       bench::paired_ratio(rounds, [&] { fit_mlp(nullptr); }, [&] { fit_mlp(dist::single_process_context()); });
   // 4, one rank
-  const CnnRun one = train_cnn(nullptr, cnn_steps);
+  const CnnRun one = train_cnn(nullptr, cnn_steps, cnn_batch);
 
   std::ostringstream out, err;
   dist::LaunchOptions launch;
   launch.nproc_per_node = 2;
   launch.master_port = 29000 + static_cast<int64_t>(::getpid() % 1000);
-  const int status = dist::launch(launch, {argv[0], std::to_string(rounds), std::to_string(cnn_steps)}, out, err);
+  const int status = dist::launch(launch, {argv[0], std::to_string(rounds), std::to_string(cnn_steps), std::to_string(cnn_batch)}, out, err);
   if (status != 0) {
     std::cerr << err.str() << out.str();
     return 1;

@@ -49,6 +49,7 @@
 #include "fitscope/dist/gradient_reducer.hpp"
 #include "fitscope/dist/launch.hpp"
 #include "fitscope/dist/metric_reduction.hpp"
+#include "fitscope/dist/nccl_context.hpp"
 #include "fitscope/dist/step_record_gather.hpp"
 #include "fitscope/metrics/auc.hpp"
 #include "fitscope/metrics/confusion_metrics.hpp"

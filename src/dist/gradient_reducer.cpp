@@ -238,6 +238,10 @@ void GradientReducer::finish() {
     pending->wait();
     const int64_t start = std::max(bucket.launched_ns, covered_until);
     const int64_t end = pending->completed_ns();
+    if (end < 0 || busy < 0) {  // the context cannot tell when (NCCL on a CUDA tensor)
+      busy = -1;
+      continue;
+    }
     if (end > start) busy += end - start;
     covered_until = std::max(covered_until, end);
   }

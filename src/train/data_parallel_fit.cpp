@@ -54,7 +54,8 @@ bool DataParallelFit::end_step(StepClock& clock, bool stop_requested) {
     stop_requested = any_rank(stop_requested);
     agreement_ns = StepClock::now_ns() - start;
   }
-  if (++steps_ > warmup_steps_) communication_.add(reducer_->communication_ns() + agreement_ns);
+  const int64_t communication = reducer_->communication_ns();  // -1: not known on the host (NCCL)
+  if (++steps_ > warmup_steps_ && communication >= 0) communication_.add(communication + agreement_ns);
   return stop_requested;
 }
 

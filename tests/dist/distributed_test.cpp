@@ -130,6 +130,16 @@ TEST(Distributed, BackupsWithoutARunDirectoryAreRefusedOnEveryRank) {
   EXPECT_NE(r.err.find("rank 0 (pid "), std::string::npos) << r.err;
 }
 
+TEST(Distributed, NcclOnTheCpuIsRefusedOnEveryRankNamingTheFlags) {
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--dist-backend", "nccl", "--device", "cpu", "--epochs", "1"}));
+  EXPECT_EQ(r.exit_code, 1);
+  for (const char* rank : {"[rank 0]", "[rank 1]"}) {
+    EXPECT_NE(r.err.find(std::string(rank) + " fitscope: --dist-backend nccl needs a GPU per rank, but --device cpu trains on the CPU"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 /// A launched run whose stderr is read as it comes, line by line, with arrival times.
 class LiveLaunch {
  public:

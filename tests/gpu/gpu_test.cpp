@@ -1,6 +1,7 @@
 // The GPU path, built only where libtorch has CUDA and run on a machine with a GPU (ctest -L gpu):
 // no host synchronisation in the loop's steady state (CUDA's sync debug mode turns any into an
-// error), the phases timed by CUDA events, and NVML's utilization sampling.
+// error), the phases timed by CUDA events, NVML's utilization sampling, and the NCCL context in a
+// world of one (one GPU): its collectives, the gradient reducer on it, and the CLI through it.
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/torch.h>
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <string>
+#include <unistd.h>
 
 #include "fitscope/fitscope.hpp"
 
@@ -72,6 +75,68 @@ TEST(Gpu, NvmlReportsUtilizationAndMemoryOfTheGpu) {
   ASSERT_TRUE(u.sampled) << u.why_not;
   EXPECT_GE(u.samples, 2);
   EXPECT_GT(u.memory_peak_mb, 64);  // the matrices at least
+}
+
+/// A world of one at a port of its own.
+dist::Environment world_of_one() {
+  dist::Environment env;
+  env.master_port = 31000 + ::getpid() % 2000;
+  return env;
+}
+
+TEST(Gpu, NcclCollectivesInAWorldOfOneWorkOnGpuAndCpuTensors) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  auto context = dist::make_nccl_context(world_of_one(), 0, std::chrono::seconds(30));
+  const at::Tensor gpu = torch::arange(6, torch::dtype(torch::kFloat).device(torch::kCUDA));
+  auto pending = context->all_reduce_async(gpu);
+  pending->wait();
+  EXPECT_EQ(pending->completed_ns(), -1);  // only ordered on the stream
+  EXPECT_TRUE(torch::equal(gpu.cpu(), torch::arange(6, torch::kFloat)));
+  const at::Tensor cpu = torch::full({3}, 2.0f);
+  auto on_host = context->all_reduce_async(cpu);
+  on_host->wait();
+  EXPECT_GT(on_host->completed_ns(), 0);
+  EXPECT_TRUE(torch::equal(cpu, torch::full({3}, 2.0f)));
+  context->broadcast(cpu, 0);
+  const at::Tensor gathered = context->all_gather(cpu);
+  EXPECT_EQ(gathered.sizes(), (std::vector<int64_t>{1, 3}));
+  EXPECT_FALSE(gathered.is_cuda());
+  context->barrier();
+}
+
+TEST(Gpu, TheGradientReducerOnNcclLeavesTheLocalGradientsInAWorldOfOne) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  auto context = dist::make_nccl_context(world_of_one(), 0, std::chrono::seconds(30));
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
+  net->to(torch::kCUDA);
+  const at::Tensor x = torch::randn({32, 8}, torch::kCUDA);
+  net->forward(x).pow(2).sum().backward();
+  std::vector<at::Tensor> local;
+  for (const auto& p : net->parameters()) {
+    local.push_back(p.grad().clone());
+    p.mutable_grad() = at::Tensor();
+  }
+  dist::GradientReducerOptions options;
+  options.bucket_cap_bytes = 0;  // one bucket per parameter: several collectives in flight
+  dist::GradientReducer reducer(context, net->parameters(), options);
+  net->forward(x).pow(2).sum().backward();
+  reducer.finish();
+  EXPECT_EQ(reducer.communication_ns(), -1);
+  for (std::size_t n = 0; n < local.size(); ++n) EXPECT_TRUE(torch::allclose(net->parameters()[n].grad(), local[n]));
+}
+
+TEST(Gpu, TheCliTrainsThroughNcclInAWorldOfOne) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  const std::string dir = "/tmp/fitscope-gpu-nccl-" + std::to_string(::getpid());
+  const std::string command = std::string("'") + FITSCOPE_CLI + "' launch --nproc-per-node 1 --master-port " +
+                              std::to_string(33000 + ::getpid() % 2000) + " -- '" + FITSCOPE_CLI +
+                              "' train --device cuda --dist-backend nccl --epochs 1 --synthetic-size 2000 --quiet --run-dir " +
+                              dir + " > " + dir + ".log 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << "see " << dir << ".log";
 }
 
 }  // namespace

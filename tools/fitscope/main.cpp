@@ -144,6 +144,10 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_option("--dist-timeout", o.dist_timeout_s,
                       "Seconds a collective or the rendezvous may wait for the other ranks under launch or torchrun")
       ->check(number_above(0, false, "a number of seconds > 0"))->capture_default_str();
+  command->add_option("--dist-backend", o.dist_backend,
+                      "c10d backend under launch or torchrun: gloo, nccl (a GPU per rank; a world of one too), or auto "
+                      "(nccl when the ranks train on GPUs and this build has it, else gloo)")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl"}))->capture_default_str();
   command->add_option("--callback-mode", o.callback_mode, "How the observing callbacks run: sync, or async (off the training thread)")
       ->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
 }

@@ -44,6 +44,7 @@ struct TrainCommandOptions {
   bool no_best_checkpoint = false;  ///< --no-best-checkpoint: no checkpoints/best.fitscope
   std::string best_monitor;         ///< --best-monitor: the key of the best checkpoint (default val_loss, or loss)
   double dist_timeout_s = 60;       ///< --dist-timeout: collective and rendezvous timeout under launch/torchrun
+  std::string dist_backend = "auto";  ///< --dist-backend auto|gloo|nccl under launch/torchrun
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.

@@ -4,7 +4,8 @@
 /// Every rank calls the same collectives in the same order; a collective returns when every rank has
 /// taken part. Tensors are reduced by sum in place (dense, contiguous, on the context's device).
 /// single_process_context() is the stand-in for one process: rank 0 of 1, collectives return at once.
-/// The c10d implementation is make_gloo_context (gloo_context.hpp); an NCCL one plugs in the same way.
+/// The c10d implementations are make_gloo_context (gloo_context.hpp) and make_nccl_context
+/// (nccl_context.hpp).
 /// When a peer dies or hangs, a collective throws PeerFailure naming the rank, within the timeout.
 /// Collectives are called from the training thread; all_reduce_async may also be called from
 /// autograd's threads (the gradient reducer does), one at a time.
@@ -30,7 +31,8 @@ class PendingCollective {
   virtual ~PendingCollective() = default;
   /// Blocks until the collective is done; throws PeerFailure when it failed.
   virtual void wait() = 0;
-  /// When the collective completed (steady_clock ns), valid after wait().
+  /// When the collective completed (steady_clock ns), valid after wait(); -1 when the host cannot
+  /// tell (a collective that wait() only ordered on a GPU stream).
   virtual int64_t completed_ns() const = 0;
 };
 

@@ -61,7 +61,8 @@ class GradientReducer {
   /// The buckets' sizes in bytes, in launch order.
   std::vector<int64_t> bucket_bytes() const;
   /// The last finish()'s communication: from the first launch to the last completion, gaps
-  /// without any collective in flight left out (ns).
+  /// without any collective in flight left out (ns); -1 where the context cannot tell when a
+  /// collective completed (NCCL on CUDA tensors: the host never waits for it).
   int64_t communication_ns() const { return communication_ns_; }
 
  private:
