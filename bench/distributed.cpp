@@ -2,9 +2,12 @@
 //   1. a world-size-1 context against no context (same trainer, same data): goal <= 1.01
 //   2. bucketed all-reduce against one all-reduce per parameter, on a model of many small parameters
 //      (2 ranks, backward + gradient sync per step): goal >= 2x
-//   3. exposed `comm` against the whole time communication is in flight, seed CNN (2 ranks): goal <= 30 %;
-//      printed with the buckets the reducer rebuilt and what one lone all-reduce of each size takes
+//   3. exposed `comm` against the whole time communication is in flight, seed CNN (2 ranks), the median
+//      of `rounds` runs: goal <= 30 %; printed with the buckets the reducer rebuilt and what one lone
+//      all-reduce of each size takes
 //   4. 2-rank throughput against 1 rank, each with the thread policy's intra-op threads
+//   5. waits that poll before they sleep (the default) against waits that sleep at once: one lone
+//      all-reduce of 1.25 KiB, and the seed CNN's samples/s (2 ranks)
 // Run without arguments: it measures 1 and the 1-rank side of 4 itself, then launches itself as two
 // ranks (fitscope::dist::launch) for 2-4. Usage: bench_distributed [rounds] [cnn_steps] [cnn_batch]
 
@@ -70,8 +73,20 @@ double sync_seconds(const std::shared_ptr<dist::Context>& context, torch::nn::Se
          }) / iterations;
 }
 
+/// Seconds of one all-reduce of `bytes` on its own, every rank calling it in a loop.
+double lone_all_reduce_seconds(dist::Context& context, int64_t bytes) {
+  const at::Tensor t = torch::ones({bytes / 4});
+  for (int i = 0; i < 20; ++i) context.all_reduce(t);
+  return bench::seconds([&] {
+           for (int i = 0; i < 200; ++i) context.all_reduce(t);
+         }) / 200;
+}
+
 int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
   auto context = dist::context_from_environment();
+  dist::Environment second = *dist::read_environment();  // a context whose waits sleep at once
+  second.master_port += 1;
+  auto sleeping = dist::make_gloo_context(second, dist::kDefaultTimeout, std::chrono::microseconds(0));
   apply_threads(default_threads(context->local_world_size()));
   torch::manual_seed(0);
   torch::nn::Sequential net;
@@ -85,28 +100,45 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
     ratios.push_back(p / b);
   }
   const CnnRun fixed = train_cnn(context, cnn_steps, cnn_batch, /*rebuild_buckets=*/false);
-  const CnnRun cnn = train_cnn(context, cnn_steps, cnn_batch);
+  CnnRun cnn;
+  std::vector<double> exposed_shares, polling_gains;  // per round
+  std::ostringstream shares;
+  for (int r = 0; r < rounds; ++r) {  // polling and sleeping waits, which goes first alternating
+    const CnnRun asleep_first = r % 2 ? train_cnn(sleeping, cnn_steps, cnn_batch) : CnnRun{};
+    cnn = train_cnn(context, cnn_steps, cnn_batch);
+    const CnnRun asleep = r % 2 ? asleep_first : train_cnn(sleeping, cnn_steps, cnn_batch);
+    exposed_shares.push_back(100 * cnn.exposed_ms / cnn.in_flight_ms);
+    polling_gains.push_back(cnn.samples_per_s / asleep.samples_per_s);
+    shares << " " << std::fixed << std::setprecision(1) << exposed_shares.back() << " (" << cnn.buckets.size() << " buckets)";
+  }
   std::ostringstream buckets;  // each bucket's size, and one lone all-reduce of that size (ms)
   for (int64_t bytes : cnn.buckets) {
-    const at::Tensor t = torch::ones({bytes / 4});
-    for (int i = 0; i < 20; ++i) context->all_reduce(t);
-    const double lone = bench::seconds([&] {
-      for (int i = 0; i < 200; ++i) context->all_reduce(t);
-    }) / 200;
-    buckets << std::fixed << std::setprecision(2) << " " << static_cast<double>(bytes) / 1024 << " KiB (" << lone * 1e3 << " ms)";
+    buckets << std::fixed << std::setprecision(2) << " " << static_cast<double>(bytes) / 1024 << " KiB ("
+            << lone_all_reduce_seconds(*context, bytes) * 1e3 << " ms)";
+  }
+  std::vector<double> polled, slept;
+  for (int r = 0; r < rounds; ++r) {
+    polled.push_back(lone_all_reduce_seconds(*context, 1280));
+    slept.push_back(lone_all_reduce_seconds(*sleeping, 1280));
   }
   if (context->is_chief()) {
     std::cout << "RESULT bucket_ratio " << bench::median(ratios) << "\n"
               << "RESULT bucketed_ms " << bucketed * 1e3 << "\n"
               << "RESULT per_parameter_ms " << per_parameter * 1e3 << "\n"
+              << "RESULT exposed_share " << bench::median(exposed_shares) << "\n"
+              << "RESULT exposed_shares" << shares.str() << "\n"
               << "RESULT exposed_ms " << cnn.exposed_ms << "\n"
               << "RESULT in_flight_ms " << cnn.in_flight_ms << "\n"
               << "RESULT fixed_exposed_ms " << fixed.exposed_ms << "\n"
               << "RESULT fixed_in_flight_ms " << fixed.in_flight_ms << "\n"
               << "RESULT fixed_samples_per_s_per_rank " << fixed.samples_per_s << "\n"
               << "RESULT buckets" << buckets.str() << "\n"
-              << "RESULT samples_per_s_per_rank " << cnn.samples_per_s << "\n";
+              << "RESULT samples_per_s_per_rank " << cnn.samples_per_s << "\n"
+              << "RESULT polling_gain " << bench::median(polling_gains) << "\n"
+              << "RESULT polled_ms " << bench::median(polled) * 1e3 << "\n"
+              << "RESULT slept_ms " << bench::median(slept) * 1e3 << "\n";
   }
+  sleeping->barrier();
   context->barrier();
   return 0;
 }
@@ -158,14 +190,20 @@ int main(int argc, char** argv) {
             << "1. world-size-1 context / no context, seed MLP time:         x" << context_ratio << "  (goal <= 1.01)\n"
             << "2. per-parameter / bucketed all-reduce, 64 Linear(16,16):     x" << result("bucket_ratio") << "  ("
             << result("per_parameter_ms") << " ms vs " << result("bucketed_ms") << " ms per backward+sync; goal >= 2)\n"
-            << "3. exposed comm / communication in flight, seed CNN, 2 ranks:  " << result("exposed_ms") << " ms / "
-            << result("in_flight_ms") << " ms = " << 100 * result("exposed_ms") / result("in_flight_ms") << " %  (goal <= 30 %)\n"
+            << "3. exposed comm / communication in flight, seed CNN, 2 ranks:  " << result("exposed_share")
+            << " %, median of " << rounds << " runs (goal <= 30 %); the runs:" << text["exposed_shares"] << "\n"
+            << "   the last run: " << result("exposed_ms") << " ms exposed of " << result("in_flight_ms") << " ms in flight\n"
             << "   buckets (launch order) and one lone all-reduce of each:   " << text["buckets"] << "\n"
             << "   the same without rebuilding the buckets (one bucket):       " << result("fixed_exposed_ms") << " ms / "
             << result("fixed_in_flight_ms") << " ms = " << 100 * result("fixed_exposed_ms") / result("fixed_in_flight_ms")
             << " %, samples/s x" << result("samples_per_s_per_rank") / result("fixed_samples_per_s_per_rank")
             << " with the rebuild\n"
             << "4. seed CNN samples/s: 2 ranks " << two << " vs 1 rank " << one.samples_per_s << ": x" << two / one.samples_per_s
-            << "\n";
+            << "\n"
+            << "5. waits that sleep at once / that poll first (default), one lone all-reduce of 1.25 KiB: x"
+            << result("slept_ms") / result("polled_ms") << "  (" << result("slept_ms") << " ms vs " << result("polled_ms")
+            << " ms)\n"
+            << "   seed CNN samples/s, 2 ranks, polling first / sleeping at once: x" << result("polling_gain")
+            << ", median of " << rounds << " paired runs\n";
   return 0;
 }

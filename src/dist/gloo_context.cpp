@@ -7,6 +7,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <atomic>
+#include <thread>
 #include <stdexcept>
 #include <vector>
 
@@ -35,8 +36,8 @@ class GlooPending final : public PendingCollective {
 
 class GlooContext final : public Context {
  public:
-  GlooContext(const Environment& env, std::chrono::milliseconds timeout)
-      : rendezvous_(env, timeout, local_address_towards(env.master_addr)) {
+  GlooContext(const Environment& env, std::chrono::milliseconds timeout, std::chrono::microseconds poll)
+      : rendezvous_(env, timeout, local_address_towards(env.master_addr)), poll_ns_(poll.count() * 1000) {
     try {
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(rendezvous_.bind()));
@@ -84,8 +85,10 @@ class GlooContext final : public Context {
     wait(run("barrier", [&] { return group_->barrier(); }), "barrier");
   }
 
-  /// Waits for `work`; a failure becomes a PeerFailure naming the silent ranks.
+  /// Waits for `work`, polling first; a failure becomes a PeerFailure naming the silent ranks.
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+    const int64_t until = StepClock::now_ns() + poll_ns_;
+    while (!work->isCompleted() && StepClock::now_ns() < until) std::this_thread::yield();
     try {
       work->wait();
     } catch (const std::exception& e) {
@@ -104,6 +107,7 @@ class GlooContext final : public Context {
   }
 
   detail::Rendezvous rendezvous_;
+  int64_t poll_ns_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
 };
 
@@ -121,8 +125,9 @@ void GlooPending::wait() {
 
 }  // namespace
 
-std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout) {
-  return std::make_shared<GlooContext>(env, timeout);
+std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout,
+                                           std::chrono::microseconds poll) {
+  return std::make_shared<GlooContext>(env, timeout, poll);
 }
 
 std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout) {

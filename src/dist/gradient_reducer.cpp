@@ -127,8 +127,9 @@ void GradientReducer::record_arrivals_and_rebuild() {
   arrival_history_.push_back(std::move(offsets));
   std::fill(arrived_ns_.begin(), arrived_ns_.end(), -1);
   if (static_cast<int64_t>(arrival_history_.size()) < options_.rebuild_after_steps) return;
-  // rank 0's medians, the same on every rank: per parameter, when its gradient arrived (-1: never);
-  // last, the communication time of a step
+  // rank 0's figures, the same on every rank: per parameter, the median of when its gradient arrived
+  // (-1: never); last, the shortest communication of a step (what a collective costs when no rank
+  // straggles and the machine is quiet)
   const int64_t entries = static_cast<int64_t>(params_.size()) + 1;
   at::Tensor median = at::full({entries}, -1, at::kLong);
   for (int64_t n = 0; n < entries; ++n) {
@@ -137,8 +138,9 @@ void GradientReducer::record_arrivals_and_rebuild() {
       if (step[n] >= 0) seen.push_back(step[n]);
     }
     if (seen.empty()) continue;
-    std::nth_element(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen.size() / 2), seen.end());
-    median[n] = seen[seen.size() / 2];
+    const std::size_t at = n + 1 == entries ? 0 : seen.size() / 2;
+    std::nth_element(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(at), seen.end());
+    median[n] = seen[at];
   }
   context_->broadcast(median, 0);
   std::vector<int64_t> arrival(median.data_ptr<int64_t>(), median.data_ptr<int64_t>() + entries);

@@ -18,9 +18,16 @@ namespace fitscope::dist {
 /// Default collective and rendezvous timeout: far below c10d's 30 minutes, far above a step.
 constexpr std::chrono::seconds kDefaultTimeout{60};
 
+/// How long a wait polls for the collective's completion, yielding the core to any thread that
+/// wants it, before it sleeps. A thread asleep on an idle core is woken by another core; on a
+/// virtual machine that wake-up can cost more than a whole all-reduce of a few KiB on loopback
+/// (bench_distributed prints both).
+constexpr std::chrono::microseconds kDefaultPoll{2000};
+
 /// Joins the run described by `env`. Throws PeerFailure when the rendezvous does not complete within
-/// `timeout`, std::invalid_argument for a bad address.
-std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout = kDefaultTimeout);
+/// `timeout`, std::invalid_argument for a bad address. `poll` 0: waits sleep at once.
+std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout = kDefaultTimeout,
+                                           std::chrono::microseconds poll = kDefaultPoll);
 
 /// make_gloo_context for the launched environment, or single_process_context() when not launched
 /// (or launched as a world of one).

@@ -13,9 +13,10 @@
 /// After rebuild_after_steps synced steps the buckets are rebuilt, as DDP does, from when rank 0's
 /// gradients arrived (the median over those steps, broadcast so every rank builds the same buckets):
 /// in arrival order, under the same caps, and a bucket also ends where backward pauses for at least
-/// pause_fraction of the longer of its span (first to last gradient) and a step's communication time,
-/// so what is ready before the pause is reduced while the rest of backward runs (a small model gets
-/// overlap although it fits one bucket) and a pause too short to hide anything adds no collective.
+/// pause_fraction of the longer of its span (first to last gradient) and the shortest communication
+/// time of those steps, so what is ready before the pause is reduced while the rest of backward runs
+/// (a small model gets overlap although it fits one bucket) and a pause too short to hide anything
+/// adds no collective.
 /// With sync off (NoSync), backward only accumulates local gradients; the next synced backward
 /// reduces the accumulation (gradient accumulation as DDP's no_sync).
 /// Built and finished on the training thread; hooks run on autograd's thread.
