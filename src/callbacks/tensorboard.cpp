@@ -47,15 +47,16 @@ TensorBoard::~TensorBoard() = default;
 void TensorBoard::on_train_begin(const Logs&) {
   train_ = std::make_unique<detail::EventFile>(options_.log_dir);
   validation_ = std::make_unique<detail::EventFile>(options_.log_dir + "/validation");
-  batches_ = 0;
 }
 
+void TensorBoard::on_epoch_begin(int64_t, const Logs&) { step_ = trainer().global_step(); }
+
 void TensorBoard::on_train_batch_end(int64_t, const Logs& logs) {
-  ++batches_;
-  if (options_.update_freq == 0 || batches_ % options_.update_freq != 0) return;
+  ++step_;
+  if (options_.update_freq == 0 || step_ % options_.update_freq != 0) return;
   std::vector<std::pair<std::string, double>> values;
   for (const auto& [key, value] : logs) values.emplace_back("batch_" + key, value);
-  train_->scalars(batches_, values);
+  train_->scalars(step_, values);
 }
 
 void TensorBoard::on_epoch_end(int64_t epoch, const Logs& logs) {

@@ -162,6 +162,18 @@ TEST(TensorBoard, ARunsEventFilesHoldTheExpectedTagsStepsAndValues) {
     if (e.scalars.count("epoch_loss")) epochs[e.step] = e;
   }
   EXPECT_EQ(batch_steps, (std::vector<int64_t>{4, 8, 12, 16, 20}));
+  // a second fit() of the same trainer goes on from the global step (as a resumed run does)
+  const fs::path more = dir / "more";
+  TensorBoardOptions again = tb;
+  again.log_dir = more.string();
+  fit.epochs = 1;
+  fit.callbacks = {std::make_shared<TensorBoard>(again)};
+  trainer.fit(make_synthetic(data), fit);
+  std::vector<int64_t> later_steps;
+  for (const Event& e : read_events(only_event_file(more))) {
+    if (e.scalars.count("batch_loss")) later_steps.push_back(e.step);
+  }
+  EXPECT_EQ(later_steps, (std::vector<int64_t>{24, 28}));
   ASSERT_EQ(epochs.size(), 2u);
   for (int64_t epoch : {0, 1}) {
     const Event& e = epochs.at(epoch);

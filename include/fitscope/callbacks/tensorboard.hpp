@@ -4,7 +4,7 @@
 /// messages with scalar summaries. As Keras, training scalars go to `log_dir/train`, validation ones to
 /// `log_dir/validation`, both named `epoch_<key>` (`epoch_loss`, `epoch_accuracy`, ...; `lr` becomes
 /// `epoch_learning_rate`) at each epoch's index; with update_freq "batch" or N, `batch_<key>` every N
-/// batches at the global step. The timing scalars `time/step_ms_p50` and `time/<phase>_share` are
+/// batches at the global step, which goes on across fit() calls and from a resumed run's. The timing scalars `time/step_ms_p50` and `time/<phase>_share` are
 /// written with the training scalars at each epoch end. Observes only: may run async. Not thread-safe.
 
 #include <cstdint>
@@ -31,6 +31,7 @@ class TensorBoard : public Callback {
   std::string name() const override { return "TensorBoard"; }
   bool reads_batch_logs() const override { return options_.update_freq > 0; }
   void on_train_begin(const Logs& logs) override;
+  void on_epoch_begin(int64_t epoch, const Logs& logs) override;
   void on_train_batch_end(int64_t batch, const Logs& logs) override;
   void on_epoch_end(int64_t epoch, const Logs& logs) override;
   void on_train_end(const Logs& logs) override;
@@ -38,7 +39,9 @@ class TensorBoard : public Callback {
  private:
   TensorBoardOptions options_;
   std::unique_ptr<detail::EventFile> train_, validation_;
-  int64_t batches_ = 0;
+  // the global step of the last batch (Keras's iterations): the trainer's at each epoch's start (the
+  // training thread waits for epoch hooks, so reading it is safe when async), then counted
+  int64_t step_ = 0;
 };
 
 /// CRC-32C (Castagnoli) of `data`, and TFRecord's masked form of a CRC.
