@@ -100,7 +100,7 @@ TEST(Gpu, NcclCollectivesInAWorldOfOneWorkOnGpuAndCpuTensors) {
   EXPECT_TRUE(torch::equal(cpu, torch::full({3}, 2.0f)));
   context->broadcast(cpu, 0);
   const at::Tensor gathered = context->all_gather(cpu);
-  EXPECT_EQ(gathered.sizes(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(gathered.sizes().vec(), (std::vector<int64_t>{1, 3}));
   EXPECT_FALSE(gathered.is_cuda());
   context->barrier();
 }
