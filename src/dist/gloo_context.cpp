@@ -1,20 +1,26 @@
+// The Gloo context: compiled where gloo's headers are found (FITSCOPE_WITH_GLOO, set by
+// src/CMakeLists.txt: always on a CPU build; a PyTorch wheel may lack them).
+#include "fitscope/dist/gloo_context.hpp"
+
+#include <stdexcept>
+
+#ifdef FITSCOPE_WITH_GLOO
 #ifndef USE_C10D_GLOO  // ProcessGroupGloo.hpp declares nothing without it (Torch's config usually sets it)
 #define USE_C10D_GLOO
 #endif
-#include "fitscope/dist/gloo_context.hpp"
-
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <atomic>
 #include <thread>
-#include <stdexcept>
 #include <vector>
 
 #include "fitscope/timing/step_clock.hpp"
 #include "rendezvous.hpp"
+#endif
 
 namespace fitscope::dist {
+#ifdef FITSCOPE_WITH_GLOO
 namespace {
 
 class GlooContext;
@@ -129,6 +135,13 @@ std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::
                                            std::chrono::microseconds poll) {
   return std::make_shared<GlooContext>(env, timeout, poll);
 }
+#else
+std::shared_ptr<Context> make_gloo_context(const Environment&, std::chrono::milliseconds, std::chrono::microseconds) {
+  throw std::invalid_argument(
+      "the Gloo backend is not in this build of fitscope: gloo's headers were not found beside libtorch "
+      "(expected nccl, or a build with them)");
+}
+#endif
 
 std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout) {
   const auto env = read_environment();
