@@ -40,10 +40,10 @@ class GlooPending final : public PendingCollective {
   std::shared_ptr<std::atomic<int64_t>> completed_ns_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
-class GlooContext final : public Context {
+class GlooContext final : public detail::C10dContext {
  public:
   GlooContext(const Environment& env, std::chrono::milliseconds timeout, std::chrono::microseconds poll)
-      : rendezvous_(env, timeout, local_address_towards(env.master_addr)), poll_ns_(poll.count() * 1000) {
+      : C10dContext(env, timeout, local_address_towards(env.master_addr)), poll_ns_(poll.count() * 1000) {
     try {
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(rendezvous_.bind()));
@@ -55,11 +55,6 @@ class GlooContext final : public Context {
       rendezvous_.setup_failed(e);
     }
   }
-
-  int64_t rank() const override { return rendezvous_.env().rank; }
-  int64_t world_size() const override { return rendezvous_.env().world_size; }
-  int64_t local_rank() const override { return rendezvous_.env().local_rank; }
-  int64_t local_world_size() const override { return rendezvous_.env().local_world_size; }
 
   std::unique_ptr<PendingCollective> all_reduce_async(const at::Tensor& tensor) override {
     std::vector<at::Tensor> tensors{tensor};
@@ -95,24 +90,10 @@ class GlooContext final : public Context {
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
     const int64_t until = StepClock::now_ns() + poll_ns_;
     while (!work->isCompleted() && StepClock::now_ns() < until) std::this_thread::yield();
-    try {
-      work->wait();
-    } catch (const std::exception& e) {
-      rendezvous_.fail(what, e);
-    }
+    run(what, [&] { work->wait(); });
   }
 
  private:
-  template <typename Start>
-  c10::intrusive_ptr<c10d::Work> run(const char* what, Start&& start) {
-    try {
-      return start();
-    } catch (const std::exception& e) {
-      rendezvous_.fail(what, e);
-    }
-  }
-
-  detail::Rendezvous rendezvous_;
   int64_t poll_ns_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
 };

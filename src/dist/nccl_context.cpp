@@ -46,10 +46,10 @@ class NcclPending final : public PendingCollective {
   int64_t completed_ns_ = -1;
 };
 
-class NcclContext final : public Context {
+class NcclContext final : public detail::C10dContext {
  public:
   NcclContext(const Environment& env, int64_t device_index, std::chrono::milliseconds timeout)
-      : rendezvous_(env, timeout, ""), device_(c10::kCUDA, static_cast<c10::DeviceIndex>(device_index)) {
+      : C10dContext(env, timeout, ""), device_(c10::kCUDA, static_cast<c10::DeviceIndex>(device_index)) {
     try {
       c10::cuda::set_device(device_.index());
       auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -60,11 +60,6 @@ class NcclContext final : public Context {
       rendezvous_.setup_failed(e);
     }
   }
-
-  int64_t rank() const override { return rendezvous_.env().rank; }
-  int64_t world_size() const override { return rendezvous_.env().world_size; }
-  int64_t local_rank() const override { return rendezvous_.env().local_rank; }
-  int64_t local_world_size() const override { return rendezvous_.env().local_world_size; }
 
   std::unique_ptr<PendingCollective> all_reduce_async(const at::Tensor& tensor) override {
     std::vector<at::Tensor> tensors{staged(tensor)};
@@ -97,7 +92,7 @@ class NcclContext final : public Context {
   /// names the silent ranks.
   void finish_on_host(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
     const auto deadline = std::chrono::steady_clock::now() + rendezvous_.timeout();
-    try {
+    run(what, [&] {
       while (!work->isCompleted()) {
         if (std::chrono::steady_clock::now() > deadline) {
           throw std::runtime_error("the collective did not complete on the GPU within the timeout");
@@ -106,33 +101,17 @@ class NcclContext final : public Context {
       }
       if (work->exception()) std::rethrow_exception(work->exception());
       work->wait();
-    } catch (const std::exception& e) {
-      rendezvous_.fail(what, e);
-    }
+    });
   }
 
   /// Orders the current stream after `work` (the host goes on).
   void order_stream(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
-    try {
-      work->wait();
-    } catch (const std::exception& e) {
-      rendezvous_.fail(what, e);
-    }
+    run(what, [&] { work->wait(); });
   }
 
  private:
   at::Tensor staged(const at::Tensor& tensor) const { return tensor.is_cuda() ? tensor : tensor.to(device_); }
 
-  template <typename Start>
-  c10::intrusive_ptr<c10d::Work> run(const char* what, Start&& start) {
-    try {
-      return start();
-    } catch (const std::exception& e) {
-      rendezvous_.fail(what, e);
-    }
-  }
-
-  detail::Rendezvous rendezvous_;
   c10::Device device_;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group_;
 };

@@ -2,7 +2,7 @@
 // Rendezvous: what the c10d contexts (Gloo, NCCL) share. The store at MASTER_ADDR:MASTER_PORT that
 // rank 0 hosts, every rank's heartbeat in it, and the PeerFailure that names the rank that went
 // silent: the first failure is diagnosed, every later one (the collectives still in flight) repeats
-// it at once. Thread-safe.
+// it at once. Thread-safe. C10dContext: the base of those contexts.
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "fitscope/dist/context.hpp"
 #include "fitscope/dist/environment.hpp"
 #include "heartbeat.hpp"
 
@@ -47,6 +48,31 @@ class Rendezvous {
   std::unique_ptr<Heartbeat> heartbeat_;
   std::mutex failure_mutex_;
   std::string failure_;  // the first failure, described
+};
+
+/// What the c10d contexts share: the ranks from the environment, and the start of a collective that
+/// turns c10d's errors into a PeerFailure.
+class C10dContext : public Context {
+ public:
+  C10dContext(const Environment& env, std::chrono::milliseconds timeout, const std::string& bind)
+      : rendezvous_(env, timeout, bind) {}
+  int64_t rank() const override { return rendezvous_.env().rank; }
+  int64_t world_size() const override { return rendezvous_.env().world_size; }
+  int64_t local_rank() const override { return rendezvous_.env().local_rank; }
+  int64_t local_world_size() const override { return rendezvous_.env().local_world_size; }
+
+ protected:
+  /// start(), the call that starts a collective (`what`), whose failure names the silent ranks.
+  template <typename Start>
+  auto run(const char* what, Start&& start) -> decltype(start()) {
+    try {
+      return start();
+    } catch (const std::exception& e) {
+      rendezvous_.fail(what, e);
+    }
+  }
+
+  Rendezvous rendezvous_;
 };
 
 }  // namespace fitscope::dist::detail
