@@ -77,17 +77,17 @@ TEST(Gpu, NvmlReportsUtilizationAndMemoryOfTheGpu) {
   EXPECT_GT(u.memory_peak_mb, 64);  // the matrices at least
 }
 
-/// A world of one at a port of its own.
-dist::Environment world_of_one() {
+/// A world of one at a port of its own (`test`: one per test).
+dist::Environment world_of_one(int test) {
   dist::Environment env;
-  env.master_port = 31000 + ::getpid() % 2000;
+  env.master_port = 31000 + 2 * (::getpid() % 1000) + test;
   return env;
 }
 
 TEST(Gpu, NcclCollectivesInAWorldOfOneWorkOnGpuAndCpuTensors) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
   if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
-  auto context = dist::make_nccl_context(world_of_one(), 0, std::chrono::seconds(30));
+  auto context = dist::make_nccl_context(world_of_one(0), 0, std::chrono::seconds(30));
   const at::Tensor gpu = torch::arange(6, torch::dtype(torch::kFloat).device(torch::kCUDA));
   auto pending = context->all_reduce_async(gpu);
   pending->wait();
@@ -108,7 +108,7 @@ TEST(Gpu, NcclCollectivesInAWorldOfOneWorkOnGpuAndCpuTensors) {
 TEST(Gpu, TheGradientReducerOnNcclLeavesTheLocalGradientsInAWorldOfOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
   if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
-  auto context = dist::make_nccl_context(world_of_one(), 0, std::chrono::seconds(30));
+  auto context = dist::make_nccl_context(world_of_one(1), 0, std::chrono::seconds(30));
   torch::manual_seed(0);
   torch::nn::Sequential net(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
   net->to(torch::kCUDA);
