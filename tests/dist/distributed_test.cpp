@@ -27,6 +27,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+#ifdef FITSCOPE_NO_GLOO
+/// A CUDA build whose libtorch came without gloo's headers has no Gloo context: every test here is
+/// reported skipped, with the reason.
+class NoGloo : public ::testing::Environment {
+ public:
+  void SetUp() override { GTEST_SKIP() << "skipped: this build has no Gloo context (no gloo headers beside libtorch)"; }
+};
+::testing::Environment* const no_gloo = ::testing::AddGlobalTestEnvironment(new NoGloo);
+#endif
+
 /// A port nobody listens on now.
 std::string free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
