@@ -24,6 +24,7 @@ case $stage in
     prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
     step configure cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
       -DFITSCOPE_PYTHON="$(command -v python3)"
+    grep "fitscope:" "$out/configure.log"  # what CMake found: CUDA, NCCL, gloo headers
     step build ninja -C $build -k 0
     grep -E "error|FAILED" "$out/build.log" | head -n 40 ;;
   test)
