@@ -9,7 +9,7 @@
 //   5. waits that poll before they sleep (the default) against waits that sleep at once: one lone
 //      all-reduce of 1.25 KiB, and the seed CNN's samples/s (2 ranks)
 // Run without arguments: it measures 1 and the 1-rank side of 4 itself, then launches itself as two
-// ranks (fitscope::dist::launch) for 2-4. Usage: bench_distributed [rounds] [cnn_steps] [cnn_batch]
+// ranks (fitscope::dist::launch) for 2-5. Usage: bench_distributed [rounds] [cnn_steps] [cnn_batch]
 
 #include <ATen/ATen.h>
 #include <torch/torch.h>
@@ -104,9 +104,10 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
   std::vector<double> exposed_shares, polling_gains;  // per round
   std::ostringstream shares;
   for (int r = 0; r < rounds; ++r) {  // polling and sleeping waits, which goes first alternating
-    const CnnRun asleep_first = r % 2 ? train_cnn(sleeping, cnn_steps, cnn_batch) : CnnRun{};
+    CnnRun asleep;
+    if (r % 2) asleep = train_cnn(sleeping, cnn_steps, cnn_batch);
     cnn = train_cnn(context, cnn_steps, cnn_batch);
-    const CnnRun asleep = r % 2 ? asleep_first : train_cnn(sleeping, cnn_steps, cnn_batch);
+    if (r % 2 == 0) asleep = train_cnn(sleeping, cnn_steps, cnn_batch);
     exposed_shares.push_back(100 * cnn.exposed_ms / cnn.in_flight_ms);
     polling_gains.push_back(cnn.samples_per_s / asleep.samples_per_s);
     shares << " " << std::fixed << std::setprecision(1) << exposed_shares.back() << " (" << cnn.buckets.size() << " buckets)";
