@@ -44,6 +44,7 @@
 #include "fitscope/data/tensor_dataset.hpp"
 #include "fitscope/data/transforms.hpp"
 #include "fitscope/dist/context.hpp"
+#include "fitscope/dist/context_from_environment.hpp"
 #include "fitscope/dist/environment.hpp"
 #include "fitscope/dist/gloo_context.hpp"
 #include "fitscope/dist/gradient_reducer.hpp"

@@ -1,8 +1,9 @@
 #pragma once
 // Private: one TensorBoard event file (events.out.tfevents.<time>.<host>): TFRecord records of Event
-// protobufs with scalar summaries, buffered until flush() (at epoch ends, not per batch record). Built without libtorch (event_file.cpp and the
-// generated protobuf code form their own object library), because PyTorch's wheels bundle protobuf
-// headers of another version that would shadow the system's. Not thread-safe.
+// protobufs with scalar summaries, buffered until flush() (at epoch ends, not per batch record).
+// Built without libtorch (event_file.cpp and the generated protobuf code form their own object
+// library), because PyTorch's wheels bundle protobuf headers of another version that would shadow
+// the system's. Not thread-safe.
 
 #include <cstdint>
 #include <fstream>

@@ -124,10 +124,4 @@ std::shared_ptr<Context> make_gloo_context(const Environment&, std::chrono::mill
 }
 #endif
 
-std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout) {
-  const auto env = read_environment();
-  if (!env || env->world_size == 1) return single_process_context();
-  return make_gloo_context(*env, timeout);
-}
-
 }  // namespace fitscope::dist

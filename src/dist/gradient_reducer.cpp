@@ -131,7 +131,7 @@ void GradientReducer::record_arrivals_and_rebuild() {
   // (-1: never); last, the shortest communication of a step (what a collective costs when no rank
   // straggles and the machine is quiet)
   const int64_t entries = static_cast<int64_t>(params_.size()) + 1;
-  at::Tensor median = at::full({entries}, -1, at::kLong);
+  std::vector<int64_t> figures(static_cast<std::size_t>(entries), -1);
   for (int64_t n = 0; n < entries; ++n) {
     std::vector<int64_t> seen;
     for (const auto& step : arrival_history_) {
@@ -140,10 +140,11 @@ void GradientReducer::record_arrivals_and_rebuild() {
     if (seen.empty()) continue;
     const std::size_t at = n + 1 == entries ? 0 : seen.size() / 2;
     std::nth_element(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(at), seen.end());
-    median[n] = seen[at];
+    figures[n] = seen[at];
   }
-  context_->broadcast(median, 0);
-  std::vector<int64_t> arrival(median.data_ptr<int64_t>(), median.data_ptr<int64_t>() + entries);
+  at::Tensor shared = at::tensor(figures);
+  context_->broadcast(shared, 0);
+  std::vector<int64_t> arrival(shared.data_ptr<int64_t>(), shared.data_ptr<int64_t>() + entries);
   const int64_t communication = arrival.back();
   arrival.pop_back();
   std::vector<std::size_t> order;

@@ -38,8 +38,10 @@ void DeviceTimer::end_step(const StepRecord& host) {
   current_.record.batch = host.batch;
   current_.record.rank = host.rank;
   current_.record.samples = host.samples;
-  if (!current_.marks.empty()) pending_.push_back(std::move(current_));
+  const std::size_t marks = current_.marks.size();
+  if (marks > 0) pending_.push_back(std::move(current_));
   current_ = Step{};
+  current_.marks.reserve(marks);  // the next step records as many: one allocation, not one per doubling
   // stream order: a step is passed when its last event is; stop at the first that is not
   while (!pending_.empty() && source_->done(*pending_.front().marks.back().first)) {
     resolve(pending_.front());
@@ -76,9 +78,7 @@ void DeviceTimer::resolve(Step& step) {
     r.phase_ns[static_cast<std::size_t>(*step.marks[i].second)] += ns(*step.marks[i].first, *step.marks[i + 1].first);
   }
   r.step_ns = ns(*step.marks.front().first, *step.marks.back().first);
-  int64_t claimed = 0;
-  for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += r.phase_ns[i];
-  r.phase_ns[static_cast<std::size_t>(Phase::other)] = r.step_ns - claimed;
+  r.set_other();
   stats_.add(r);
   for (auto& mark : step.marks) source_->release(std::move(mark.first));
 }

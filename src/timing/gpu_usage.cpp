@@ -97,15 +97,16 @@ GpuUsage::~GpuUsage() { stop(); }
 void GpuUsage::sample() {
   NvmlUtilizationRates rates{};
   NvmlMemory memory{};
-  if (const int rc = nvml_->utilization(nvml_->device, &rates); rc != 0) {
-    result_ = GpuUtilization{};
-    result_.why_not = "nvmlDeviceGetUtilizationRates failed with NVML error " + std::to_string(rc);
-    stopping_ = true;
-    return;
+  const char* failed = nullptr;
+  int rc = nvml_->utilization(nvml_->device, &rates);
+  if (rc != 0) {
+    failed = "nvmlDeviceGetUtilizationRates";
+  } else if ((rc = nvml_->memory(nvml_->device, &memory)) != 0) {
+    failed = "nvmlDeviceGetMemoryInfo";
   }
-  if (const int rc = nvml_->memory(nvml_->device, &memory); rc != 0) {
+  if (failed) {  // no figures from a span NVML stopped answering in
     result_ = GpuUtilization{};
-    result_.why_not = "nvmlDeviceGetMemoryInfo failed with NVML error " + std::to_string(rc);
+    result_.why_not = std::string(failed) + " failed with NVML error " + std::to_string(rc);
     stopping_ = true;
     return;
   }

@@ -134,27 +134,25 @@ std::shared_ptr<Model> make_seed_model(const std::string& name, const std::strin
   throw std::invalid_argument("--model " + name + ": unknown model (expected cnn, mlp or FILE.pt)");
 }
 
-/// The ranks of this run: launched (torchrun's environment) or this process alone. Kept for the
-/// process's lifetime: after a peer failure main leaves without destructors (see main.cpp).
-/// The backend: --dist-backend, where auto is NCCL when the ranks train on GPUs and this build has
-/// it, else Gloo. A launched world of one needs no collective, unless NCCL is asked for by name.
+/// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend.
+/// Kept for the process's lifetime: after a peer failure main leaves without destructors (see main.cpp).
 std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o) {
   static std::shared_ptr<dist::Context> context;
   if (context) return context;
   const auto env = dist::read_environment();
-  if (!env || (env->world_size == 1 && o.dist_backend != "nccl")) return context = dist::single_process_context();
-  const std::chrono::milliseconds timeout(static_cast<int64_t>(o.dist_timeout_s * 1000));
-  const c10::Device device = resolve_device(o.device, env->local_rank);
-  const bool nccl = o.dist_backend == "nccl" || (o.dist_backend == "auto" && device.is_cuda() && dist::nccl_available());
-  if (!nccl) return context = dist::make_gloo_context(*env, timeout);
-  if (!device.is_cuda()) {
+  const c10::Device device = resolve_device(o.device, env ? env->local_rank : 0);
+  if (env && o.dist_backend == "nccl" && !device.is_cuda()) {
     throw std::invalid_argument("--dist-backend nccl needs a GPU per rank, but --device " + o.device +
                                 " trains on the CPU (expected --device cuda, or --dist-backend gloo)");
   }
-  if (!dist::nccl_available()) {
+  if (env && o.dist_backend == "nccl" && !dist::nccl_available()) {
     throw std::invalid_argument("--dist-backend nccl: this build of fitscope has no NCCL (expected gloo or auto)");
   }
-  return context = dist::make_nccl_context(*env, device.index(), timeout);
+  const dist::Backend backend = o.dist_backend == "nccl"   ? dist::Backend::nccl
+                                : o.dist_backend == "gloo" ? dist::Backend::gloo
+                                                           : dist::Backend::automatic;
+  return context = dist::context_from_environment(std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000)),
+                                                  backend, device.is_cuda() ? std::optional<int64_t>(device.index()) : std::nullopt);
 }
 
 /// What train and sweep share: the process settings, the data, and a trainer per run.

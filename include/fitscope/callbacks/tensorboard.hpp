@@ -4,8 +4,9 @@
 /// messages with scalar summaries. As Keras, training scalars go to `log_dir/train`, validation ones to
 /// `log_dir/validation`, both named `epoch_<key>` (`epoch_loss`, `epoch_accuracy`, ...; `lr` becomes
 /// `epoch_learning_rate`) at each epoch's index; with update_freq "batch" or N, `batch_<key>` every N
-/// batches at the global step, which goes on across fit() calls and from a resumed run's. The timing scalars `time/step_ms_p50` and `time/<phase>_share` are
-/// written with the training scalars at each epoch end. Observes only: may run async. Not thread-safe.
+/// batches at the global step, which goes on across fit() calls and from a resumed run's. The timing
+/// scalars `time/step_ms_p50` and `time/<phase>_share` are written with the training scalars at each
+/// epoch end. Observes only: may run async. Not thread-safe.
 
 #include <cstdint>
 #include <memory>

@@ -29,8 +29,4 @@ constexpr std::chrono::microseconds kDefaultPoll{2000};
 std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout = kDefaultTimeout,
                                            std::chrono::microseconds poll = kDefaultPoll);
 
-/// make_gloo_context for the launched environment, or single_process_context() when not launched
-/// (or launched as a world of one).
-std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout = kDefaultTimeout);
-
 }  // namespace fitscope::dist

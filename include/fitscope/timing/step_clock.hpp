@@ -30,6 +30,12 @@ struct StepRecord {
   std::array<int64_t, kPhaseCount> phase_ns{};  ///< per phase; phase_ns[other] = step - sum(rest)
 
   int64_t phase(Phase p) const { return phase_ns[static_cast<std::size_t>(p)]; }
+  /// Sets `other` to what the step's span leaves unclaimed by the named phases.
+  void set_other() {
+    int64_t claimed = 0;
+    for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += phase_ns[i];
+    phase_ns[static_cast<std::size_t>(Phase::other)] = step_ns - claimed;
+  }
 };
 
 /// Told of each phase boundary of an enabled clock, after the clock read it.
@@ -96,9 +102,7 @@ class StepClock {
     open_ = kNone;
     record_.step_ns = (now - step_start_).count();
     record_.start_ns = step_start_.time_since_epoch().count();
-    int64_t claimed = 0;
-    for (std::size_t i = 0; i + 1 < kPhaseCount; ++i) claimed += record_.phase_ns[i];
-    record_.phase_ns[static_cast<std::size_t>(Phase::other)] = record_.step_ns - claimed;
+    record_.set_other();
     if (listener_) listener_->end_step(record_);
     return record_;
   }
