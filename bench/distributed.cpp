@@ -4,7 +4,8 @@
 //      (2 ranks, backward + gradient sync per step): goal >= 2x
 //   3. exposed `comm` against the whole time communication is in flight, seed CNN (2 ranks), the median
 //      of `rounds` runs: goal <= 30 %; printed with the buckets the reducer rebuilt and what one lone
-//      all-reduce of each size takes
+//      all-reduce of each size takes, and the same share for the median step (the mean carries the steps
+//      whose wait took a descheduled peer's or thread's time slice)
 //   4. 2-rank throughput against 1 rank, each with the thread policy's intra-op threads
 //   5. waits that poll before they sleep (the default) against waits that sleep at once: one lone
 //      all-reduce of 1.25 KiB, and the seed CNN's samples/s (2 ranks)
@@ -36,6 +37,7 @@ TensorDataset images(int64_t size) {
 /// Samples/s of the seed CNN over `steps` measured steps (after 10 warm-up steps) on `context`.
 struct CnnRun {
   double samples_per_s = 0, exposed_ms = 0, in_flight_ms = 0;
+  double exposed_p50_ms = 0, exposed_p90_ms = 0, in_flight_p50_ms = 0;  // per step
   std::vector<int64_t> buckets;  // bytes
 };
 CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t batch, bool rebuild_buckets = true) {
@@ -53,6 +55,9 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t 
   run.samples_per_s = trainer.step_stats().samples_per_s();
   run.exposed_ms = trainer.step_stats().phase(Phase::comm).mean_ms;
   run.in_flight_ms = trainer.communication().mean() * 1e-6;
+  run.exposed_p50_ms = trainer.step_stats().phase(Phase::comm).p50_ms;
+  run.exposed_p90_ms = trainer.step_stats().phase(Phase::comm).p90_ms;
+  run.in_flight_p50_ms = trainer.communication().quantile(0.5) * 1e-6;
   run.buckets = trainer.gradient_buckets();
   return run;
 }
@@ -101,7 +106,7 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
   }
   const CnnRun fixed = train_cnn(context, cnn_steps, cnn_batch, /*rebuild_buckets=*/false);
   CnnRun cnn;
-  std::vector<double> exposed_shares, polling_gains;  // per round
+  std::vector<double> exposed_shares, median_step_shares, polling_gains;  // per round
   std::ostringstream shares;
   for (int r = 0; r < rounds; ++r) {  // polling and sleeping waits, which goes first alternating
     CnnRun asleep;
@@ -109,6 +114,7 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
     cnn = train_cnn(context, cnn_steps, cnn_batch);
     if (r % 2 == 0) asleep = train_cnn(sleeping, cnn_steps, cnn_batch);
     exposed_shares.push_back(100 * cnn.exposed_ms / cnn.in_flight_ms);
+    median_step_shares.push_back(100 * cnn.exposed_p50_ms / cnn.in_flight_p50_ms);
     polling_gains.push_back(cnn.samples_per_s / asleep.samples_per_s);
     shares << " " << std::fixed << std::setprecision(1) << exposed_shares.back() << " (" << cnn.buckets.size() << " buckets)";
   }
@@ -128,7 +134,11 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
               << "RESULT per_parameter_ms " << per_parameter * 1e3 << "\n"
               << "RESULT exposed_share " << bench::median(exposed_shares) << "\n"
               << "RESULT exposed_shares" << shares.str() << "\n"
+              << "RESULT median_step_share " << bench::median(median_step_shares) << "\n"
               << "RESULT exposed_ms " << cnn.exposed_ms << "\n"
+              << "RESULT exposed_p50_ms " << cnn.exposed_p50_ms << "\n"
+              << "RESULT exposed_p90_ms " << cnn.exposed_p90_ms << "\n"
+              << "RESULT in_flight_p50_ms " << cnn.in_flight_p50_ms << "\n"
               << "RESULT in_flight_ms " << cnn.in_flight_ms << "\n"
               << "RESULT fixed_exposed_ms " << fixed.exposed_ms << "\n"
               << "RESULT fixed_in_flight_ms " << fixed.in_flight_ms << "\n"
@@ -193,7 +203,10 @@ int main(int argc, char** argv) {
             << result("per_parameter_ms") << " ms vs " << result("bucketed_ms") << " ms per backward+sync; goal >= 2)\n"
             << "3. exposed comm / communication in flight, seed CNN, 2 ranks:  " << result("exposed_share")
             << " %, median of " << rounds << " runs (goal <= 30 %); the runs:" << text["exposed_shares"] << "\n"
-            << "   the last run: " << result("exposed_ms") << " ms exposed of " << result("in_flight_ms") << " ms in flight\n"
+            << "   the last run: " << result("exposed_ms") << " ms exposed of " << result("in_flight_ms") << " ms in flight (means)\n"
+            << "   the median step instead of the mean: " << result("median_step_share") << " %, median of the runs; the last run: "
+            << result("exposed_p50_ms") << " ms exposed (p90 " << result("exposed_p90_ms") << " ms) of " << result("in_flight_p50_ms")
+            << " ms in flight\n"
             << "   buckets (launch order) and one lone all-reduce of each:   " << text["buckets"] << "\n"
             << "   the same without rebuilding the buckets (one bucket):       " << result("fixed_exposed_ms") << " ms / "
             << result("fixed_in_flight_ms") << " ms = " << 100 * result("fixed_exposed_ms") / result("fixed_in_flight_ms")
