@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "fitscope/dist/environment.hpp"
+#include "fitscope/dist/gloo_context.hpp"
 #include "fitscope/dist/nccl_context.hpp"
 
 namespace fitscope::dist {

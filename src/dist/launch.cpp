@@ -128,8 +128,9 @@ int launch(const LaunchOptions& o, const std::vector<std::string>& command, std:
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::execvpe(argv[0], argv.data(), envp.data());
       const char* why = ::strerrordesc_np(errno);
+      if (!why) why = "unknown error";
       [[maybe_unused]] auto n = ::write(STDERR_FILENO, cannot_run.data(), cannot_run.size());
-      n = ::write(STDERR_FILENO, why ? why : "unknown error", std::strlen(why ? why : "unknown error"));
+      n = ::write(STDERR_FILENO, why, std::strlen(why));
       n = ::write(STDERR_FILENO, "\n", 1);
       ::_exit(127);
     }

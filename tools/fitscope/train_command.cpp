@@ -134,13 +134,13 @@ std::shared_ptr<Model> make_seed_model(const std::string& name, const std::strin
   throw std::invalid_argument("--model " + name + ": unknown model (expected cnn, mlp or FILE.pt)");
 }
 
-/// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend.
-/// Kept for the process's lifetime: after a peer failure main leaves without destructors (see main.cpp).
-std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o) {
+/// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend,
+/// this rank training on `device`. Kept for the process's lifetime: after a peer failure main leaves
+/// without destructors (see main.cpp).
+std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o, const c10::Device& device) {
   static std::shared_ptr<dist::Context> context;
   if (context) return context;
   const auto env = dist::read_environment();
-  const c10::Device device = resolve_device(o.device, env ? env->local_rank : 0);
   if (env && o.dist_backend == "nccl" && !device.is_cuda()) {
     throw std::invalid_argument("--dist-backend nccl needs a GPU per rank, but --device " + o.device +
                                 " trains on the CPU (expected --device cuda, or --dist-backend gloo)");
@@ -163,10 +163,10 @@ struct Session {
   FileData data;
   int64_t classes = 10;
 
-  explicit Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context = dist::single_process_context())
-      : ranks(std::move(context)) {
+  /// `device`: resolve_device's for this rank.
+  Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context, c10::Device device)
+      : ranks(std::move(context)), device(device) {
     threads = apply_threads(o.threads > 0 ? o.threads : default_threads(ranks->local_world_size()));
-    device = resolve_device(o.device, ranks->local_rank());
     data = load_data(o);
     classes = class_count(data);
   }
@@ -291,7 +291,9 @@ VerdictContext verdict_context(const TrainCommandOptions& o, int64_t threads, co
 
 void run_train(const TrainCommandOptions& o, std::ostream& out) {
   if (o.resume && o.run_dir.empty()) throw std::invalid_argument("--resume needs the --run-dir of the run to continue");
-  const Session session(o, process_context(o));
+  const auto env = dist::read_environment();
+  const c10::Device device = resolve_device(o.device, env ? env->local_rank : 0);
+  const Session session(o, process_context(o, device), device);
   auto trainer = session.make_trainer(o);
   dist::Context& ranks = *session.ranks;
   if (ranks.world_size() > 1 && !o.checkpoint_every.empty() && o.run_dir.empty()) {
@@ -363,7 +365,7 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
 }
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
-  const Session session(s.train);
+  const Session session(s.train, dist::single_process_context(), resolve_device(s.train.device, 0));
   const fs::path run_dir = make_run_dir(s.train.run_dir, "sweep-" + s.train.model);
   std::vector<SweepRow> rows;
   out << "Sweeping batch sizes: " << s.steps << " measured steps each after " << s.train.warmup_steps

@@ -12,12 +12,17 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
 namespace fitscope::dist {
+
+/// Default collective and rendezvous timeout of the c10d contexts: far below c10d's 30 minutes, far
+/// above a step.
+constexpr std::chrono::seconds kDefaultTimeout{60};
 
 /// A collective that failed because a peer died or stopped answering; what() names the rank.
 class PeerFailure : public std::runtime_error {

@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "fitscope/dist/context.hpp"
-#include "fitscope/dist/gloo_context.hpp"
 
 namespace fitscope::dist {
 

@@ -15,9 +15,6 @@
 
 namespace fitscope::dist {
 
-/// Default collective and rendezvous timeout: far below c10d's 30 minutes, far above a step.
-constexpr std::chrono::seconds kDefaultTimeout{60};
-
 /// How long a wait polls for the collective's completion, yielding the core to any thread that
 /// wants it, before it sleeps. A thread asleep on an idle core is woken by another core; on a
 /// virtual machine that wake-up can cost more than a whole all-reduce of a few KiB on loopback

@@ -16,7 +16,6 @@
 
 #include "fitscope/dist/context.hpp"
 #include "fitscope/dist/environment.hpp"
-#include "fitscope/dist/gloo_context.hpp"
 
 namespace fitscope::dist {
 
