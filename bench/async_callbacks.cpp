@@ -38,7 +38,6 @@ double samples_per_s(const TensorDataset& data, std::shared_ptr<Callback> callba
 }  // namespace
 
 int main() {
-  apply_threads(default_threads());
   // 1. enqueue cost
   AsyncCallback async(std::make_shared<Callback>());
   const Logs logs{{"loss", 0.5}, {"accuracy", 0.9}};

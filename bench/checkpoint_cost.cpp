@@ -32,7 +32,6 @@ double model_mb(Model& m) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
-  apply_threads(default_threads());
   SyntheticOptions data_options;
   data_options.size = 6400;
   const TensorDataset data = make_synthetic(data_options);

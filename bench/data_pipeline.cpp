@@ -57,7 +57,6 @@ void print(const char* name, const std::vector<Result>& rounds, double baseline)
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 3;
   const bool only_mlp = argc > 2 && std::string(argv[2]) == "mlp";
-  apply_threads(default_threads());
   SyntheticOptions options;
   options.size = 20000;
   const auto data = std::make_shared<const TensorDataset>(make_synthetic(options));

@@ -92,7 +92,6 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
   dist::Environment second = *dist::read_environment();  // a context whose waits sleep at once
   second.master_port += 1;
   auto sleeping = dist::make_gloo_context(second, dist::kDefaultTimeout, std::chrono::microseconds(0));
-  apply_threads(default_threads(context->local_world_size()));
   torch::manual_seed(0);
   torch::nn::Sequential net;
   for (int i = 0; i < 64; ++i) net->push_back(torch::nn::Linear(16, 16));
@@ -162,7 +161,6 @@ int main(int argc, char** argv) {
   const int64_t cnn_batch = argc > 3 ? std::atoll(argv[3]) : 32;
   if (std::getenv("WORLD_SIZE")) return rank_main(rounds, cnn_steps, cnn_batch);
 
-  apply_threads(default_threads(1));
   // 1. the single-process context against none: the seed MLP, alternating rounds
   const TensorDataset data = images(8000);
   auto fit_mlp = [&](std::shared_ptr<dist::Context> context) {
@@ -197,7 +195,7 @@ int main(int argc, char** argv) {
   }
   auto result = [&](const std::string& key) { return std::atof(text[key].c_str()); };
   const double two = 2 * result("samples_per_s_per_rank");
-  std::cout << "threads per rank (thread policy): 1 rank " << default_threads(1) << ", 2 ranks " << default_threads(2) << "\n"
+  std::cout << "cores per rank (thread policy): 1 rank " << core_share(1) << ", 2 ranks " << core_share(2) << "\n"
             << "1. world-size-1 context / no context, seed MLP time:         x" << context_ratio << "  (goal <= 1.01)\n"
             << "2. per-parameter / bucketed all-reduce, 64 Linear(16,16):     x" << result("bucket_ratio") << "  ("
             << result("per_parameter_ms") << " ms vs " << result("bucketed_ms") << " ms per backward+sync; goal >= 2)\n"

@@ -14,7 +14,6 @@ int main(int argc, char** argv) {
   using namespace fitscope;
   const std::string dir = argc > 1 ? argv[1] : "distributed_checkpoint_backup";
   auto context = dist::context_from_environment();
-  apply_threads(default_threads(context->local_world_size()));
   TrainerOptions options;
   options.context = context;
   Trainer trainer(models::Mlp(28 * 28, 10), options);

@@ -13,7 +13,6 @@
 int main(int argc, char** argv) {
   using namespace fitscope;
   auto context = dist::context_from_environment();
-  apply_threads(default_threads(context->local_world_size()));
   TrainerOptions options;
   options.context = context;
   Trainer trainer(models::Mlp(28 * 28, 10), options);

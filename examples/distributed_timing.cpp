@@ -13,7 +13,6 @@
 int main() {
   using namespace fitscope;
   auto context = dist::context_from_environment();
-  apply_threads(default_threads(context->local_world_size()));
   TrainerOptions options;
   options.context = context;
   Trainer trainer(models::Cnn(28, 1, 10), options);

@@ -4,11 +4,16 @@
 
 #include <stdexcept>
 
+#include "fitscope/threads/thread_names.hpp"
+
 namespace fitscope {
 
 AsyncExecutor::AsyncExecutor(std::size_t capacity) : capacity_(capacity) {
   if (capacity_ < 1) throw std::invalid_argument("async queue capacity must be >= 1, got 0");
-  worker_ = std::thread([this] { work(); });
+  worker_ = std::thread([this] {
+    thread_names::name_this_thread(thread_names::kCallbacks);
+    work();
+  });
 }
 
 AsyncExecutor::~AsyncExecutor() {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "fitscope/checkpoint/checkpoint_file.hpp"
+#include "fitscope/threads/thread_names.hpp"
 
 namespace fitscope {
 namespace {
@@ -39,7 +40,10 @@ CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(s
   if (!options_.fs) options_.fs = posix_file_system();
   if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
   options_.fs->create_dirs(options_.dir);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    thread_names::name_this_thread(thread_names::kCheckpoint);
+    run();
+  });
 }
 
 CheckpointWriter::~CheckpointWriter() {

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "fitscope/threads/thread_names.hpp"
+#include "fitscope/threads/thread_policy.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "rendezvous.hpp"
 #endif
@@ -46,6 +48,7 @@ class GlooContext final : public detail::C10dContext {
       : C10dContext(env, timeout, local_address_towards(env.master_addr)), poll_ns_(poll.count() * 1000) {
     try {
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      options->threads = static_cast<int>(communication_threads(core_share(env.local_world_size)));
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(rendezvous_.bind()));
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(rendezvous_.store("fitscope/gloo"), static_cast<int>(env.rank),
                                                            static_cast<int>(env.world_size), options);
@@ -114,7 +117,10 @@ void GlooPending::wait() {
 
 std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout,
                                            std::chrono::microseconds poll) {
-  return std::make_shared<GlooContext>(env, timeout, poll);
+  const std::vector<int> before = thread_names::thread_ids();
+  auto context = std::make_shared<GlooContext>(env, timeout, poll);
+  thread_names::name_new_threads(before, thread_names::kCommunication);  // gloo's and the store's
+  return context;
 }
 #else
 std::shared_ptr<Context> make_gloo_context(const Environment&, std::chrono::milliseconds, std::chrono::microseconds) {

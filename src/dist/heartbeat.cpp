@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "fitscope/threads/thread_names.hpp"
+
 namespace fitscope::dist::detail {
 
 using Clock = std::chrono::steady_clock;
@@ -83,7 +85,10 @@ Heartbeat::Heartbeat(c10::intrusive_ptr<c10d::Store> store, int64_t rank, int64_
   state_->seen.assign(static_cast<std::size_t>(world_size), -1);
   state_->changed.assign(static_cast<std::size_t>(world_size), Clock::now());
   state_->store_answered = Clock::now();
-  std::thread([state = state_] { state->run(); }).detach();
+  std::thread([state = state_] {
+    thread_names::name_this_thread(thread_names::kHeartbeat);
+    state->run();
+  }).detach();
 }
 
 Heartbeat::~Heartbeat() {

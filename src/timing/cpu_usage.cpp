@@ -1,18 +1,20 @@
 #include "fitscope/timing/cpu_usage.hpp"
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "fitscope/threads/thread_names.hpp"
+
 namespace fitscope {
 namespace {
 
 /// utime + stime of a /proc stat file, in seconds (0 when unreadable).
-double cpu_seconds(const std::string& stat_path) {
+double stat_seconds(const std::string& stat_path) {
   std::ifstream in(stat_path);
   std::string line;
   if (!std::getline(in, line)) return 0;
@@ -31,15 +33,43 @@ double cpu_seconds(const std::string& stat_path) {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-std::string thread_stat(int tid) { return "/proc/self/task/" + std::to_string(tid) + "/stat"; }
+/// A thread's CPU seconds: schedstat's nanoseconds where the kernel keeps them, else its stat ticks.
+double thread_seconds(int tid) {
+  const std::string task = "/proc/self/task/" + std::to_string(tid);
+  std::ifstream schedstat(task + "/schedstat");
+  long long ns = 0;
+  if (schedstat >> ns) return static_cast<double>(ns) * 1e-9;
+  return stat_seconds(task + "/stat");
+}
+
+constexpr const char* kPools[] = {"training", "intra_op", "blas", "loader", "callbacks", "checkpoint",
+                                  "communication", "other"};
+
+/// The pool of a thread, by the name fitscope gave it.
+std::size_t pool_of(const std::string& name) {
+  namespace n = thread_names;
+  if (name == n::kIntraOp) return 1;
+  if (name == n::kBlas) return 2;
+  if (name == n::kLoader) return 3;
+  if (name == n::kCallbacks) return 4;
+  if (name == n::kCheckpoint) return 5;
+  if (name == n::kCommunication || name == n::kHeartbeat) return 6;
+  return 7;
+}
 
 }  // namespace
 
+const PoolCpu* CpuUtilization::pool(const std::string& name) const {
+  const auto it = std::find_if(pools.begin(), pools.end(), [&](const PoolCpu& p) { return p.pool == name; });
+  return it == pools.end() ? nullptr : &*it;
+}
+
 void CpuUsage::start() {
-  thread_id_ = static_cast<int>(::syscall(SYS_gettid));
+  thread_id_ = thread_names::this_thread_id();
   wall_start_ = std::chrono::steady_clock::now();
-  process_start_s_ = cpu_seconds("/proc/self/stat");
-  thread_start_s_ = cpu_seconds(thread_stat(thread_id_));
+  process_start_s_ = stat_seconds("/proc/self/stat");
+  thread_start_s_.clear();
+  for (int tid : thread_names::thread_ids()) thread_start_s_[tid] = thread_seconds(tid);
 }
 
 CpuUtilization CpuUsage::stop() const {
@@ -47,9 +77,21 @@ CpuUtilization CpuUsage::stop() const {
   u.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   if (wall <= 0) return u;
-  u.process_cores = (cpu_seconds("/proc/self/stat") - process_start_s_) / wall;
-  u.training_cores = (cpu_seconds(thread_stat(thread_id_)) - thread_start_s_) / wall;
-  u.other_cores = u.process_cores > u.training_cores ? u.process_cores - u.training_cores : 0;
+  const double process_s = stat_seconds("/proc/self/stat") - process_start_s_;
+  for (const char* name : kPools) u.pools.push_back({name, 0, 0});
+  double threads_s = 0;
+  for (int tid : thread_names::thread_ids()) {
+    const auto was = thread_start_s_.find(tid);
+    const double used = std::max(0.0, thread_seconds(tid) - (was == thread_start_s_.end() ? 0.0 : was->second));
+    PoolCpu& pool = u.pools[tid == thread_id_ ? 0 : pool_of(thread_names::thread_name(tid))];
+    ++pool.threads;
+    pool.cores += used / wall;
+    threads_s += used;
+  }
+  u.pools.back().cores += std::max(0.0, process_s - threads_s) / wall;  // threads that exited meanwhile
+  u.process_cores = std::max(process_s, threads_s) / wall;
+  u.training_cores = u.pools.front().cores;
+  u.other_cores = std::max(0.0, u.process_cores - u.training_cores);
   u.machine_share = u.cores > 0 ? u.process_cores / u.cores : 0;
   return u;
 }

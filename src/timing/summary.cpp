@@ -102,6 +102,12 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
                      {"exposed_fraction", c->exposed_fraction()},
                      {"bucket_bytes", info.gradient_buckets}};
   }
+  json candidates = json::array();
+  for (const ThreadCandidate& c : info.threads.candidates) {
+    candidates.push_back({{"intra_op", c.setting.intra_op}, {"blas", c.setting.blas}, {"step_ms", c.step_ms}});
+  }
+  json pools = json::object();
+  for (const PoolCpu& p : info.cpu.pools) pools[p.pool] = {{"threads", p.threads}, {"cores", p.cores}};
   json out = {
       {"model", info.model},
       {"epochs", info.epochs},
@@ -110,7 +116,14 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
       {"measured_steps", stats.measured_steps()},
       {"wall_s", info.wall_s},
       {"samples_per_s", stats.samples_per_s()},
-      {"threads", info.threads},
+      {"threads",
+       {{"intra_op", info.threads.setting.intra_op},
+        {"blas", info.threads.setting.blas},
+        {"blas_library", info.threads.blas_library},
+        {"cores", info.threads.cores},
+        {"chosen_by", info.threads.chosen_by},
+        {"search_steps", info.threads.search_steps},
+        {"candidates", candidates}}},
       {"logs", logs},
       {"world_size", info.world_size},
       {"batch_size", info.batch_size},
@@ -131,7 +144,8 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
         {"training_thread_cores", info.cpu.training_cores},
         {"other_threads_cores", info.cpu.other_cores},
         {"machine_share", info.cpu.machine_share},
-        {"cores", info.cpu.cores}}},
+        {"cores", info.cpu.cores},
+        {"pools", pools}}},
       {"gpu_utilization", info.gpu.sampled ? json(info.gpu.busy_percent_mean) : json(nullptr)},
       {"gpu_memory_peak_mb", info.gpu.sampled ? json(info.gpu.memory_peak_mb) : json(nullptr)},
       {"gpu_samples", info.gpu.samples},
@@ -144,7 +158,7 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
       {"clock_overhead_ns_per_step", info.clock_overhead_ns_per_step},
       {"verdict",
        {{"bound", verdict.bound}, {"level", verdict.level}, {"share", verdict.share},
-        {"advice", verdict.advice}}},
+        {"advice", verdict.advice}, {"contention", verdict.contention}}},
   };
   return out.dump(2) + "\n";
 }
@@ -168,6 +182,30 @@ std::string format_gpu(const RunInfo& info) {
     out += part;
   }
   return out + " ms (means)\n";
+}
+
+std::string format_threads(const RunInfo& info) {
+  const ThreadChoice& t = info.threads;
+  char part[160];
+  std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld cores, %s",
+                static_cast<long long>(t.setting.intra_op), static_cast<long long>(t.setting.blas), t.blas_library.c_str(),
+                static_cast<long long>(t.cores), t.chosen_by == "auto" ? "measured in warm-up:" : "set by --threads");
+  std::string out = part;
+  for (const ThreadCandidate& c : t.candidates) {
+    std::snprintf(part, sizeof part, " %lldx%lld %.3f ms%s", static_cast<long long>(c.setting.intra_op),
+                  static_cast<long long>(c.setting.blas), c.step_ms, c.setting == t.setting ? " (kept)" : "");
+    out += part;
+  }
+  out += "\n";
+  if (info.cpu.pools.empty()) return out;
+  std::snprintf(part, sizeof part, "CPU: %.2f of %lld cores busy:", info.cpu.process_cores, static_cast<long long>(info.cpu.cores));
+  out += part;
+  for (const PoolCpu& p : info.cpu.pools) {
+    if (p.threads == 0 && p.cores < 0.005) continue;
+    std::snprintf(part, sizeof part, " %s %.2f (%lld)", p.pool.c_str(), p.cores, static_cast<long long>(p.threads));
+    out += part;
+  }
+  return out + "  (cores, threads)\n";
 }
 
 std::string format_ranks(const PhaseStats& stats, const RunInfo& info) {
@@ -233,6 +271,7 @@ std::string format_breakdown(const PhaseStats& stats, const Verdict& verdict,
   }
   out += "Verdict: " + verdict.level + " " + verdict.bound + "-bound (" +
          std::to_string(static_cast<int>(verdict.share * 100 + 0.5)) + "%). " + verdict.advice + "\n";
+  if (!verdict.contention.empty()) out += "Contention: " + verdict.contention + "\n";
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "fitscope/timing/verdict.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace fitscope {
@@ -13,6 +15,82 @@ struct Candidate {
 };
 
 int severity(const Candidate& c) { return c.share >= c.high ? 2 : c.share >= c.moderate ? 1 : 0; }
+
+std::string ratio(double r) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.2fx", r);
+  return text;
+}
+
+std::string setting_text(const ThreadSetting& s) {
+  return "intra-op " + std::to_string(s.intra_op) + ", BLAS " + std::to_string(s.blas);
+}
+
+/// The measured candidate of `setting`; null when it was not measured.
+const ThreadCandidate* measured(const ThreadChoice& t, const ThreadSetting& setting) {
+  for (const auto& c : t.candidates) {
+    if (c.setting == setting && c.step_ms > 0) return &c;
+  }
+  return nullptr;
+}
+
+/// "set by --threads" or what the warm-up measured for the chosen setting against one thread.
+std::string how_chosen(const ThreadChoice& t) {
+  if (t.chosen_by != "auto") return "set by --threads";
+  const ThreadCandidate* chosen = measured(t, t.setting);
+  const ThreadCandidate* single = measured(t, ThreadSetting{1, 1});
+  if (!chosen || !single || chosen == single) return "chosen by measuring " + std::to_string(t.candidates.size()) + " settings in warm-up";
+  return "measured in warm-up: " + ratio(single->step_ms / chosen->step_ms) + " faster than intra-op 1, BLAS 1";
+}
+
+std::string cores_text(double cores) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", cores);
+  return text;
+}
+
+std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
+  const ThreadSetting& s = ctx.threads.setting;
+  const std::string cores = std::to_string(ctx.threads.cores);
+  if (s.intra_op > 1 && s.blas > 1) {
+    return "each of the " + std::to_string(s.intra_op) + " intra-op threads calls a BLAS pool of " +
+           std::to_string(s.blas) + " threads: up to " + std::to_string(s.intra_op * s.blas) + " busy threads on " +
+           cores + " cores; set --blas-threads 1";
+  }
+  if (s.intra_op > ctx.threads.cores || s.blas > ctx.threads.cores) {
+    const bool intra = s.intra_op > ctx.threads.cores;
+    return std::to_string(intra ? s.intra_op : s.blas) + (intra ? " intra-op" : " BLAS") + " threads on " + cores +
+           " cores: they take turns on the cores and wait for each other; set " + (intra ? "--threads " : "--blas-threads ") +
+           cores + " or leave --threads auto to measure";
+  }
+  if (ctx.cpu.pools.empty()) return {};
+  const PoolCpu* blas = ctx.cpu.pool("blas");
+  if (blas && s.blas == 1 && blas->cores >= 0.2) {
+    return "the BLAS pool kept " + cores_text(blas->cores) + " cores busy although it is set to 1 thread: it spins "
+           "outside the thread policy";
+  }
+  const PoolCpu* other = ctx.cpu.pool("other");
+  if (other && other->cores >= 0.25) {
+    return "threads outside fitscope's pools kept " + cores_text(other->cores) + " cores busy beside the training";
+  }
+  if (ctx.cpu.process_cores > static_cast<double>(ctx.threads.cores) + 0.1) {
+    return "the process's threads kept " + cores_text(ctx.cpu.process_cores) + " cores busy on its share of " + cores +
+           ": they queue for the cores; lower --workers or --threads";
+  }
+  const int64_t computing = std::max(s.intra_op, s.blas);
+  if (bound == "compute" && computing < ctx.threads.cores && ctx.cpu.process_cores < static_cast<double>(ctx.threads.cores) - 0.5) {
+    const std::string idle = "intra-op threads " + std::to_string(s.intra_op) + " of " + cores + " cores, " +
+                             cores_text(ctx.cpu.process_cores) + " busy: ";
+    const ThreadCandidate* wider = measured(ctx.threads, ThreadSetting{ctx.threads.cores, 1});
+    const ThreadCandidate* chosen = measured(ctx.threads, s);
+    if (ctx.threads.chosen_by == "auto" && wider && chosen) {
+      return idle + "--threads " + cores + " ran the warm-up steps " + ratio(wider->step_ms / chosen->step_ms) +
+             " slower, so the idle core is left to the loader and callbacks";
+    }
+    return idle + "--threads auto (the default) measures whether more threads are faster";
+  }
+  return {};
+}
 
 std::string percent(double share) { return std::to_string(static_cast<int>(share * 100 + 0.5)) + "%"; }
 
@@ -46,8 +124,13 @@ std::string advice_for(const std::string& bound, double share, const VerdictCont
     return "unclaimed per-step overhead takes " + of_step + ": raise --batch-size from " +
            std::to_string(ctx.batch_size) + " (fitscope sweep shows where throughput levels off)";
   }
-  return "compute takes " + of_step + ": the model's own math bounds the run; --threads is " +
-         std::to_string(ctx.threads) + ", a faster device or a smaller model is what helps";
+  const ThreadSetting& s = ctx.threads.setting;
+  const int64_t computing = std::max(s.intra_op, s.blas);
+  std::string out = "compute takes " + of_step + ": the model's own math bounds the run; intra-op " +
+                    std::to_string(s.intra_op) + ", BLAS " + std::to_string(s.blas) + " on " +
+                    std::to_string(ctx.threads.cores) + " cores (" + how_chosen(ctx.threads) + ")";
+  if (computing < ctx.threads.cores) return out + "; see the contention line for the idle cores";
+  return out + ": every core computes, so a smaller model, a larger --batch-size or a faster device is what helps";
 }
 
 }  // namespace
@@ -80,6 +163,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
     v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
   }
   v.advice = advice_for(v.bound, v.share, ctx);
+  v.contention = contention_of(v.bound, ctx);
   return v;
 }
 

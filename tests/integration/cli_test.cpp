@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "process.hpp"
 
@@ -76,7 +78,16 @@ TEST(TrainCommand, TheDemoRunReachesNinetyFivePercentAndWritesAConsistentRunDire
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json summary = check_run_directory(dir);
   EXPECT_GE(summary.at("logs").at("val_accuracy").get<double>(), 0.95);
-  EXPECT_EQ(summary.at("warmup_steps").get<int64_t>(), 5);
+  // --threads auto: the thread search (settling steps and 5 measured steps per candidate) is warm-up too
+  const json& threads = summary.at("threads");
+  EXPECT_EQ(threads.at("chosen_by").get<std::string>(), "auto");
+  EXPECT_GE(threads.at("search_steps").get<int64_t>(), 6 * static_cast<int64_t>(threads.at("candidates").size()));
+  EXPECT_EQ(summary.at("warmup_steps").get<int64_t>(), 5 + threads.at("search_steps").get<int64_t>());
+  for (const json& c : threads.at("candidates")) EXPECT_GT(c.at("step_ms").get<double>(), 0) << c;
+  for (const char* pool : {"training", "intra_op", "blas", "loader", "callbacks", "checkpoint", "communication", "other"}) {
+    EXPECT_TRUE(summary.at("cpu_utilization").at("pools").contains(pool)) << pool;
+  }
+  EXPECT_NE(r.out.find("Threads: intra-op "), std::string::npos) << r.out;
   EXPECT_EQ(summary.at("steps").get<int64_t>(), 3 * 500);  // 16000 training examples / 32, 3 epochs
   EXPECT_EQ(summary.at("batch_size").get<int64_t>(), 32);
   const std::string device = summary.at("device").get<std::string>();
@@ -102,8 +113,26 @@ TEST(TrainCommand, LeavesTheChosenNumberOfWarmupStepsOutOfTheCounts) {
   EXPECT_EQ(summary.at("steps").get<int64_t>(), 40);  // 800 / 40 = 20 an epoch
   EXPECT_EQ(summary.at("warmup_steps").get<int64_t>(), 7);
   EXPECT_EQ(summary.at("measured_steps").get<int64_t>(), 33);
-  EXPECT_EQ(summary.at("threads").get<int64_t>(), 1);
+  EXPECT_EQ(summary.at("threads").at("intra_op").get<int64_t>(), 1);
+  EXPECT_EQ(summary.at("threads").at("blas").get<int64_t>(), 1);
+  EXPECT_EQ(summary.at("threads").at("chosen_by").get<std::string>(), "flag");
   EXPECT_EQ(summary.at("model").get<std::string>(), "mlp");
+}
+
+TEST(TrainCommand, AnOversubscribedRunGetsContentionAdviceNamingTheFlag) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  const std::string twice = std::to_string(2 * std::max(1u, std::thread::hardware_concurrency()));
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "1",
+                                        "--threads", twice, "--run-dir", dir, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json summary = check_run_directory(dir);
+  const std::string contention = summary.at("verdict").at("contention").get<std::string>();
+  EXPECT_NE(contention.find(twice + " intra-op threads on "), std::string::npos) << contention;
+  EXPECT_NE(contention.find("or leave --threads auto to measure"), std::string::npos) << contention;
+  EXPECT_NE(r.out.find("Contention: " + twice + " intra-op threads"), std::string::npos) << r.out;
+  expect_usage_error({"train", "--threads", "0"}, "--threads: expected auto or a thread count in [1, 1024], got '0'");
+  expect_usage_error({"train", "--blas-threads", "many"}, "expected auto or a thread count");
 }
 
 TEST(LaunchCommand, BadUsageExitsTwoNamingTheFlagOrVariable) {

@@ -59,3 +59,66 @@ TEST(Verdict, SaysNotWhenNothingWasMeasured) {
   EXPECT_EQ(v.bound, "compute");
   EXPECT_EQ(v.level, "not");
 }
+
+namespace {
+
+VerdictContext threads_on(int64_t cores, ThreadSetting setting, const std::string& chosen_by = "flag") {
+  VerdictContext ctx;
+  ctx.threads.cores = cores;
+  ctx.threads.setting = setting;
+  ctx.threads.chosen_by = chosen_by;
+  return ctx;
+}
+
+const PhaseStats& compute_bound() {
+  static const PhaseStats stats = steps_with({{Phase::forward, 50}, {Phase::backward, 50}});
+  return stats;
+}
+
+}  // namespace
+
+TEST(Verdict, NamesNestedPoolsAsContentionAndTheFlagThatEndsIt) {
+  const Verdict v = judge(compute_bound(), threads_on(2, {2, 2}));
+  EXPECT_NE(v.contention.find("each of the 2 intra-op threads calls a BLAS pool of 2 threads: up to 4 busy threads on 2 cores"),
+            std::string::npos) << v.contention;
+  EXPECT_NE(v.contention.find("--blas-threads 1"), std::string::npos) << v.contention;
+}
+
+TEST(Verdict, NamesMoreIntraOpThreadsThanCores) {
+  const Verdict v = judge(compute_bound(), threads_on(2, {4, 1}));
+  EXPECT_NE(v.contention.find("4 intra-op threads on 2 cores"), std::string::npos) << v.contention;
+  EXPECT_NE(v.contention.find("--threads 2"), std::string::npos) << v.contention;
+}
+
+TEST(Verdict, NamesABlasPoolThatSpinsOutsideThePolicy) {
+  VerdictContext ctx = threads_on(2, {1, 1});
+  ctx.cpu.process_cores = 1.9;
+  ctx.cpu.pools = {{"training", 1, 1.0}, {"blas", 1, 0.9}, {"other", 0, 0.0}};
+  const Verdict v = judge(compute_bound(), ctx);
+  EXPECT_NE(v.contention.find("the BLAS pool kept 0.90 cores busy although it is set to 1 thread"), std::string::npos)
+      << v.contention;
+}
+
+TEST(Verdict, AComputeBoundRunWithAnIdleCoreSaysWhatTheWarmupMeasuredInsteadOfAdvisingADevice) {
+  VerdictContext ctx = threads_on(2, {1, 1}, "auto");
+  ctx.threads.candidates = {{{1, 1}, 10.0}, {{2, 1}, 12.5}, {{1, 2}, 11.0}};
+  ctx.cpu.process_cores = 1.1;
+  ctx.cpu.pools = {{"training", 1, 1.0}, {"other", 0, 0.0}};
+  const Verdict v = judge(compute_bound(), ctx);
+  EXPECT_EQ(v.bound, "compute");
+  EXPECT_EQ(v.advice.find("faster device"), std::string::npos) << v.advice;
+  EXPECT_NE(v.contention.find("intra-op threads 1 of 2 cores, 1.10 busy: --threads 2 ran the warm-up steps 1.25x slower"),
+            std::string::npos) << v.contention;
+}
+
+TEST(Verdict, AComputeBoundRunOnEveryCoreNamesTheMeasuredGainAndOnlyThenTheModelOrDevice) {
+  VerdictContext ctx = threads_on(2, {2, 1}, "auto");
+  ctx.threads.candidates = {{{1, 1}, 14.5}, {{2, 1}, 10.0}, {{1, 2}, 13.0}};
+  ctx.cpu.process_cores = 1.95;
+  ctx.cpu.pools = {{"training", 1, 1.0}, {"intra_op", 1, 0.95}, {"other", 0, 0.0}};
+  const Verdict v = judge(compute_bound(), ctx);
+  EXPECT_NE(v.advice.find("intra-op 2, BLAS 1 on 2 cores (measured in warm-up: 1.45x faster than intra-op 1, BLAS 1)"),
+            std::string::npos) << v.advice;
+  EXPECT_NE(v.advice.find("every core computes"), std::string::npos) << v.advice;
+  EXPECT_TRUE(v.contention.empty()) << v.contention;
+}

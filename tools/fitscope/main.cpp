@@ -102,8 +102,26 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_option("--seed", o.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
   command->add_option("--warmup-steps", o.warmup_steps, "Steps left out of the statistics")
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
-  command->add_option("--threads", o.threads, "Intra-op threads (default: cores - 1, at least 1)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  // "auto" is 0 in the options (ThreadOptions)
+  const auto auto_or_count = [](std::string& v) -> std::string {
+    if (v == "auto") {
+      v = "0";
+      return {};
+    }
+    if (!v.empty() && v.size() < 5 && v.find_first_not_of("0123456789") == std::string::npos && std::stoi(v) >= 1 &&
+        std::stoi(v) <= 1024) {
+      return {};
+    }
+    return "expected auto or a thread count in [1, 1024], got '" + v + "'";
+  };
+  command->add_option("--threads", o.threads,
+                      "Intra-op threads, or auto: the candidates are measured on the first steps (counted as warm-up) "
+                      "and the fastest is kept (default auto)")
+      ->transform(CLI::Validator(auto_or_count, "auto|N"));
+  command->add_option("--blas-threads", o.blas_threads,
+                      "BLAS pool threads, or auto: 1 with a fixed --threads (ATen parallelises above BLAS), "
+                      "measured with --threads auto (default auto)")
+      ->transform(CLI::Validator(auto_or_count, "auto|N"));
   command->add_option("--device", o.device, "auto (a GPU if there is one), cpu, cuda (under launch: the local rank's GPU) or cuda:N")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         if (v == "auto" || v == "cpu" || v == "cuda") return {};

@@ -158,7 +158,6 @@ std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o, con
 /// What train and sweep share: the process settings, the data, and a trainer per run.
 struct Session {
   std::shared_ptr<dist::Context> ranks;
-  int64_t threads = 1;
   c10::Device device = c10::Device(c10::kCPU);
   FileData data;
   int64_t classes = 10;
@@ -166,7 +165,6 @@ struct Session {
   /// `device`: resolve_device's for this rank.
   Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context, c10::Device device)
       : ranks(std::move(context)), device(device) {
-    threads = apply_threads(o.threads > 0 ? o.threads : default_threads(ranks->local_world_size()));
     data = load_data(o);
     classes = class_count(data);
   }
@@ -180,6 +178,8 @@ struct Session {
     options.warmup_steps = o.warmup_steps;
     options.metrics = o.metrics;
     options.context = ranks;
+    options.threads.intra_op = o.threads;
+    options.threads.blas = o.blas_threads;
     std::shared_ptr<Model> model =
         is_script_file(o.model) ? std::make_shared<ScriptModel>(load_script_module(o.model), o.model)
                                 : make_seed_model(o.model, o.data, data.train->example_shape(), classes);
@@ -276,10 +276,11 @@ std::shared_ptr<BackupAndRestore> backup_callback(const TrainCommandOptions& o, 
   return std::make_shared<BackupAndRestore>(b);
 }
 
-VerdictContext verdict_context(const TrainCommandOptions& o, int64_t threads, const Trainer& trainer) {
+VerdictContext verdict_context(const TrainCommandOptions& o, const Trainer& trainer) {
   VerdictContext context;
   context.batch_size = o.batch_size;
-  context.threads = threads;
+  context.threads = trainer.thread_choice();
+  context.cpu = trainer.cpu_utilization();
   context.callback_mode = o.callback_mode;
   context.workers = o.workers;
   const auto costly = by_total_time(trainer.callback_timings());
@@ -310,8 +311,6 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
     fit.step_sinks.push_back(std::make_shared<TraceWriter>((run_dir / "trace.json").string()));
   }
 
-  CpuUsage cpu;
-  cpu.start();
   std::optional<GpuUsage> gpu;
   if (session.device.is_cuda()) gpu.emplace(nvml_index_of(session.device.index(), std::getenv("CUDA_VISIBLE_DEVICES")));
   const auto start = std::chrono::steady_clock::now();
@@ -328,16 +327,14 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
   info.model = o.model;
   info.wall_s = wall_s;
   info.epochs = static_cast<int64_t>(history.epochs().size());
-  info.threads = session.threads;
   info.batch_size = o.batch_size;
   info.device = session.device.str();
   info.logs = history.last();
-  info.cpu = cpu.stop();
   if (gpu) {
     info.gpu = gpu->stop();
     if (!info.gpu.sampled) info.warnings.push_back("GPU utilization not sampled: " + info.gpu.why_not);
   }
-  const Verdict verdict = judge(trainer->step_stats(), verdict_context(o, session.threads, *trainer));
+  const Verdict verdict = judge(trainer->step_stats(), verdict_context(o, *trainer));
   write_file_atomically((run_dir / "summary.json").string(), summary_json(trainer->step_stats(), info, verdict));
   save_weights(trainer->model(), (run_dir / "model.weights.pt").string());
   if (auto* script = dynamic_cast<ScriptModel*>(&trainer->model())) {
@@ -346,7 +343,8 @@ void run_train(const TrainCommandOptions& o, std::ostream& out) {
     write_file_atomically((run_dir / "model.pt").string(), script->serialized());
   }
 
-  out << "\n" << format_breakdown(trainer->step_stats(), verdict, info.callbacks) << format_ranks(trainer->step_stats(), info);
+  out << "\n" << format_threads(info) << format_breakdown(trainer->step_stats(), verdict, info.callbacks)
+      << format_ranks(trainer->step_stats(), info);
   const LoaderStats& loader = info.loader;
   if (loader.workers > 0) {
     out << "Loader: " << loader.workers << (loader.workers == 1 ? " worker" : " workers") << ", mean queue depth "
@@ -369,7 +367,7 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
   const fs::path run_dir = make_run_dir(s.train.run_dir, "sweep-" + s.train.model);
   std::vector<SweepRow> rows;
   out << "Sweeping batch sizes: " << s.steps << " measured steps each after " << s.train.warmup_steps
-      << " warm-up steps\n";
+      << " warm-up steps (and the thread search, with --threads auto)\n";
   for (int64_t batch_size : s.batch_sizes) {
     TrainCommandOptions o = s.train;
     o.batch_size = batch_size;
@@ -377,10 +375,10 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
     o.validation_split = 0;
     auto trainer = session.make_trainer(o);
     FitOptions fit = session.fit_options(o);
-    fit.steps_per_epoch = s.train.warmup_steps + s.steps;
+    fit.steps_per_epoch = trainer->warmup_steps() + s.steps;  // the thread search is warm-up too
     trainer->fit(session.data.train, fit);
     const PhaseStats& stats = trainer->step_stats();
-    const Verdict verdict = judge(stats, verdict_context(o, session.threads, *trainer));
+    const Verdict verdict = judge(stats, verdict_context(o, *trainer));
     SweepRow row;
     row.batch_size = batch_size;
     row.samples_per_s = stats.samples_per_s();

@@ -21,7 +21,8 @@ struct TrainCommandOptions {
   double validation_split = 0.2;    ///< --validation-split, in [0, 1)
   uint64_t seed = 0;                ///< --seed: data, initial weights and shuffles
   int64_t warmup_steps = 5;         ///< --warmup-steps
-  int64_t threads = 0;              ///< --threads; 0 = the thread policy's default
+  int64_t threads = 0;              ///< --threads; 0 = auto (ThreadOptions::intra_op)
+  int64_t blas_threads = 0;         ///< --blas-threads; 0 = auto (ThreadOptions::blas)
   std::string device = "auto";      ///< --device auto|cpu|cuda
   std::string run_dir;              ///< --run-dir; empty = runs/<YYYYmmdd-HHMMSS>-<model>
   bool quiet = false;               ///< --quiet: one progress line per epoch

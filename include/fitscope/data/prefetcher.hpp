@@ -79,8 +79,9 @@ class Prefetcher {
   using Job = std::function<T(int64_t index, const StopToken& stop)>;
 
   /// `workers` >= 1 threads; `depth` >= 1 items ahead of the consumer (raised to `workers` so every
-  /// worker can be busy). Throws std::invalid_argument otherwise.
-  Prefetcher(int64_t workers, int64_t depth) {
+  /// worker can be busy). Throws std::invalid_argument otherwise. The workers take `thread_name`
+  /// (Linux's per-thread name, at most 15 characters; null = the creator's).
+  Prefetcher(int64_t workers, int64_t depth, const char* thread_name = nullptr) : thread_name_(thread_name) {
     if (workers < 1) throw std::invalid_argument("prefetcher workers must be >= 1, got " + std::to_string(workers));
     if (depth < 1) throw std::invalid_argument("prefetch depth must be >= 1, got " + std::to_string(depth));
     depth_ = std::max(depth, workers);
@@ -188,6 +189,7 @@ class Prefetcher {
     // scheduler moves them to an idle core instead. No privilege is needed; failure changes nothing.
     sched_param no_priority{};
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &no_priority);
+    if (thread_name_) pthread_setname_np(pthread_self(), thread_name_);
 #endif
     std::unique_lock<std::mutex> lock(state_->mutex);
     for (;;) {
@@ -230,6 +232,7 @@ class Prefetcher {
   int64_t ready_ = 0;              // built items waiting
   double depth_sum_ = 0;
   int64_t depth_samples_ = 0;
+  const char* thread_name_;
   std::vector<std::thread> threads_;
 };
 

@@ -5,7 +5,8 @@
 /// Gloo binds to the address that reaches MASTER_ADDR (loopback for a loopback master). Every
 /// collective and the rendezvous give up after `timeout`. Each rank also beats a heartbeat into the
 /// store; when a collective fails, the ranks whose heartbeat stopped are named in the PeerFailure
-/// (rank 0 when the store itself stopped answering).
+/// (rank 0 when the store itself stopped answering). Gloo runs communication_threads() threads on the
+/// rank's share of the cores (thread_policy.hpp); they and the store's are named "fs-comm".
 
 #include <chrono>
 #include <memory>

@@ -15,6 +15,7 @@
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/verdict.hpp"
+#include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/train/logs.hpp"
 
 namespace fitscope {
@@ -24,7 +25,7 @@ struct RunInfo {
   std::string model;            ///< model name ("cnn", "mlp", a file)
   double wall_s = 0;            ///< wall time of the whole fit, validation included
   int64_t epochs = 0;           ///< epochs that ran
-  int64_t threads = 1;          ///< intra-op threads
+  ThreadChoice threads;         ///< the compute pools' threads and how they were chosen
   int64_t world_size = 1;       ///< processes
   int64_t batch_size = 0;       ///< examples per step (per process)
   std::string device = "cpu";   ///< "cpu" | "cuda:0"
@@ -51,6 +52,10 @@ std::string summary_json(const PhaseStats& stats, const RunInfo& info, const Ver
 /// The GPU's lines: NVML utilization and peak memory (or why they were not sampled), and the phases
 /// measured on the device (mean ms per step). Empty for a CPU run.
 std::string format_gpu(const RunInfo& info);
+
+/// The threads: the setting, how it was chosen (every candidate's median step under auto), and the
+/// CPU each pool kept busy.
+std::string format_threads(const RunInfo& info);
 
 /// Data-parallel runs: one line per rank (step p50/p99, busy p50), the stragglers, and how much of the
 /// communication was exposed. Empty for a single process.

@@ -6,11 +6,17 @@
 /// The most severe category wins (highly before moderately, then the larger share). When none reaches
 /// its moderate threshold the run is compute-bound: `highly` when forward + backward + optimizer +
 /// metrics make >= 80 % of the step, else `moderately`; `not` only when no step was measured.
-/// The advice names the knob and its current value. Pure function; thread-safe.
+/// The advice names the knob and its current value. A compute-bound run's advice says how the cores
+/// are used (the thread setting, the gain the warm-up measured) before it names the model or device.
+/// Beside the bound, `contention` says when the process's threads want more cores than it has, a
+/// pool burns CPU outside the policy, or a core sits idle, naming the fix. Pure function;
+/// thread-safe.
 
 #include <cstdint>
 #include <string>
 
+#include "fitscope/threads/thread_tuner.hpp"
+#include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 
 namespace fitscope {
@@ -20,13 +26,15 @@ struct Verdict {
   std::string level;   ///< highly | moderately | not
   double share = 0.0;  ///< the bounding category's share of the mean step
   std::string advice;  ///< what to change, naming the flag and its value
+  std::string contention;  ///< how the threads compete for the cores, and the fix; empty = they do not
 };
 
 /// The settings the advice refers to.
 struct VerdictContext {
   int64_t batch_size = 0;   ///< --batch-size
   int64_t workers = 1;      ///< --workers (0 = loading on the training thread; 1 by default)
-  int64_t threads = 1;      ///< --threads (intra-op threads)
+  ThreadChoice threads;     ///< the compute pools' threads, the cores and the measured candidates
+  CpuUtilization cpu;       ///< the process's CPU use, pool by pool (empty pools = not sampled)
   std::string callback_mode = "sync";  ///< --callback-mode
   std::string slowest_callback;        ///< "Name.on_train_batch_end" of the costliest callback hook
 };

@@ -28,6 +28,9 @@
 #include "fitscope/dist/gradient_reducer.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
+#include "fitscope/threads/thread_policy.hpp"
+#include "fitscope/threads/thread_tuner.hpp"
+#include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
@@ -67,6 +70,10 @@ struct TrainerOptions {
   std::shared_ptr<dist::Context> context;
   /// Gradient bucket sizes (DDP's defaults).
   dist::GradientReducerOptions buckets;
+  /// The compute pools' threads (thread_policy.hpp), applied at every fit on this rank's share of the
+  /// cores. Auto (the default) measures the candidates on the first fit's first steps, which count as
+  /// warm-up (warmup_steps() says how many), and keeps the fastest for this trainer's later fits.
+  ThreadOptions threads;
 };
 
 /// One fit() call (Keras's fit arguments).
@@ -178,6 +185,13 @@ class Trainer {
   const TrainingParams& params() const { return params_; }
   /// Steps run by fit() since construction (in on_train_batch_end, the current one included).
   int64_t global_step() const { return global_step_; }
+  /// Steps the next fit leaves out of its statistics: TrainerOptions::warmup_steps plus what is left of
+  /// the thread search.
+  int64_t warmup_steps() const;
+  /// The threads in force and how they were chosen (the candidates measured under auto).
+  const ThreadChoice& thread_choice() const { return thread_choice_; }
+  /// The last fit's CPU use, pool by pool (cpu_usage.hpp).
+  const CpuUtilization& cpu_utilization() const { return cpu_utilization_; }
   /// The distributions of the last fit's steps.
   const PhaseStats& step_stats() const { return stats_; }
   /// The step clock's own cost per step, calibrated at the start of fit().
@@ -196,13 +210,18 @@ class Trainer {
   const std::vector<std::string>& warnings() const { return warnings_; }
   /// What the last fit knows for the summary and the report: world size, every rank's timings
   /// (data-parallel runs), communication and gradient buckets, device timing, the clock's overhead,
-  /// callback timings, warnings and the loader. The caller adds the run's own facts (model, wall time,
-  /// epochs, threads, batch size, device, logs, CPU and GPU use). It points into the trainer.
+  /// callback timings, warnings, the loader, the threads and the CPU use pool by pool. The caller adds
+  /// the run's own facts (model, wall time, epochs, batch size, device, logs, GPU use). It points into
+  /// the trainer.
   RunInfo run_info() const;
 
  private:
   /// With `reduce`, the metrics are summed over ranks (each holds a shard).
   Logs run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce);
+  /// Applies the thread setting the next step runs with.
+  void apply_thread_setting();
+  /// Feeds a finished step to the thread search; at its end the ranks agree on the fastest setting.
+  void tune_threads(const StepRecord& record);
   /// Takes the checkpoint a callback requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
@@ -233,6 +252,10 @@ class Trainer {
   RankTimings rank_timings_;
   StreamingQuantiles communication_;
   std::vector<int64_t> gradient_buckets_;
+  std::optional<ThreadTuner> thread_tuner_;  // under auto, until the search ends
+  ThreadChoice thread_choice_;
+  CpuUsage cpu_;
+  CpuUtilization cpu_utilization_;
 };
 
 }  // namespace fitscope

@@ -1,0 +1,106 @@
+#include "fitscope/threads/thread_policy.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "fitscope/threads/blas_library.hpp"
+#include "fitscope/threads/thread_names.hpp"
+
+namespace fitscope {
+namespace {
+
+/// Names `name` the threads without a fitscope name (the caller aside) that run while `work` runs on
+/// the caller: a pool is found by what it does, whatever library started it.
+template <typename Work>
+void name_active_threads(const char* name, Work&& work) {
+  struct Seen {
+    int tid;
+    long long ns;
+  };
+  const int caller = thread_names::this_thread_id();
+  auto unnamed = [caller] {
+    std::vector<Seen> out;
+    for (int tid : thread_names::thread_ids()) {
+      if (tid == caller || thread_names::is_fitscope_name(thread_names::thread_name(tid))) continue;
+      std::ifstream schedstat("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+      long long ns = -1;
+      schedstat >> ns;
+      out.push_back({tid, ns});
+    }
+    return out;
+  };
+  const auto before = unnamed();
+  work();
+  for (const Seen& now : unnamed()) {
+    const auto was = std::find_if(before.begin(), before.end(), [&](const Seen& s) { return s.tid == now.tid; });
+    if (now.ns > (was == before.end() ? 0 : was->ns)) thread_names::name_thread(now.tid, name);
+  }
+}
+
+/// ATen's intra-op threads: they share an elementwise operation large enough to be split among them.
+void name_intra_op_threads() {
+  const at::Tensor x = at::ones({1 << 22});
+  name_active_threads(thread_names::kIntraOp, [&] {
+    for (int i = 0; i < 4; ++i) x.exp_().log_();
+  });
+}
+
+/// The BLAS pool's threads: with the pool at `cores` threads, they share matrix products that this
+/// thread runs through the library itself (ATen single-threaded meanwhile).
+void name_blas_threads(const BlasLibrary& blas, int64_t cores) {
+  if (!blas.has_pool() || cores < 2) return;
+  blas.set_threads(cores);
+  name_active_threads(thread_names::kBlas, [&] {
+    for (int i = 0; i < 4; ++i) blas.multiply(256);
+  });
+}
+
+}  // namespace
+
+int64_t core_share(int64_t local_processes) {
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max<int64_t>(1, cores / std::max<int64_t>(local_processes, 1));
+}
+
+std::vector<ThreadSetting> thread_candidates(int64_t cores, bool blas_pool) {
+  std::vector<ThreadSetting> out;
+  for (int64_t n = 1; n < cores; n *= 2) out.push_back({n, 1});
+  out.push_back({std::max<int64_t>(cores, 1), 1});
+  if (blas_pool && cores > 1) out.push_back({1, cores});
+  return out;
+}
+
+ThreadSetting apply_threads(const ThreadSetting& setting) {
+  if (setting.intra_op < 1 || setting.blas < 1) {
+    throw std::invalid_argument("thread counts must be >= 1, got intra-op " + std::to_string(setting.intra_op) +
+                                " and BLAS " + std::to_string(setting.blas));
+  }
+  const BlasLibrary& blas = loaded_blas();
+  static const bool blas_named = [&] {  // once per process: the pool's threads keep their names
+    name_blas_threads(blas, core_share(1));
+    return true;
+  }();
+  (void)blas_named;
+  blas.set_threads(setting.blas);
+  at::set_num_threads(static_cast<int>(setting.intra_op));
+  try {
+    at::set_num_interop_threads(1);
+  } catch (const std::exception&) {
+    // the inter-op pool can be sized once per process, before first use; keep what is there
+  }
+  static int64_t named_up_to = 1;  // pool threads keep their names: only a larger pool has new ones
+  if (setting.intra_op > named_up_to) {
+    name_intra_op_threads();
+    named_up_to = setting.intra_op;
+  }
+  return {at::get_num_threads(), blas.threads()};
+}
+
+int64_t communication_threads(int64_t cores) { return cores <= 1 ? 1 : 2; }
+
+}  // namespace fitscope

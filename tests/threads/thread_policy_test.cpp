@@ -1,0 +1,118 @@
+// The thread policy on a real fit: every pool sized as the policy says, read back through each
+// library's own query, and the CPU accounting naming the pools.
+#include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "fitscope/data/synthetic.hpp"
+#include "fitscope/models/cnn.hpp"
+#include "fitscope/threads/blas_library.hpp"
+#include "fitscope/threads/thread_names.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+
+namespace {
+
+/// OpenBLAS's own answer, looked up beside fitscope's BlasLibrary; -1 without OpenBLAS.
+int openblas_threads() {
+  using Get = int (*)();
+  const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : -1;
+}
+
+TensorDataset images(int64_t size) {
+  SyntheticOptions o;
+  o.size = size;
+  return make_synthetic(o);
+}
+
+FitOptions short_fit() {
+  FitOptions fit;
+  fit.batch_size = 32;
+  fit.workers = 1;
+  fit.steps_per_epoch = 30;
+  return fit;
+}
+
+}  // namespace
+
+TEST(ThreadPolicy, AFixedSettingSizesTheIntraOpAndBlasPoolsAsTheLibrariesReport) {
+  const int64_t cores = core_share(1);
+  for (const ThreadSetting want : {ThreadSetting{cores, 1}, ThreadSetting{1, cores}}) {
+    TrainerOptions options;
+    options.threads.intra_op = want.intra_op;
+    options.threads.blas = want.blas;
+    options.warmup_steps = 0;
+    Trainer trainer(models::Cnn(), options);
+    trainer.fit(images(960), short_fit());
+    EXPECT_EQ(trainer.thread_choice().chosen_by, "flag");
+    EXPECT_EQ(trainer.thread_choice().setting, want);
+    EXPECT_EQ(at::get_num_threads(), want.intra_op);
+    if (loaded_blas().has_pool() && openblas_threads() > 0) {
+      EXPECT_EQ(openblas_threads(), want.blas) << loaded_blas().name();
+    }
+    EXPECT_EQ(loaded_blas().threads(), loaded_blas().has_pool() ? want.blas : 1);
+  }
+}
+
+TEST(ThreadPolicy, AutoMeasuresTheCandidatesAsWarmupAndLeavesTheChosenSettingInForce) {
+  TrainerOptions options;
+  options.warmup_steps = 2;
+  options.threads.steps_per_candidate = 2;
+  Trainer trainer(models::Cnn(), options);
+  const auto candidates = thread_candidates(core_share(1), loaded_blas().has_pool());
+  const int64_t search =
+      candidates.size() > 1 ? 3 * static_cast<int64_t>(candidates.size()) + ThreadTuner::kFirstSettlingSteps - 1 : 0;
+  EXPECT_EQ(trainer.warmup_steps(), 2 + search);
+  trainer.fit(images(1600), short_fit());
+  const ThreadChoice& choice = trainer.thread_choice();
+  EXPECT_EQ(choice.chosen_by, "auto");
+  EXPECT_EQ(trainer.step_stats().warmup_steps(), 2 + search);
+  EXPECT_EQ(trainer.warmup_steps(), 2);  // searched once per trainer
+  if (candidates.size() > 1) {
+    ASSERT_EQ(choice.candidates.size(), candidates.size());
+    const auto fastest = std::min_element(choice.candidates.begin(), choice.candidates.end(),
+                                          [](const auto& a, const auto& b) { return a.step_ms < b.step_ms; });
+    EXPECT_GT(fastest->step_ms, 0);
+    EXPECT_EQ(choice.setting, fastest->setting);
+    EXPECT_EQ(choice.search_steps, search);
+  }
+  EXPECT_EQ(at::get_num_threads(), choice.setting.intra_op);
+  if (loaded_blas().has_pool() && openblas_threads() > 0) EXPECT_EQ(openblas_threads(), choice.setting.blas);
+}
+
+TEST(ThreadPolicy, TheCpuAccountingNamesEveryPoolAndFindsTheTrainingThreadAndTheLoader) {
+  TrainerOptions options;
+  options.threads.intra_op = core_share(1);
+  options.warmup_steps = 0;
+  Trainer trainer(models::Cnn(), options);
+  trainer.fit(images(960), short_fit());
+  const CpuUtilization& cpu = trainer.cpu_utilization();
+  std::vector<std::string> pools;
+  for (const PoolCpu& p : cpu.pools) pools.push_back(p.pool);
+  EXPECT_EQ(pools, (std::vector<std::string>{"training", "intra_op", "blas", "loader", "callbacks", "checkpoint",
+                                             "communication", "other"}));
+  EXPECT_EQ(cpu.pool("training")->threads, 1);
+  EXPECT_GT(cpu.pool("training")->cores, 0);
+  EXPECT_EQ(cpu.pool("loader")->threads, 1);  // one worker, named fs-loader
+  if (core_share(1) > 1) EXPECT_EQ(cpu.pool("intra_op")->threads, core_share(1) - 1);  // the caller is the training thread
+  double sum = 0;
+  for (const PoolCpu& p : cpu.pools) sum += p.cores;
+  EXPECT_NEAR(sum, cpu.process_cores, 0.05);
+}
+
+TEST(ThreadNames, NamesTheThreadsOfThisProcess) {
+  std::thread t([] {
+    thread_names::name_this_thread(thread_names::kLoader);
+    EXPECT_EQ(thread_names::thread_name(thread_names::this_thread_id()), "fs-loader");
+    EXPECT_TRUE(thread_names::is_fitscope_name(thread_names::thread_name(thread_names::this_thread_id())));
+  });
+  t.join();
+  const auto ids = thread_names::thread_ids();
+  EXPECT_NE(std::find(ids.begin(), ids.end(), thread_names::this_thread_id()), ids.end());
+}
