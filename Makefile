@@ -49,6 +49,7 @@ test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 bench: build
+	$(BUILD_DIR)/bench/bench_thread_policy
 	$(BUILD_DIR)/bench/bench_fit_vs_handwritten
 	$(BUILD_DIR)/bench/bench_step_accounting
 	$(BUILD_DIR)/bench/bench_metrics_cost

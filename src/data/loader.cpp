@@ -41,7 +41,10 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   order_ = options_.sampler->indices();
   samples_per_epoch_ = static_cast<int64_t>(order_.size());
   if (options_.workers > 0) options_.prefetch = std::max(options_.prefetch, options_.workers);
-  if (options_.workers > 0) prefetcher_ = std::make_unique<Prefetcher<Batch>>(options_.workers, options_.prefetch, thread_names::kLoader);
+  if (options_.workers > 0) {
+    prefetcher_ = std::make_unique<Prefetcher<Batch>>(options_.workers, options_.prefetch,
+                                                      [] { thread_names::name_this_thread(thread_names::kLoader); });
+  }
 }
 
 Loader::~Loader() = default;  // the prefetcher cancels its pass and joins its workers

@@ -99,7 +99,9 @@ TEST(ThreadPolicy, TheCpuAccountingNamesEveryPoolAndFindsTheTrainingThreadAndThe
                                              "communication", "other"}));
   EXPECT_EQ(cpu.pool("training")->threads, 1);
   EXPECT_GT(cpu.pool("training")->cores, 0);
-  EXPECT_EQ(cpu.pool("loader")->threads, 1);  // one worker, named fs-loader
+  // one worker, named fs-loader; the OpenMP team ATen gives the worker's own ops inherits its name
+  EXPECT_GE(cpu.pool("loader")->threads, 1);
+  EXPECT_LE(cpu.pool("loader")->threads, core_share(1));
   if (core_share(1) > 1) EXPECT_EQ(cpu.pool("intra_op")->threads, core_share(1) - 1);  // the caller is the training thread
   double sum = 0;
   for (const PoolCpu& p : cpu.pools) sum += p.cores;

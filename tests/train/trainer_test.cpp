@@ -51,6 +51,7 @@ TEST(Trainer, TheSeedMlpLearnsTheBuiltInSetFarAboveChance) {
 TEST(Trainer, EveryStepReachesTheSinksAndTheWarmupIsLeftOutOfTheStatistics) {
   TrainerOptions options;
   options.warmup_steps = 4;
+  options.threads.intra_op = 1;  // no thread search: the warm-up is warmup_steps alone
   Trainer trainer(models::Mlp(), options);
   auto sink = std::make_shared<CollectingSink>();
   FitOptions fit;
@@ -79,6 +80,7 @@ TEST(Trainer, ACustomTrainStepRunsInTheSameLoopAndIsTimedByTheSameClock) {
   int calls = 0;
   TrainerOptions options;
   options.warmup_steps = 0;
+  options.threads.intra_op = 1;  // no thread search: every step is measured
   options.train_step = [&calls](const Batch& batch, StepContext& ctx) {
     ++calls;
     at::Tensor outputs, loss;

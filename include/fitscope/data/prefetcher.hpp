@@ -79,9 +79,9 @@ class Prefetcher {
   using Job = std::function<T(int64_t index, const StopToken& stop)>;
 
   /// `workers` >= 1 threads; `depth` >= 1 items ahead of the consumer (raised to `workers` so every
-  /// worker can be busy). Throws std::invalid_argument otherwise. The workers take `thread_name`
-  /// (Linux's per-thread name, at most 15 characters; null = the creator's).
-  Prefetcher(int64_t workers, int64_t depth, const char* thread_name = nullptr) : thread_name_(thread_name) {
+  /// worker can be busy). Throws std::invalid_argument otherwise. Each worker calls `on_start` first
+  /// (to name itself, say; empty = nothing).
+  Prefetcher(int64_t workers, int64_t depth, std::function<void()> on_start = {}) : on_start_(std::move(on_start)) {
     if (workers < 1) throw std::invalid_argument("prefetcher workers must be >= 1, got " + std::to_string(workers));
     if (depth < 1) throw std::invalid_argument("prefetch depth must be >= 1, got " + std::to_string(depth));
     depth_ = std::max(depth, workers);
@@ -189,8 +189,8 @@ class Prefetcher {
     // scheduler moves them to an idle core instead. No privilege is needed; failure changes nothing.
     sched_param no_priority{};
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &no_priority);
-    if (thread_name_) pthread_setname_np(pthread_self(), thread_name_);
 #endif
+    if (on_start_) on_start_();
     std::unique_lock<std::mutex> lock(state_->mutex);
     for (;;) {
       work_.wait(lock, [&] { return state_->shutdown || can_start_locked(); });
@@ -232,7 +232,7 @@ class Prefetcher {
   int64_t ready_ = 0;              // built items waiting
   double depth_sum_ = 0;
   int64_t depth_samples_ = 0;
-  const char* thread_name_;
+  const std::function<void()> on_start_;  // read by the workers, set before they start
   std::vector<std::thread> threads_;
 };
 
