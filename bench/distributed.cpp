@@ -39,6 +39,7 @@ struct CnnRun {
   double samples_per_s = 0, exposed_ms = 0, in_flight_ms = 0;
   double exposed_p50_ms = 0, exposed_p90_ms = 0, in_flight_p50_ms = 0;  // per step
   std::vector<int64_t> buckets;  // bytes
+  std::string pools;  // the CPU each pool kept busy: "pool cores(threads) ..."
 };
 CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t batch, bool rebuild_buckets = true) {
   torch::manual_seed(0);
@@ -59,6 +60,12 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t 
   run.exposed_p90_ms = trainer.step_stats().phase(Phase::comm).p90_ms;
   run.in_flight_p50_ms = trainer.communication().quantile(0.5) * 1e-6;
   run.buckets = trainer.gradient_buckets();
+  std::ostringstream pools;
+  pools << std::fixed << std::setprecision(2);
+  for (const PoolCpu& p : trainer.cpu_utilization().pools) {
+    if (p.threads > 0 || p.cores >= 0.005) pools << " " << p.pool << " " << p.cores << "(" << p.threads << ")";
+  }
+  run.pools = pools.str();
   return run;
 }
 
@@ -148,6 +155,7 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
               << "RESULT polled_ms " << bench::median(polled) * 1e3 << "\n"
               << "RESULT slept_ms " << bench::median(slept) * 1e3 << "\n";
   }
+  std::cout << "RESULT pools_rank" << context->rank() << cnn.pools << "\n";  // every rank's own
   sleeping->barrier();
   context->barrier();
   return 0;
@@ -216,6 +224,8 @@ int main(int argc, char** argv) {
             << result("slept_ms") / result("polled_ms") << "  (" << result("slept_ms") << " ms vs " << result("polled_ms")
             << " ms)\n"
             << "   seed CNN samples/s, 2 ranks, polling first / sleeping at once: x" << result("polling_gain")
-            << ", median of " << rounds << " paired runs\n";
+            << ", median of " << rounds << " paired runs\n"
+            << "6. CPU per pool in the last run of item 3, cores busy (threads): rank 0" << text["pools_rank0"]
+            << "\n                                                               rank 1" << text["pools_rank1"] << "\n";
   return 0;
 }

@@ -67,6 +67,7 @@
 #include "fitscope/threads/thread_names.hpp"
 #include "fitscope/threads/thread_policy.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
+#include "fitscope/threads/trainer_threads.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/gpu_usage.hpp"

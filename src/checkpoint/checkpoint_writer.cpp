@@ -10,6 +10,7 @@
 
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/threads/thread_names.hpp"
+#include "fitscope/threads/thread_policy.hpp"
 
 namespace fitscope {
 namespace {
@@ -42,6 +43,7 @@ CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(s
   options_.fs->create_dirs(options_.dir);
   thread_ = std::thread([this] {
     thread_names::name_this_thread(thread_names::kCheckpoint);
+    keep_this_thread_serial();
     run();
   });
 }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fitscope/threads/thread_names.hpp"
+#include "fitscope/threads/thread_policy.hpp"
 
 #include "error_context.hpp"
 #include "fitscope/data/cached_dataset.hpp"
@@ -43,7 +44,10 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   if (options_.workers > 0) options_.prefetch = std::max(options_.prefetch, options_.workers);
   if (options_.workers > 0) {
     prefetcher_ = std::make_unique<Prefetcher<Batch>>(options_.workers, options_.prefetch,
-                                                      [] { thread_names::name_this_thread(thread_names::kLoader); });
+                                                      [] {
+                                                        thread_names::name_this_thread(thread_names::kLoader);
+                                                        keep_this_thread_serial();
+                                                      });
   }
 }
 

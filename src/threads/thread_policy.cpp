@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <fstream>
 #include <stdexcept>
@@ -99,6 +101,14 @@ ThreadSetting apply_threads(const ThreadSetting& setting) {
     named_up_to = setting.intra_op;
   }
   return {at::get_num_threads(), blas.threads()};
+}
+
+void keep_this_thread_serial() {
+  at::get_num_threads();  // ATen's per-thread set-up, done now so that it cannot undo what follows
+  // OpenMP's team size outside parallel regions is per thread: this thread's own
+  using SetThreads = void (*)(int);
+  static const auto set_threads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set_threads) set_threads(1);
 }
 
 int64_t communication_threads(int64_t cores) { return cores <= 1 ? 1 : 2; }

@@ -20,7 +20,6 @@
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/dist/metric_reduction.hpp"
 #include "fitscope/metrics/metric_set.hpp"
-#include "fitscope/threads/blas_library.hpp"
 #include "data_parallel_fit.hpp"
 #include "optimizer_state.hpp"
 
@@ -74,7 +73,10 @@ at::Tensor to_device(const at::Tensor& t, const c10::Device& device) {
 }  // namespace
 
 Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
-    : model_(std::move(model)), options_(std::move(options)), stats_(options_.warmup_steps) {
+    : model_(std::move(model)),
+      options_(std::move(options)),
+      stats_(options_.warmup_steps),
+      threads_(options_.threads, core_share(options_.context ? options_.context->local_world_size() : 1)) {
   if (!model_) throw std::invalid_argument("the trainer needs a model, got null");
   if (!options_.context) options_.context = dist::single_process_context();
   if (!(options_.learning_rate > 0)) {
@@ -95,51 +97,10 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
                                                      torch::optim::SGDOptions(options_.learning_rate));
   }
   if (!options_.train_step) options_.train_step = standard_train_step;
-  const ThreadOptions& t = options_.threads;
-  if (t.intra_op < 0 || t.blas < 0) {
-    throw std::invalid_argument("thread counts must be >= 0 (0 = auto), got intra-op " + std::to_string(t.intra_op) +
-                                " and BLAS " + std::to_string(t.blas));
-  }
-  thread_choice_.cores = core_share(options_.context->local_world_size());
-  thread_choice_.blas_library = loaded_blas().name();
-  if (t.intra_op > 0) {
-    thread_choice_.setting = {t.intra_op, t.blas > 0 ? t.blas : 1};
-    return;
-  }
-  std::vector<ThreadSetting> candidates;  // with --blas-threads given, only the intra-op count is searched
-  for (ThreadSetting s : thread_candidates(thread_choice_.cores, loaded_blas().has_pool())) {
-    if (t.blas > 0) s.blas = t.blas;
-    if (std::find(candidates.begin(), candidates.end(), s) == candidates.end()) candidates.push_back(s);
-  }
-  thread_choice_.chosen_by = "auto";
-  thread_tuner_.emplace(candidates, t.steps_per_candidate);
-  thread_choice_.setting = thread_tuner_->current();
-  if (!thread_tuner_->searching()) thread_tuner_.reset();  // one candidate: nothing to measure
 }
 
 int64_t Trainer::warmup_steps() const {
-  return options_.warmup_steps + (thread_tuner_ && options_.timing ? thread_tuner_->remaining_steps() : 0);
-}
-
-void Trainer::apply_thread_setting() {
-  thread_choice_.setting = apply_threads(thread_tuner_ ? thread_tuner_->current() : thread_choice_.setting);
-}
-
-void Trainer::tune_threads(const StepRecord& record) {
-  const ThreadSetting was = thread_tuner_->current();
-  if (thread_tuner_->record(static_cast<double>(record.step_ns) * 1e-6)) {
-    std::vector<double> medians = thread_tuner_->medians();
-    if (context().world_size() > 1) {  // every rank keeps the setting fastest for all of them
-      const at::Tensor sums = at::tensor(medians, at::kDouble);
-      context().all_reduce(sums);
-      medians.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
-    }
-    thread_tuner_->choose(medians);
-    thread_choice_.candidates = thread_tuner_->candidates();
-    thread_choice_.search_steps = thread_tuner_->steps_run();
-  }
-  if (!(thread_tuner_->current() == was)) apply_thread_setting();
-  if (!thread_tuner_->searching()) thread_tuner_.reset();
+  return options_.warmup_steps + (options_.timing ? threads_.search_steps_left() : 0);
 }
 
 Trainer::~Trainer() = default;
@@ -231,9 +192,14 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   params_ = {o.epochs, o.initial_epoch, steps, o.batch_size, train->size(),
              validation ? validation->size() : 0};
 
-  const bool tuning = thread_tuner_ && options_.timing;  // the search reads the step clock
   const int64_t warmup = warmup_steps();
-  apply_thread_setting();
+  threads_.apply();
+  const auto sum_across_ranks = [this](std::vector<double>& values) {
+    if (context().world_size() == 1) return;
+    const at::Tensor sums = at::tensor(values, at::kDouble);
+    context().all_reduce(sums);
+    values.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
+  };
   cpu_.start();
   detail::DataParallelFit ranks(options_.context, options_.buckets, warmup, rank_timings_, communication_);
   CallbackList callbacks(ranks.callbacks_of_this_rank(o.callbacks));
@@ -355,7 +321,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         stop_requested_ = ranks.end_step(clock_, stop_requested_);
         const StepRecord& record = clock_.end_step();
         if (options_.timing) {
-          if (tuning && thread_tuner_) tune_threads(record);
+          threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, sum_across_ranks);
           ranks.keep(record);
           // records are folded into the distributions in groups: the histograms are touched in
           // bursts, not once per step between the model's kernels
@@ -415,7 +381,7 @@ RunInfo Trainer::run_info() const {
   info.callbacks = callback_timings_;
   info.warnings = warnings_;
   info.loader = loader_stats_;
-  info.threads = thread_choice_;
+  info.threads = threads_.choice();
   info.cpu = cpu_utilization_;
   return info;
 }

@@ -99,10 +99,10 @@ TEST(ThreadPolicy, TheCpuAccountingNamesEveryPoolAndFindsTheTrainingThreadAndThe
                                              "communication", "other"}));
   EXPECT_EQ(cpu.pool("training")->threads, 1);
   EXPECT_GT(cpu.pool("training")->cores, 0);
-  // one worker, named fs-loader; the OpenMP team ATen gives the worker's own ops inherits its name
-  EXPECT_GE(cpu.pool("loader")->threads, 1);
-  EXPECT_LE(cpu.pool("loader")->threads, core_share(1));
-  if (core_share(1) > 1) EXPECT_EQ(cpu.pool("intra_op")->threads, core_share(1) - 1);  // the caller is the training thread
+  EXPECT_EQ(cpu.pool("loader")->threads, 1);  // one worker, named fs-loader, its ATen ops kept on it
+  // the training thread leads the team; OpenMP may keep an idle worker from an earlier team size
+  if (core_share(1) > 1) EXPECT_GE(cpu.pool("intra_op")->threads, core_share(1) - 1);
+  if (core_share(1) > 1) EXPECT_GT(cpu.pool("intra_op")->cores, 0);
   double sum = 0;
   for (const PoolCpu& p : cpu.pools) sum += p.cores;
   EXPECT_NEAR(sum, cpu.process_cores, 0.05);

@@ -48,6 +48,12 @@ std::vector<ThreadSetting> thread_candidates(int64_t cores, bool blas_pool);
 /// now. Throws std::invalid_argument for a count < 1.
 ThreadSetting apply_threads(const ThreadSetting& setting);
 
+/// Makes the ATen operations the calling thread runs from now on stay on it. ATen gives every thread
+/// that calls a parallel operation its own OpenMP team of the intra-op count in force when it first
+/// does: a loader worker would lead a second team beside the training thread's. For the threads
+/// fitscope starts (loader workers, the checkpoint writer), first thing; affects no other thread.
+void keep_this_thread_serial();
+
 /// c10d communication threads per rank on `cores` cores: 1 on a single core, else 2 (c10d's default).
 int64_t communication_threads(int64_t cores);
 

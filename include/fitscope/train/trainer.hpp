@@ -28,8 +28,7 @@
 #include "fitscope/dist/gradient_reducer.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
-#include "fitscope/threads/thread_policy.hpp"
-#include "fitscope/threads/thread_tuner.hpp"
+#include "fitscope/threads/trainer_threads.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/phase_stats.hpp"
@@ -189,7 +188,7 @@ class Trainer {
   /// the thread search.
   int64_t warmup_steps() const;
   /// The threads in force and how they were chosen (the candidates measured under auto).
-  const ThreadChoice& thread_choice() const { return thread_choice_; }
+  const ThreadChoice& thread_choice() const { return threads_.choice(); }
   /// The last fit's CPU use, pool by pool (cpu_usage.hpp).
   const CpuUtilization& cpu_utilization() const { return cpu_utilization_; }
   /// The distributions of the last fit's steps.
@@ -218,10 +217,6 @@ class Trainer {
  private:
   /// With `reduce`, the metrics are summed over ranks (each holds a shard).
   Logs run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce);
-  /// Applies the thread setting the next step runs with.
-  void apply_thread_setting();
-  /// Feeds a finished step to the thread search; at its end the ranks agree on the fastest setting.
-  void tune_threads(const StepRecord& record);
   /// Takes the checkpoint a callback requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
@@ -252,8 +247,7 @@ class Trainer {
   RankTimings rank_timings_;
   StreamingQuantiles communication_;
   std::vector<int64_t> gradient_buckets_;
-  std::optional<ThreadTuner> thread_tuner_;  // under auto, until the search ends
-  ThreadChoice thread_choice_;
+  TrainerThreads threads_;
   CpuUsage cpu_;
   CpuUtilization cpu_utilization_;
 };
