@@ -36,7 +36,9 @@ void bli_set_int(int n) { bli_set(n); }
 int64_t BlasLibrary::threads() const { return get_ ? get_() : 1; }
 
 void BlasLibrary::set_threads(int64_t threads) const {
-  if (set_) set_(static_cast<int>(threads < 1 ? 1 : threads));
+  if (!set_) return;
+  set_(static_cast<int>(threads < 1 ? 1 : threads));
+  if (threads <= 1 && shutdown_) shutdown_();
 }
 
 void BlasLibrary::multiply(int n) const {
@@ -60,6 +62,7 @@ const BlasLibrary& loaded_blas() {
         b.name_ = kind == 0 ? "openblas-serial" : kind == 2 ? "openblas-openmp" : "openblas-pthread";
         b.get_ = symbol<int (*)()>(handle, "openblas_get_num_threads");
         if (kind != 0) b.set_ = set;  // the serial flavour has no pool
+        if (kind == 1) b.shutdown_ = symbol<int (*)()>(handle, "blas_thread_shutdown_");
         api = reinterpret_cast<void*>(set);
       } else if ((bli_set = symbol<void (*)(int64_t)>(handle, "bli_thread_set_num_threads"))) {
         bli_get = symbol<int64_t (*)()>(handle, "bli_thread_get_num_threads");

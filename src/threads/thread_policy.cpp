@@ -52,11 +52,11 @@ void name_intra_op_threads() {
   });
 }
 
-/// The BLAS pool's threads: with the pool at `cores` threads, they share matrix products that this
-/// thread runs through the library itself (ATen single-threaded meanwhile).
-void name_blas_threads(const BlasLibrary& blas, int64_t cores) {
-  if (!blas.has_pool() || cores < 2) return;
-  blas.set_threads(cores);
+/// Sets the BLAS pool to `threads` (> 1) and names its threads: they share matrix products that this
+/// thread runs through the library itself.
+void name_blas_threads(const BlasLibrary& blas, int64_t threads) {
+  blas.set_threads(threads);
+  if (!blas.has_pool()) return;
   name_active_threads(thread_names::kBlas, [&] {
     for (int i = 0; i < 4; ++i) blas.multiply(256);
   });
@@ -71,9 +71,9 @@ int64_t core_share(int64_t local_processes) {
 
 std::vector<ThreadSetting> thread_candidates(int64_t cores, bool blas_pool) {
   std::vector<ThreadSetting> out;
+  if (blas_pool && cores > 1) out.push_back({1, cores});
   for (int64_t n = 1; n < cores; n *= 2) out.push_back({n, 1});
   out.push_back({std::max<int64_t>(cores, 1), 1});
-  if (blas_pool && cores > 1) out.push_back({1, cores});
   return out;
 }
 
@@ -83,12 +83,16 @@ ThreadSetting apply_threads(const ThreadSetting& setting) {
                                 " and BLAS " + std::to_string(setting.blas));
   }
   const BlasLibrary& blas = loaded_blas();
-  static const bool blas_named = [&] {  // once per process: the pool's threads keep their names
-    name_blas_threads(blas, core_share(1));
-    return true;
-  }();
-  (void)blas_named;
-  blas.set_threads(setting.blas);
+  // the BLAS pool's threads are found (and started) by a multiplication at the new size, again after
+  // every time at 1, since a pool set to 1 is shut down (blas_library.hpp)
+  static bool blas_pool_named = false;
+  if (setting.blas > 1 && !blas_pool_named) {
+    name_blas_threads(blas, setting.blas);
+    blas_pool_named = true;
+  } else {
+    blas.set_threads(setting.blas);
+  }
+  if (setting.blas == 1) blas_pool_named = false;
   at::set_num_threads(static_cast<int>(setting.intra_op));
   try {
     at::set_num_interop_threads(1);

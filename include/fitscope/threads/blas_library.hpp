@@ -24,7 +24,9 @@ class BlasLibrary {
   bool has_pool() const { return set_ != nullptr; }
   /// The pool's thread count, read through the library's own query (1 without a pool).
   int64_t threads() const;
-  /// Sets the pool's thread count (>= 1).
+  /// Sets the pool's thread count (>= 1). At 1, OpenBLAS's pthread pool is also shut down: its idle
+  /// threads spin for about 0.1 s after each use, taking a core from the training; a larger count
+  /// starts them again at the next multiplication.
   void set_threads(int64_t threads) const;
   /// Runs a single-precision n x n x n matrix product through the library's own cblas_sgemm (no-op
   /// without one): work that only the BLAS pool's threads share with the caller.
@@ -36,6 +38,7 @@ class BlasLibrary {
   std::string path_;
   int (*get_)() = nullptr;
   void (*set_)(int) = nullptr;
+  int (*shutdown_)() = nullptr;
   void (*sgemm_)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
                  int) = nullptr;
 };

@@ -39,8 +39,10 @@ struct ThreadOptions {
 /// The cores of one of `local_processes` processes on this machine: max(1, cores / processes).
 int64_t core_share(int64_t local_processes);
 
-/// What auto measures on `cores` cores: intra-op 1, 2, 4, ... up to `cores` (and `cores` itself) with
-/// BLAS 1, then, when the BLAS library has a pool, intra-op 1 with BLAS `cores`.
+/// What auto measures on `cores` cores, in this order: intra-op 1 with BLAS `cores` when the BLAS
+/// library has a pool (first: OpenBLAS's threads spin for a while after their last work, which then
+/// falls on the settling steps of the next candidate, not on the run), then intra-op 1, 2, 4, ... up
+/// to `cores` (and `cores` itself) with BLAS 1.
 std::vector<ThreadSetting> thread_candidates(int64_t cores, bool blas_pool);
 
 /// Sizes ATen's intra-op pool (and OpenMP's), the inter-op pool (1, where it is not started yet) and the
