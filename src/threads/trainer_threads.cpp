@@ -1,6 +1,7 @@
 #include "fitscope/threads/trainer_threads.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -8,7 +9,7 @@
 
 namespace fitscope {
 
-TrainerThreads::TrainerThreads(const ThreadOptions& t, int64_t cores) {
+TrainerThreads::TrainerThreads(const ThreadOptions& t, int64_t cores, int64_t ranks) : ranks_(std::max<int64_t>(ranks, 1)) {
   if (t.intra_op < 0 || t.blas < 0) {
     throw std::invalid_argument("thread counts must be >= 0 (0 = auto), got intra-op " + std::to_string(t.intra_op) +
                                 " and BLAS " + std::to_string(t.blas));
@@ -32,18 +33,28 @@ TrainerThreads::TrainerThreads(const ThreadOptions& t, int64_t cores) {
 
 void TrainerThreads::apply() { choice_.setting = apply_threads(tuner_ ? tuner_->current() : choice_.setting); }
 
-void TrainerThreads::after_step(double step_ms, const std::function<void(std::vector<double>&)>& sum_across_ranks) {
-  if (!tuner_) return;
+int64_t TrainerThreads::after_step(double step_ms, int64_t steps_left,
+                                   const std::function<void(std::vector<double>&)>& sum_across_ranks) {
+  if (!tuner_) return 0;
   const ThreadSetting was = tuner_->current();
+  int64_t cooldown = 0;
   if (tuner_->record(step_ms)) {
     std::vector<double> medians = tuner_->medians();
     sum_across_ranks(medians);
     tuner_->choose(medians);
     choice_.candidates = tuner_->candidates();
-    choice_.search_steps = tuner_->steps_run();
+    const auto chosen = std::find_if(choice_.candidates.begin(), choice_.candidates.end(),
+                                     [&](const ThreadCandidate& c) { return c.setting == tuner_->current(); });
+    const double step = chosen->step_ms / static_cast<double>(ranks_);  // the same on every rank
+    const bool fewer = tuner_->current().intra_op < was.intra_op || tuner_->current().blas < was.blas;
+    if (fewer && step > 0) {
+      cooldown = std::min({kMaxCooldownSteps, static_cast<int64_t>(std::ceil(kCooldownMs / step)), steps_left / 4});
+    }
+    choice_.search_steps = tuner_->steps_run() + cooldown;
   }
   if (!(tuner_->current() == was)) apply();
   if (!tuner_->searching()) tuner_.reset();
+  return cooldown;
 }
 
 }  // namespace fitscope

@@ -37,6 +37,12 @@ class DataParallelFit {
   /// After a step's callbacks: whether any rank asked to stop (agreed after every step when a callback
   /// may stop mid-epoch, in phase `comm`), and the step's communication.
   bool end_step(StepClock& clock, bool stop_requested);
+  /// Leaves `steps` more steps out of every rank's timings and the communication (while the warm-up
+  /// lasts).
+  void extend_warmup(int64_t steps) {
+    warmup_steps_ += steps;
+    timings_.extend_warmup(steps);
+  }
   /// Keeps this rank's record of the step for the epoch's gathering.
   void keep(const StepRecord& record) {
     if (active_) records_.push_back(record);

@@ -76,7 +76,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     : model_(std::move(model)),
       options_(std::move(options)),
       stats_(options_.warmup_steps),
-      threads_(options_.threads, core_share(options_.context ? options_.context->local_world_size() : 1)) {
+      threads_(options_.threads, core_share(options_.context ? options_.context->local_world_size() : 1),
+               options_.context ? options_.context->world_size() : 1) {
   if (!model_) throw std::invalid_argument("the trainer needs a model, got null");
   if (!options_.context) options_.context = dist::single_process_context();
   if (!(options_.learning_rate > 0)) {
@@ -321,7 +322,12 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         stop_requested_ = ranks.end_step(clock_, stop_requested_);
         const StepRecord& record = clock_.end_step();
         if (options_.timing) {
-          threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, sum_across_ranks);
+          const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
+          if (const int64_t cooldown = threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left, sum_across_ranks)) {
+            stats_.extend_warmup(cooldown);  // the search's last pools still spin: warm-up too
+            ranks.extend_warmup(cooldown);
+            if (device_timer_) device_timer_->extend_warmup(cooldown);
+          }
           ranks.keep(record);
           // records are folded into the distributions in groups: the histograms are touched in
           // bursts, not once per step between the model's kernels

@@ -27,7 +27,7 @@ struct ThreadChoice {
   std::string chosen_by = "flag";    ///< "auto" (measured) | "flag" (--threads N)
   int64_t cores = 1;                 ///< this process's share of the machine's cores
   std::string blas_library;          ///< BlasLibrary::name()
-  int64_t search_steps = 0;          ///< steps the search ran (counted as warm-up)
+  int64_t search_steps = 0;          ///< steps the search and its cool-down ran (counted as warm-up)
   std::vector<ThreadCandidate> candidates;  ///< under auto, in the order they ran
 };
 

@@ -1,8 +1,11 @@
 #pragma once
 /// TrainerThreads: the thread policy as one trainer applies it. Holds the setting in force, fixed by
 /// ThreadOptions or searched under auto (ThreadTuner) on the trainer's first steps, and applies it
-/// (apply_threads) at each fit and whenever the search moves on. Not thread-safe: the training
-/// thread's.
+/// (apply_threads) at each fit and whenever the search moves on. When the search ends on a setting
+/// with fewer threads than the last candidate's, the idle threads of that candidate go on spinning
+/// for a while (OpenMP's workers, tens of ms here): a cool-down of kCooldownMs of steps follows,
+/// counted as warm-up too, at most a quarter of the fit's steps left (a short run keeps measured
+/// steps). Not thread-safe: the training thread's.
 
 #include <cstdint>
 #include <functional>
@@ -16,20 +19,28 @@ namespace fitscope {
 
 class TrainerThreads {
  public:
-  /// `cores`: this process's share (core_share). Throws std::invalid_argument for a negative count.
-  TrainerThreads(const ThreadOptions& options, int64_t cores);
+  static constexpr double kCooldownMs = 100;
+  static constexpr int64_t kMaxCooldownSteps = 2000;
+
+  /// `cores`: this process's share (core_share); `ranks`: the processes that sum their medians.
+  /// Throws std::invalid_argument for a negative count.
+  TrainerThreads(const ThreadOptions& options, int64_t cores, int64_t ranks = 1);
 
   /// Steps the search has left: 0 with a fixed setting or once it chose.
   int64_t search_steps_left() const { return tuner_ ? tuner_->remaining_steps() : 0; }
   /// Applies the setting the next step runs with.
   void apply();
-  /// A finished step's duration while searching (no-op after). When the search ends,
-  /// `sum_across_ranks` sums the candidates' medians in place (data-parallel ranks then agree).
-  void after_step(double step_ms, const std::function<void(std::vector<double>&)>& sum_across_ranks);
+  /// A finished step's duration while searching (no-op after), with the steps the fit has left. When
+  /// the search ends, `sum_across_ranks` sums the candidates' medians in place (data-parallel ranks
+  /// then agree), and the cool-down's steps are returned: the caller leaves them out of its statistics
+  /// (0 otherwise).
+  int64_t after_step(double step_ms, int64_t steps_left,
+                     const std::function<void(std::vector<double>&)>& sum_across_ranks);
   /// The setting in force and how it was chosen.
   const ThreadChoice& choice() const { return choice_; }
 
  private:
+  int64_t ranks_;
   std::optional<ThreadTuner> tuner_;  // under auto, until the search ends
   ThreadChoice choice_;
 };

@@ -67,6 +67,8 @@ class DeviceTimer final : public PhaseBoundaryListener {
 
   /// The device's time per step and per device phase over the resolved steps.
   const PhaseStats& stats() const { return stats_; }
+  /// Leaves `steps` more steps out (PhaseStats::extend_warmup).
+  void extend_warmup(int64_t steps) { stats_.extend_warmup(steps); }
   /// The phases the resolved steps ran on the device, in step order.
   std::vector<Phase> measured_phases() const;
   /// Steps resolved without waiting, and in finish().

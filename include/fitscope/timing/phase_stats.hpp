@@ -34,6 +34,8 @@ class PhaseStats {
   /// Steps in the distributions (after warm-up).
   int64_t measured_steps() const { return step_.count(); }
   int64_t warmup_steps() const { return warmup_steps_; }
+  /// Leaves `steps` more records out; call while the warm-up lasts (a thread search's cool-down).
+  void extend_warmup(int64_t steps) { warmup_steps_ += steps; }
   /// Examples processed in the measured steps.
   int64_t measured_samples() const { return samples_; }
 

@@ -28,6 +28,10 @@ class RankTimings {
   void add(const StepRecord& record);
   int64_t world_size() const { return static_cast<int64_t>(stats_.size()); }
   const PhaseStats& stats(int64_t rank) const { return stats_.at(static_cast<std::size_t>(rank)); }
+  /// Every rank leaves `steps` more records out (PhaseStats::extend_warmup).
+  void extend_warmup(int64_t steps) {
+    for (PhaseStats& s : stats_) s.extend_warmup(steps);
+  }
   /// p50 of the rank's step minus its `comm`, in ms.
   double busy_p50_ms(int64_t rank) const;
   /// Ranks whose busy p50 exceeds the median rank's by more than `margin`, in rank order.
