@@ -3,9 +3,10 @@
 // device and read once per epoch. Same model (identical initial weights), same data, same batch
 // order; the two alternate round by round in one process, so machine noise hits both alike. Prints
 // the median time of each and the median of the per-round ratios, twice per model:
-//   "best": fit with its default threads (--threads auto, searched in the untimed first fits) against
-//           the loop given the best setting found by hand (bench_thread_policy's grid: intra-op = the
-//           cores, BLAS 1), both set before every round: the cost of fit itself;
+//   "best": fit with its default threads (--threads auto, searched in the untimed first fit) against
+//           the loop given the best setting found by hand (bench_thread_policy's grid: the MLP on 1
+//           intra-op thread, BLAS 1; the CNN on intra-op = the cores, BLAS 1), set before every round:
+//           the cost of fit itself, with its loader thread (workers 1) and without (workers 0);
 //   "defaults": the same fit against the loop left at the libraries' own defaults (libtorch's
 //           intra-op count, the BLAS pool at its own size): what the thread policy is worth.
 //   ./bench_fit_vs_handwritten [rounds] [mlp|cnn|gpu]
@@ -96,9 +97,11 @@ void set_by_hand(const ThreadSetting& s) {
   loaded_blas().set_threads(s.blas);
 }
 
+/// `workers`: fit's loader threads (1, its default: a batch is built beside the step; 0: on the
+/// training thread, as the hand-written loop takes its batches).
 template <typename Module>
 void compare(const char* name, int64_t batch_size, int64_t examples, int64_t steps, int rounds, double goal,
-             const HandThreads& hand_threads, const c10::Device& device = c10::Device(c10::kCPU)) {
+             const HandThreads& hand_threads, int64_t workers = 1, const c10::Device& device = c10::Device(c10::kCPU)) {
   SyntheticOptions data_options;
   data_options.size = examples;
   TensorDataset data = make_synthetic(data_options);
@@ -126,6 +129,7 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
   fit.batch_size = batch_size;
   fit.shuffle = false;
   fit.steps_per_epoch = steps;
+  fit.workers = workers;
 
   // untimed rounds to warm allocators and caches; fit's first runs its whole thread search
   set_by_hand(hand_threads.setting);
@@ -154,9 +158,9 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
   for (size_t i = 0; i < hand_s.size(); ++i) ratios.push_back(fit_s[i] / hand_s[i]);
   const double hand = median(hand_s), with_fit = median(fit_s);
   const ThreadSetting& fit_threads = trainer.thread_choice().setting;
-  std::printf("%-4s batch %4lld, %-8s hand-written (%lldx%lld) %8.3f ms/round (%7.1f us/step)   fit (%lldx%lld, %s) %8.3f "
+  std::printf("%-4s batch %4lld, workers %lld, %-8s hand-written (%lldx%lld) %8.3f ms/round (%7.1f us/step)   fit (%lldx%lld, %s) %8.3f "
               "ms/round (%7.1f us/step)   ratio fit/hand %.4f (hand/fit %.3f)  (goal fit/hand <= %.3f)\n",
-              name, static_cast<long long>(batch_size), hand_threads.label, static_cast<long long>(hand_threads.setting.intra_op),
+              name, static_cast<long long>(batch_size), static_cast<long long>(workers), hand_threads.label, static_cast<long long>(hand_threads.setting.intra_op),
               static_cast<long long>(hand_threads.setting.blas), hand * 1e3, hand * 1e6 / steps,
               static_cast<long long>(fit_threads.intra_op), static_cast<long long>(fit_threads.blas),
               trainer.thread_choice().chosen_by.c_str(), with_fit * 1e3, with_fit * 1e6 / steps, median(ratios),
@@ -169,17 +173,20 @@ int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 31;
   // read before anything sets them: what a hand-written program gets without asking
   const HandThreads defaults{"defaults", {at::get_num_threads(), loaded_blas().threads()}};
-  const HandThreads best{"best", {core_share(1), 1}};
+  // the best settings by hand, from bench_thread_policy's grid: the MLP on one thread, the CNN on every core
+  const HandThreads mlp_best{"best", {1, 1}};
+  const HandThreads cnn_best{"best", {core_share(1), 1}};
   std::printf("fit vs hand-written libtorch loop, %d alternating rounds, medians; threads as intra-op x BLAS (%s)\n",
               rounds, loaded_blas().name().c_str());
   const std::string only = argc > 2 ? argv[2] : "";
   // a round: one pass of 200 steps for the MLP; 10 steps for the CNN, whose step is ~200x longer
   if (only.empty() || only == "mlp") {
-    compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.02, best);
+    compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.02, mlp_best);
     compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.0, defaults);
   }
   if (only.empty() || only == "cnn") {
-    compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1.005, best);
+    compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1.005, cnn_best);
+    compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1.005, cnn_best, /*workers=*/0);
     compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1 / 1.25, defaults);
   }
   if (only == "gpu") {
@@ -188,8 +195,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     const c10::Device gpu(c10::kCUDA, 0);
-    compare<models::Cnn>("cnn", 16, 8000, 200, rounds, 1.02, best, gpu);
-    compare<models::Cnn>("cnn", 256, 25600, 100, rounds, 1.02, best, gpu);
-    compare<WideCnn>("wide", 128, 12800, 100, rounds, 1.02, best, gpu);
+    compare<models::Cnn>("cnn", 16, 8000, 200, rounds, 1.02, cnn_best, 1, gpu);
+    compare<models::Cnn>("cnn", 256, 25600, 100, rounds, 1.02, cnn_best, 1, gpu);
+    compare<WideCnn>("wide", 128, 12800, 100, rounds, 1.02, cnn_best, 1, gpu);
   }
 }

@@ -35,6 +35,7 @@ struct Config {
 
 struct Result {
   double samples_per_s = 0, p99_ms = 0;
+  std::string threads;  // intra-op x BLAS
 };
 
 Result run(const std::string& cli, const std::string& common, const std::string& flags, const fs::path& dir) {
@@ -46,7 +47,9 @@ Result run(const std::string& cli, const std::string& common, const std::string&
   }
   std::ifstream in(dir / "summary.json");
   const auto summary = nlohmann::json::parse(in);
-  return {summary.at("samples_per_s").get<double>(), summary.at("step_ms").at("p99").get<double>()};
+  const auto& t = summary.at("threads");
+  return {summary.at("samples_per_s").get<double>(), summary.at("step_ms").at("p99").get<double>(),
+          std::to_string(t.at("intra_op").get<int64_t>()) + "x" + std::to_string(t.at("blas").get<int64_t>())};
 }
 
 void compare(const std::string& cli, const std::string& title, const std::string& common,
@@ -74,6 +77,9 @@ void compare(const std::string& cli, const std::string& title, const std::string
     std::printf("  %-34s %12.0f %10.2f %15.3fx\n", (c.name + (c.flags.empty() ? "" : " (" + c.flags + ")")).c_str(),
                 median(speed), median(p99), median(ratio_to_default[c.name]));
   }
+  std::printf("  the default's choice per round:");
+  for (const Result& x : results["default"]) std::printf(" %s", x.threads.c_str());
+  std::printf("\n");
   fs::remove_all(dir);
 }
 

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include <unistd.h>
 
 #ifdef __linux__
 #include <pthread.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 namespace fitscope::thread_names {
@@ -51,6 +53,27 @@ std::string thread_name(int tid) {
   std::string name;
   std::getline(comm, name);
   return name;
+}
+
+double cpu_seconds(int tid) {
+  const std::string task = "/proc/self/task/" + std::to_string(tid);
+  std::ifstream schedstat(task + "/schedstat");
+  long long ns = 0;
+  return schedstat >> ns ? static_cast<double>(ns) * 1e-9 : stat_cpu_seconds(task + "/stat");
+}
+
+double stat_cpu_seconds(const std::string& stat_path) {
+  std::ifstream stat(stat_path);
+  std::string line;
+  const auto close = std::getline(stat, line) ? line.rfind(')') : std::string::npos;  // the name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(line.substr(close + 2));  // from field 3, the state
+  std::string field;
+  long long ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stoll(field);  // utime, stime
+  }
+  return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 bool is_fitscope_name(const std::string& name) { return name.rfind("fs-", 0) == 0; }

@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -22,17 +21,14 @@ template <typename Work>
 void name_active_threads(const char* name, Work&& work) {
   struct Seen {
     int tid;
-    long long ns;
+    double cpu_s;
   };
   const int caller = thread_names::this_thread_id();
   auto unnamed = [caller] {
     std::vector<Seen> out;
     for (int tid : thread_names::thread_ids()) {
       if (tid == caller || thread_names::is_fitscope_name(thread_names::thread_name(tid))) continue;
-      std::ifstream schedstat("/proc/self/task/" + std::to_string(tid) + "/schedstat");
-      long long ns = -1;
-      schedstat >> ns;
-      out.push_back({tid, ns});
+      out.push_back({tid, thread_names::cpu_seconds(tid)});
     }
     return out;
   };
@@ -40,7 +36,7 @@ void name_active_threads(const char* name, Work&& work) {
   work();
   for (const Seen& now : unnamed()) {
     const auto was = std::find_if(before.begin(), before.end(), [&](const Seen& s) { return s.tid == now.tid; });
-    if (now.ns > (was == before.end() ? 0 : was->ns)) thread_names::name_thread(now.tid, name);
+    if (now.cpu_s > (was == before.end() ? 0 : was->cpu_s)) thread_names::name_thread(now.tid, name);
   }
 }
 

@@ -1,10 +1,6 @@
 #include "fitscope/timing/cpu_usage.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -12,35 +8,6 @@
 
 namespace fitscope {
 namespace {
-
-/// utime + stime of a /proc stat file, in seconds (0 when unreadable).
-double stat_seconds(const std::string& stat_path) {
-  std::ifstream in(stat_path);
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  const auto close = line.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(line.substr(close + 2));
-  std::string field;
-  long long utime = 0, stime = 0;
-  for (int i = 3; fields >> field; ++i) {  // field 3 is the state
-    if (i == 14) utime = std::stoll(field);
-    if (i == 15) {
-      stime = std::stoll(field);
-      break;
-    }
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-/// A thread's CPU seconds: schedstat's nanoseconds where the kernel keeps them, else its stat ticks.
-double thread_seconds(int tid) {
-  const std::string task = "/proc/self/task/" + std::to_string(tid);
-  std::ifstream schedstat(task + "/schedstat");
-  long long ns = 0;
-  if (schedstat >> ns) return static_cast<double>(ns) * 1e-9;
-  return stat_seconds(task + "/stat");
-}
 
 constexpr const char* kPools[] = {"training", "intra_op", "blas", "loader", "callbacks", "checkpoint",
                                   "communication", "other"};
@@ -67,9 +34,9 @@ const PoolCpu* CpuUtilization::pool(const std::string& name) const {
 void CpuUsage::start() {
   thread_id_ = thread_names::this_thread_id();
   wall_start_ = std::chrono::steady_clock::now();
-  process_start_s_ = stat_seconds("/proc/self/stat");
+  process_start_s_ = thread_names::stat_cpu_seconds("/proc/self/stat");
   thread_start_s_.clear();
-  for (int tid : thread_names::thread_ids()) thread_start_s_[tid] = thread_seconds(tid);
+  for (int tid : thread_names::thread_ids()) thread_start_s_[tid] = thread_names::cpu_seconds(tid);
 }
 
 CpuUtilization CpuUsage::stop() const {
@@ -77,12 +44,12 @@ CpuUtilization CpuUsage::stop() const {
   u.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   if (wall <= 0) return u;
-  const double process_s = stat_seconds("/proc/self/stat") - process_start_s_;
+  const double process_s = thread_names::stat_cpu_seconds("/proc/self/stat") - process_start_s_;
   for (const char* name : kPools) u.pools.push_back({name, 0, 0});
   double threads_s = 0;
   for (int tid : thread_names::thread_ids()) {
     const auto was = thread_start_s_.find(tid);
-    const double used = std::max(0.0, thread_seconds(tid) - (was == thread_start_s_.end() ? 0.0 : was->second));
+    const double used = std::max(0.0, thread_names::cpu_seconds(tid) - (was == thread_start_s_.end() ? 0.0 : was->second));
     PoolCpu& pool = u.pools[tid == thread_id_ ? 0 : pool_of(thread_names::thread_name(tid))];
     ++pool.threads;
     pool.cores += used / wall;

@@ -29,6 +29,11 @@ int this_thread_id();
 std::vector<int> thread_ids();
 /// Thread `tid`'s name; empty when it is gone.
 std::string thread_name(int tid);
+/// The CPU time thread `tid` has used, in seconds: the kernel's nanoseconds (schedstat) where it keeps
+/// them, else its clock ticks; 0 when it is gone.
+double cpu_seconds(int tid);
+/// utime + stime of a /proc stat file (a process's or a thread's), in seconds; 0 when unreadable.
+double stat_cpu_seconds(const std::string& stat_path);
 /// Whether `name` is one fitscope gives (starts with "fs-").
 bool is_fitscope_name(const std::string& name);
 /// Names `name` every thread of this process that is not in `before` (sorted) and has no fitscope
