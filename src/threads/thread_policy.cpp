@@ -89,12 +89,17 @@ ThreadSetting apply_threads(const ThreadSetting& setting) {
     blas.set_threads(setting.blas);
   }
   if (setting.blas == 1) blas_pool_named = false;
-  at::set_num_threads(static_cast<int>(setting.intra_op));
-  try {
-    at::set_num_interop_threads(1);
-  } catch (const std::exception&) {
-    // the inter-op pool can be sized once per process, before first use; keep what is there
-  }
+  // only on a change: ATen's setter also rebuilds its pthreadpool (XNNPACK's), starting threads anew
+  if (at::get_num_threads() != setting.intra_op) at::set_num_threads(static_cast<int>(setting.intra_op));
+  static const bool interop_sized = [] {  // once per process, before first use (later it throws)
+    try {
+      at::set_num_interop_threads(1);
+      return true;
+    } catch (const std::exception&) {
+      return false;  // started already: keep what is there
+    }
+  }();
+  (void)interop_sized;
   static int64_t named_up_to = 1;  // pool threads keep their names: only a larger pool has new ones
   if (setting.intra_op > named_up_to) {
     name_intra_op_threads();

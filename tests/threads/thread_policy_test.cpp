@@ -100,7 +100,10 @@ TEST(ThreadPolicy, TheCpuAccountingNamesEveryPoolAndFindsTheTrainingThreadAndThe
                                              "communication", "other"}));
   EXPECT_EQ(cpu.pool("training")->threads, 1);
   EXPECT_GT(cpu.pool("training")->cores, 0);
-  EXPECT_EQ(cpu.pool("loader")->threads, 1);  // one worker, named fs-loader, its ATen ops kept on it
+  // one worker, named fs-loader, its ATen ops kept on it; ATen's set-up of a new thread also rebuilds
+  // its pthreadpool (XNNPACK's), whose idle threads may inherit the worker's name
+  EXPECT_GE(cpu.pool("loader")->threads, 1);
+  EXPECT_LT(cpu.pool("loader")->cores, 0.5);
   // the training thread leads the team; OpenMP may keep an idle worker from an earlier team size
   if (core_share(1) > 1) EXPECT_GE(cpu.pool("intra_op")->threads, core_share(1) - 1);
   if (core_share(1) > 1) EXPECT_GT(cpu.pool("intra_op")->cores, 0);
