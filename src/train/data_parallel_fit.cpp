@@ -72,4 +72,11 @@ bool DataParallelFit::end_epoch(bool stop_requested, MetricSet& metrics, const s
   return stop_requested;
 }
 
+void DataParallelFit::sum(std::vector<double>& values) {
+  if (!active_) return;
+  const at::Tensor sums = at::tensor(values, at::kDouble);
+  context_->all_reduce(sums);
+  values.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
+}
+
 }  // namespace fitscope::detail

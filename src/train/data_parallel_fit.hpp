@@ -43,6 +43,8 @@ class DataParallelFit {
     warmup_steps_ += steps;
     timings_.extend_warmup(steps);
   }
+  /// Sums `values` across ranks, in place (nothing to do in a single process).
+  void sum(std::vector<double>& values);
   /// Keeps this rank's record of the step for the epoch's gathering.
   void keep(const StepRecord& record) {
     if (active_) records_.push_back(record);

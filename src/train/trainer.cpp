@@ -195,12 +195,6 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
 
   const int64_t warmup = warmup_steps();
   threads_.apply();
-  const auto sum_across_ranks = [this](std::vector<double>& values) {
-    if (context().world_size() == 1) return;
-    const at::Tensor sums = at::tensor(values, at::kDouble);
-    context().all_reduce(sums);
-    values.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
-  };
   cpu_.start();
   detail::DataParallelFit ranks(options_.context, options_.buckets, warmup, rank_timings_, communication_);
   CallbackList callbacks(ranks.callbacks_of_this_rank(o.callbacks));
@@ -323,8 +317,10 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         const StepRecord& record = clock_.end_step();
         if (options_.timing) {
           const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
-          if (const int64_t cooldown = threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left, sum_across_ranks)) {
-            stats_.extend_warmup(cooldown);  // the search's last pools still spin: warm-up too
+          const int64_t cooldown = threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
+                                                       [&](std::vector<double>& v) { ranks.sum(v); });
+          if (cooldown > 0) {  // the search's last pools still spin: warm-up too
+            stats_.extend_warmup(cooldown);
             ranks.extend_warmup(cooldown);
             if (device_timer_) device_timer_->extend_warmup(cooldown);
           }
