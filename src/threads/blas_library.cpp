@@ -55,7 +55,6 @@ const BlasLibrary& loaded_blas() {
       void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);  // already loaded: never loads
       if (!handle) continue;
       using Sgemm = decltype(b.sgemm_);
-      void* api = nullptr;  // the library's thread setter, to name the object that defines it
       if (auto set = symbol<void (*)(int)>(handle, "openblas_set_num_threads")) {
         const auto parallel = symbol<int (*)()>(handle, "openblas_get_parallel");
         const int kind = parallel ? parallel() : 1;
@@ -63,24 +62,19 @@ const BlasLibrary& loaded_blas() {
         b.get_ = symbol<int (*)()>(handle, "openblas_get_num_threads");
         if (kind != 0) b.set_ = set;  // the serial flavour has no pool
         if (kind == 1) b.shutdown_ = symbol<int (*)()>(handle, "blas_thread_shutdown_");
-        api = reinterpret_cast<void*>(set);
       } else if ((bli_set = symbol<void (*)(int64_t)>(handle, "bli_thread_set_num_threads"))) {
         bli_get = symbol<int64_t (*)()>(handle, "bli_thread_get_num_threads");
         b.name_ = "blis";
         b.set_ = bli_set_int;
         if (bli_get) b.get_ = bli_get_int;
-        api = reinterpret_cast<void*>(bli_set);
       } else if (auto mkl = symbol<void (*)(int)>(handle, "MKL_Set_Num_Threads")) {
         b.name_ = "mkl";
         b.set_ = mkl;
         b.get_ = symbol<int (*)()>(handle, "MKL_Get_Max_Threads");
-        api = reinterpret_cast<void*>(mkl);
       } else {
         dlclose(handle);  // drops the reference the NOLOAD open added
         continue;
       }
-      Dl_info where{};  // the object that defines the API (libblas.so.3 may only wrap it)
-      b.path_ = dladdr(api, &where) && where.dli_fname ? where.dli_fname : path;
       b.sgemm_ = symbol<Sgemm>(handle, "cblas_sgemm");
       break;
     }

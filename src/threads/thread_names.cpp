@@ -22,9 +22,8 @@ void name_this_thread(const char* name) {
 #endif
 }
 
-bool name_thread(int tid, const char* name) {
-  std::ofstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
-  return static_cast<bool>(comm << name << std::flush);
+void name_thread(int tid, const char* name) {
+  std::ofstream("/proc/self/task/" + std::to_string(tid) + "/comm") << name;
 }
 
 int this_thread_id() {

@@ -316,11 +316,11 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         stop_requested_ = ranks.end_step(clock_, stop_requested_);
         const StepRecord& record = clock_.end_step();
         if (options_.timing) {
-          const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
-          const int64_t cooldown = threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
-                                                       [&](std::vector<double>& v) { ranks.sum(v); });
-          if (cooldown > 0) {  // the search's last pools still spin: warm-up too
-            stats_.extend_warmup(cooldown);
+          if (threads_.searching()) {
+            const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
+            const int64_t cooldown = threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
+                                                         [&](std::vector<double>& v) { ranks.sum(v); });
+            stats_.extend_warmup(cooldown);  // the search's last pools still spin: warm-up too
             ranks.extend_warmup(cooldown);
             if (device_timer_) device_timer_->extend_warmup(cooldown);
           }

@@ -6,7 +6,7 @@
 /// MKL_Set_Num_Threads. A library without such an API (the reference BLAS) has no pool: threads() is 1
 /// and set_threads() does nothing.
 /// loaded_blas() looks once, on first use; the object is immutable. set_threads() changes a
-/// process-wide setting: call it from one thread, outside BLAS calls (ThreadPolicy does).
+/// process-wide setting: call it from one thread, outside BLAS calls (apply_threads does).
 
 #include <cstdint>
 #include <string>
@@ -18,8 +18,6 @@ class BlasLibrary {
   /// "openblas-pthread", "openblas-openmp", "openblas-serial", "blis", "mkl", or "none" when no
   /// library with a thread API is loaded.
   const std::string& name() const { return name_; }
-  /// The shared object the API was found in; empty for "none".
-  const std::string& path() const { return path_; }
   /// Whether the library runs its own pool of threads whose size can be set.
   bool has_pool() const { return set_ != nullptr; }
   /// The pool's thread count, read through the library's own query (1 without a pool).
@@ -35,7 +33,6 @@ class BlasLibrary {
  private:
   friend const BlasLibrary& loaded_blas();
   std::string name_ = "none";
-  std::string path_;
   int (*get_)() = nullptr;
   void (*set_)(int) = nullptr;
   int (*shutdown_)() = nullptr;

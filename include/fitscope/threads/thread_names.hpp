@@ -21,8 +21,8 @@ inline constexpr const char* kHeartbeat = "fs-heartbeat";
 
 /// Names the calling thread.
 void name_this_thread(const char* name);
-/// Names thread `tid` of this process (through /proc/self/task/<tid>/comm); false when it is gone.
-bool name_thread(int tid, const char* name);
+/// Names thread `tid` of this process (through /proc/self/task/<tid>/comm); nothing when it is gone.
+void name_thread(int tid, const char* name);
 /// The calling thread's kernel id.
 int this_thread_id();
 /// The kernel ids of this process's threads, now.

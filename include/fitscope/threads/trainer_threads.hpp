@@ -26,6 +26,8 @@ class TrainerThreads {
   /// Throws std::invalid_argument for a negative count.
   TrainerThreads(const ThreadOptions& options, int64_t cores, int64_t ranks = 1);
 
+  /// Whether the search is on (after_step has work to do).
+  bool searching() const { return tuner_.has_value(); }
   /// Steps the search has left: 0 with a fixed setting or once it chose.
   int64_t search_steps_left() const { return tuner_ ? tuner_->remaining_steps() : 0; }
   /// Applies the setting the next step runs with.
