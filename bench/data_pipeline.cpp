@@ -37,7 +37,7 @@ Result run(const std::shared_ptr<const TensorDataset>& data, Module module, int6
   fit.steps_per_epoch = steps;
   trainer.fit(data, fit);
   const PhaseStats& s = trainer.step_stats();
-  return {s.samples_per_s(), s.share(Phase::data_wait), s.step().p50_ms, trainer.loader_stats().mean_queue_depth};
+  return {s.samples_per_s(), s.share(Phase::data_wait), s.step().p50_ms, trainer.measured().loader.mean_queue_depth};
 }
 
 void print(const char* name, const std::vector<Result>& rounds, double baseline) {

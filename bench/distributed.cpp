@@ -55,14 +55,14 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t 
   CnnRun run;
   run.samples_per_s = trainer.step_stats().samples_per_s();
   run.exposed_ms = trainer.step_stats().phase(Phase::comm).mean_ms;
-  run.in_flight_ms = trainer.communication().mean() * 1e-6;
+  run.in_flight_ms = trainer.measured().communication.mean() * 1e-6;
   run.exposed_p50_ms = trainer.step_stats().phase(Phase::comm).p50_ms;
   run.exposed_p90_ms = trainer.step_stats().phase(Phase::comm).p90_ms;
-  run.in_flight_p50_ms = trainer.communication().quantile(0.5) * 1e-6;
-  run.buckets = trainer.gradient_buckets();
+  run.in_flight_p50_ms = trainer.measured().communication.quantile(0.5) * 1e-6;
+  run.buckets = trainer.measured().gradient_buckets;
   std::ostringstream pools;
   pools << std::fixed << std::setprecision(2);
-  for (const PoolCpu& p : trainer.cpu_utilization().pools) {
+  for (const PoolCpu& p : trainer.measured().cpu.pools) {
     if (p.threads > 0 || p.cores >= 0.005) pools << " " << p.pool << " " << p.cores << "(" << p.threads << ")";
   }
   run.pools = pools.str();

@@ -157,13 +157,13 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
   std::vector<double> ratios;
   for (size_t i = 0; i < hand_s.size(); ++i) ratios.push_back(fit_s[i] / hand_s[i]);
   const double hand = median(hand_s), with_fit = median(fit_s);
-  const ThreadSetting& fit_threads = trainer.thread_choice().setting;
+  const ThreadSetting& fit_threads = trainer.measured().threads.setting;
   std::printf("%-4s batch %4lld, workers %lld, %-8s hand-written (%lldx%lld) %8.3f ms/round (%7.1f us/step)   fit (%lldx%lld, %s) %8.3f "
               "ms/round (%7.1f us/step)   ratio fit/hand %.4f (hand/fit %.3f)  (goal fit/hand <= %.3f)\n",
               name, static_cast<long long>(batch_size), static_cast<long long>(workers), hand_threads.label, static_cast<long long>(hand_threads.setting.intra_op),
               static_cast<long long>(hand_threads.setting.blas), hand * 1e3, hand * 1e6 / steps,
               static_cast<long long>(fit_threads.intra_op), static_cast<long long>(fit_threads.blas),
-              trainer.thread_choice().chosen_by.c_str(), with_fit * 1e3, with_fit * 1e6 / steps, median(ratios),
+              trainer.measured().threads.chosen_by.c_str(), with_fit * 1e3, with_fit * 1e6 / steps, median(ratios),
               1 / median(ratios), goal);
 }
 

@@ -17,8 +17,8 @@ class BatchPrecision : public fitscope::Callback {
  public:
   explicit BatchPrecision(std::shared_ptr<LastBatch> last) : last_(std::move(last)) {}
   std::string name() const override { return "BatchPrecision"; }
-  bool reads_batch_logs() const override { return false; }
-  void on_train_batch_end(int64_t batch, const fitscope::Logs&) override {
+  fitscope::CallbackTraits traits() const override { fitscope::CallbackTraits t; t.reads_batch_logs = false; return t; }
+  void on_train_batch_end(int64_t batch, fitscope::Logs&) override {
     const auto predicted_positive = last_->outputs.argmax(1).eq(0);
     const auto actual_positive = last_->targets.eq(0);
     const auto true_positive = predicted_positive.logical_and(actual_positive).sum().item<int64_t>();
@@ -27,7 +27,7 @@ class BatchPrecision : public fitscope::Callback {
     if (positive == 0) ++undefined_;
     if (batch % 100 == 0) std::printf("batch %lld: precision(class 0) = %.3f\n", static_cast<long long>(batch), precision);
   }
-  void on_train_end(const fitscope::Logs&) override {
+  void on_train_end(fitscope::Logs&) override {
     std::printf("%lld batches had no positive prediction (precision taken as 0)\n", static_cast<long long>(undefined_));
   }
 
@@ -54,5 +54,5 @@ int main() {
   FitOptions fit;
   fit.callbacks = {std::make_shared<BatchPrecision>(last)};
   trainer.fit(make_synthetic(data), fit);
-  std::printf("%s", format_breakdown(trainer.step_stats(), judge(trainer.step_stats(), {}), trainer.callback_timings()).c_str());
+  std::printf("%s", format_breakdown(summarize(trainer, fit)).c_str());
 }

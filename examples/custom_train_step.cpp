@@ -36,5 +36,5 @@ int main() {
   fit.validation_split = 0.2;
   fit.callbacks = {std::make_shared<ProgressBar>()};
   trainer.fit(make_synthetic(data), fit);
-  std::cout << format_breakdown(trainer.step_stats(), judge(trainer.step_stats(), {}));
+  std::cout << format_breakdown(summarize(trainer, fit));
 }

@@ -24,11 +24,8 @@ int main() {
     fit.prefetch = 16;
     fit.steps_per_epoch = 60;
     trainer.fit(data, fit);
-    VerdictContext context;
-    context.workers = s.workers;
-    const Verdict v = judge(trainer.step_stats(), context);
     std::printf("\n== loader delay %.0f ms per batch, %lld workers (mean prefetch queue depth %.1f)\n%s",
-                s.delay_ms, static_cast<long long>(s.workers), trainer.loader_stats().mean_queue_depth,
-                format_breakdown(trainer.step_stats(), v).c_str());
+                s.delay_ms, static_cast<long long>(s.workers), trainer.measured().loader.mean_queue_depth,
+                format_breakdown(summarize(trainer, fit)).c_str());
   }
 }

@@ -22,13 +22,10 @@ int main() {
   data.size = 4000;
   trainer.fit(make_synthetic(data), fit);
 
-  const RunInfo info = trainer.run_info();
-  VerdictContext verdict;
-  verdict.batch_size = fit.batch_size;
   if (context->is_chief()) {
-    std::cout << "rank 0 of " << context->world_size() << ", own steps:\n"
-              << format_breakdown(trainer.step_stats(), judge(trainer.step_stats(), verdict))
-              << format_ranks(trainer.step_stats(), info);
+    const RunSummary summary = summarize(trainer, fit);
+    std::cout << "rank 0 of " << context->world_size() << ", own steps:\n" << format_breakdown(summary)
+              << format_ranks(summary);
   }
   return 0;
 }

@@ -14,8 +14,8 @@ class SavePredictions : public fitscope::Callback {
  public:
   SavePredictions(at::Tensor probe, std::string path) : probe_(std::move(probe)), path_(std::move(path)) {}
   std::string name() const override { return "SavePredictions"; }
-  bool reads_batch_logs() const override { return false; }
-  void on_train_batch_end(int64_t batch, const fitscope::Logs&) override {
+  fitscope::CallbackTraits traits() const override { fitscope::CallbackTraits t; t.reads_batch_logs = false; return t; }
+  void on_train_batch_end(int64_t batch, fitscope::Logs&) override {
     // the work a logging callback typically does: predict, format, write
     std::ofstream out(path_, std::ios::app);
     out << "batch " << batch;
@@ -44,9 +44,6 @@ int main() {
     trainer.fit(data, fit);
     std::printf("\n== SavePredictions %s: step p50 %.3f ms, callbacks share %.0f%%\n", async ? "async" : "sync",
                 trainer.step_stats().step().p50_ms, 100 * trainer.step_stats().share(Phase::callbacks));
-    VerdictContext context;
-    context.callback_mode = async ? "async" : "sync";
-    std::printf("%s", format_breakdown(trainer.step_stats(), judge(trainer.step_stats(), context),
-                                       trainer.callback_timings()).c_str());
+    std::printf("%s", format_breakdown(summarize(trainer, fit)).c_str());
   }
 }

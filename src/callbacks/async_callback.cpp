@@ -11,9 +11,9 @@ AsyncCallback::AsyncCallback(std::shared_ptr<Callback> inner, std::size_t capaci
   for (std::size_t h = 0; h < kHookCount; ++h) labels_[h] = inner_->name() + "." + std::string(hook_name(static_cast<Hook>(h)));
 }
 
-void AsyncCallback::set_trainer(Trainer* trainer) {
-  Callback::set_trainer(trainer);
-  inner_->set_trainer(trainer);
+void AsyncCallback::set_context(TrainingContext* context) {
+  Callback::set_context(context);
+  inner_->set_context(context);
 }
 
 std::vector<CallbackSpan> AsyncCallback::take_spans() {
@@ -24,7 +24,7 @@ std::vector<CallbackSpan> AsyncCallback::take_spans() {
 template <typename Call>
 void AsyncCallback::queue(Hook hook, Call call) {
   const std::string& label = labels_[static_cast<std::size_t>(hook)];  // built once: no allocation per call
-  auto timed = [this, &label, call = std::move(call)] {
+  auto timed = [this, &label, call = std::move(call)]() mutable {
     const int64_t start = StepClock::now_ns();
     call();
     const int64_t end = StepClock::now_ns();
@@ -42,12 +42,12 @@ void AsyncCallback::queue_and_wait(Hook hook, Call call) {
 
 // Logs are captured by value: the callback reads a snapshot, never the training thread's object.
 #define FITSCOPE_ASYNC_LOGS(hook, how) \
-  void AsyncCallback::hook(const Logs& logs) { \
-    how(Hook::hook, [inner = inner_, logs] { inner->hook(logs); }); \
+  void AsyncCallback::hook(Logs& logs) { \
+    how(Hook::hook, [inner = inner_, logs]() mutable { inner->hook(logs); }); \
   }
 #define FITSCOPE_ASYNC_INDEX(hook, how) \
-  void AsyncCallback::hook(int64_t index, const Logs& logs) { \
-    how(Hook::hook, [inner = inner_, index, logs] { inner->hook(index, logs); }); \
+  void AsyncCallback::hook(int64_t index, Logs& logs) { \
+    how(Hook::hook, [inner = inner_, index, logs]() mutable { inner->hook(index, logs); }); \
   }
 FITSCOPE_ASYNC_LOGS(on_train_begin, queue_and_wait)
 FITSCOPE_ASYNC_LOGS(on_train_end, queue_and_wait)

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "fitscope/train/trainer.hpp"
+#include "fitscope/checkpoint/training_state.hpp"
 
 namespace fitscope {
 
@@ -14,17 +14,18 @@ BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options) : options_(s
   if (!options_.fs) options_.fs = posix_file_system();
 }
 
-void BackupAndRestore::on_train_begin(const Logs&) {
+void BackupAndRestore::on_train_begin(Logs&) {
   restored_step_.reset();
+  interrupted_ = false;
   if (options_.restore) {
-    const auto warn = [this](const std::string& text) { options_.warn ? options_.warn(text) : trainer().warn(text); };
+    const auto warn = [this](const std::string& text) { options_.warn ? options_.warn(text) : context().warn(text); };
     if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, warn)) {
-      trainer().restore(*state);
+      context().restore(*state);
       restored_step_ = state->global_step;
     }
   }
   writer_.reset();
-  if (!trainer().is_chief()) return;  // every rank restores; the chief alone writes
+  if (!context().is_chief()) return;  // every rank restores; the chief alone writes
   CheckpointWriterOptions w;
   w.dir = options_.backup_dir;
   w.keep = options_.keep;
@@ -34,20 +35,34 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   writer_ = std::make_unique<CheckpointWriter>(w);
 }
 
-void BackupAndRestore::on_train_batch_end(int64_t, const Logs&) {
-  if (writer_ && options_.save_freq && trainer().global_step() % *options_.save_freq == 0) {
-    trainer().request_checkpoint(writer_.get());
+void BackupAndRestore::on_train_batch_end(int64_t, Logs&) {
+  if (writer_ && options_.save_freq && context().global_step() % *options_.save_freq == 0) {
+    request_backup();
   }
 }
 
-void BackupAndRestore::on_epoch_end(int64_t, const Logs&) {
-  if (writer_ && !options_.save_freq) trainer().request_checkpoint(writer_.get());
+void BackupAndRestore::on_epoch_end(int64_t, Logs&) {
+  if (writer_ && !options_.save_freq) request_backup();
 }
 
-void BackupAndRestore::on_train_end(const Logs&) {
+void BackupAndRestore::interrupt() {
+  if (interrupted_) return;
+  interrupted_ = true;
+  if (writer_) request_backup();
+}
+
+void BackupAndRestore::request_backup() {
+  // the copy into the writer's buffers is the step's checkpoint phase; the write happens in the background
+  context().request_checkpoint([this](int64_t epoch, int64_t batch) {
+    context().capture_state(writer_->acquire(), epoch, batch);
+    writer_->submit();
+  });
+}
+
+void BackupAndRestore::on_train_end(Logs&) {
   if (!writer_) return;
   writer_->flush();
-  if (options_.delete_checkpoint) {
+  if (options_.delete_checkpoint && !interrupted_) {
     for (const std::string& path : checkpoint_files(*options_.fs, options_.backup_dir)) options_.fs->remove(path);
   }
 }

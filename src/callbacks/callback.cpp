@@ -21,18 +21,9 @@ std::string Callback::name() const {
   return colon == std::string::npos ? full : full.substr(colon + 2);
 }
 
-Trainer& Callback::trainer() const {
-  if (!trainer_) throw std::logic_error("callback " + name() + " is not attached to a trainer");
-  return *trainer_;
-}
-
-std::string_view hook_name(Hook hook) {
-  static constexpr std::string_view kNames[kHookCount] = {
-      "on_train_begin",       "on_train_end",         "on_epoch_begin",      "on_epoch_end",
-      "on_train_batch_begin", "on_train_batch_end",   "on_test_begin",       "on_test_end",
-      "on_test_batch_begin",  "on_test_batch_end",    "on_predict_begin",    "on_predict_end",
-      "on_predict_batch_begin", "on_predict_batch_end"};
-  return kNames[static_cast<std::size_t>(hook)];
+TrainingContext& Callback::context() const {
+  if (!context_) throw std::logic_error("callback " + name() + " is not attached to a running fit");
+  return *context_;
 }
 
 CallbackList::CallbackList(std::vector<std::shared_ptr<Callback>> callbacks) {
@@ -41,20 +32,20 @@ CallbackList::CallbackList(std::vector<std::shared_ptr<Callback>> callbacks) {
 
 void CallbackList::add(std::shared_ptr<Callback> callback) {
   if (!callback) throw std::invalid_argument("a callback list cannot hold a null callback");
-  if (callback->async() && !callback->changes_training() && callback->mode() != "async") {
+  if (callback->async() && !callback->traits().changes_training && callback->mode() != "async") {
     callback = std::make_shared<AsyncCallback>(std::move(callback));
   }
   callbacks_.push_back(std::move(callback));
   timings_.emplace_back(kHookCount);
 }
 
-void CallbackList::set_trainer(Trainer* trainer) {
-  for (auto& c : callbacks_) c->set_trainer(trainer);
+void CallbackList::set_context(TrainingContext* context) {
+  for (auto& c : callbacks_) c->set_context(context);
 }
 
 bool CallbackList::reads_batch_logs() const {
   for (const auto& c : callbacks_) {
-    if (c->reads_batch_logs()) return true;
+    if (c->traits().reads_batch_logs) return true;
   }
   return false;
 }
@@ -107,11 +98,11 @@ void CallbackList::dispatch(Hook hook, Call&& call) {
 }
 
 #define FITSCOPE_FORWARD_LOGS(hook) \
-  void CallbackList::hook(const Logs& logs) { \
+  void CallbackList::hook(Logs& logs) { \
     dispatch(Hook::hook, [&](Callback& c) { c.hook(logs); }); \
   }
 #define FITSCOPE_FORWARD_INDEX(hook) \
-  void CallbackList::hook(int64_t index, const Logs& logs) { \
+  void CallbackList::hook(int64_t index, Logs& logs) { \
     dispatch(Hook::hook, [&](Callback& c) { c.hook(index, logs); }); \
   }
 FITSCOPE_FORWARD_LOGS(on_train_begin)
@@ -135,11 +126,11 @@ LambdaCallback::LambdaCallback(Hooks hooks, std::string name)
     : hooks_(std::move(hooks)), name_(std::move(name)) {}
 
 #define FITSCOPE_LAMBDA_LOGS(hook) \
-  void LambdaCallback::hook(const Logs& logs) { \
+  void LambdaCallback::hook(Logs& logs) { \
     if (hooks_.hook) hooks_.hook(logs); \
   }
 #define FITSCOPE_LAMBDA_INDEX(hook) \
-  void LambdaCallback::hook(int64_t index, const Logs& logs) { \
+  void LambdaCallback::hook(int64_t index, Logs& logs) { \
     if (hooks_.hook) hooks_.hook(index, logs); \
   }
 FITSCOPE_LAMBDA_LOGS(on_train_begin)

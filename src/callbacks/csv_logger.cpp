@@ -10,7 +10,7 @@ namespace fitscope {
 CSVLogger::CSVLogger(std::string filename, char separator, bool append)
     : filename_(std::move(filename)), separator_(separator), append_(append) {}
 
-void CSVLogger::on_train_begin(const Logs&) {
+void CSVLogger::on_train_begin(Logs&) {
   const bool existing = append_ && std::filesystem::exists(filename_) && std::filesystem::file_size(filename_) > 0;
   out_.open(filename_, append_ ? std::ios::app : std::ios::trunc);
   if (!out_) throw std::runtime_error("CSVLogger cannot open " + filename_);
@@ -18,7 +18,7 @@ void CSVLogger::on_train_begin(const Logs&) {
   keys_.clear();
 }
 
-void CSVLogger::on_epoch_end(int64_t epoch, const Logs& logs) {
+void CSVLogger::on_epoch_end(int64_t epoch, Logs& logs) {
   if (keys_.empty()) {
     keys_ = logs.keys();
     std::sort(keys_.begin(), keys_.end());
@@ -45,6 +45,6 @@ void CSVLogger::on_epoch_end(int64_t epoch, const Logs& logs) {
   if (!out_) throw std::runtime_error("CSVLogger cannot write " + filename_);
 }
 
-void CSVLogger::on_train_end(const Logs&) { out_.close(); }
+void CSVLogger::on_train_end(Logs&) { out_.close(); }
 
 }  // namespace fitscope

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "fitscope/train/trainer.hpp"
+#include "fitscope/models/model.hpp"
 
 namespace fitscope {
 
@@ -17,7 +17,7 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions options)
   }
 }
 
-void EarlyStopping::on_train_begin(const Logs&) {
+void EarlyStopping::on_train_begin(Logs&) {
   wait_ = 0;
   stopped_epoch_ = 0;
   best_ = monitor_.worst();
@@ -27,21 +27,21 @@ void EarlyStopping::on_train_begin(const Logs&) {
 
 void EarlyStopping::save_weights() {
   best_weights_.clear();
-  for (auto& [name, tensor] : trainer().model().named_state()) best_weights_.push_back(tensor.detach().clone());
+  for (auto& [name, tensor] : context().model().named_state()) best_weights_.push_back(tensor.detach().clone());
 }
 
 void EarlyStopping::restore_weights() {
   at::NoGradGuard no_grad;
-  auto state = trainer().model().named_state();
+  auto state = context().model().named_state();
   for (std::size_t i = 0; i < state.size() && i < best_weights_.size(); ++i) state[i].second.copy_(best_weights_[i]);
 }
 
-void EarlyStopping::on_epoch_end(int64_t epoch, const Logs& logs) {
+void EarlyStopping::on_epoch_end(int64_t epoch, Logs& logs) {
   const auto current = monitor_.read(logs);
   if (!current) {
     std::string keys;
     for (const auto& key : logs.keys()) keys += key + " ";
-    trainer().warn("EarlyStopping watches '" + monitor_.key() + "', which the logs do not have (keys: " + keys + ")");
+    context().warn("EarlyStopping watches '" + monitor_.key() + "', which the logs do not have (keys: " + keys + ")");
     return;
   }
   if (options_.restore_best_weights && best_weights_.empty()) save_weights();
@@ -56,7 +56,7 @@ void EarlyStopping::on_epoch_end(int64_t epoch, const Logs& logs) {
   }
   if (wait_ >= options_.patience && epoch > 0) {
     stopped_epoch_ = epoch;
-    trainer().request_stop();
+    context().request_stop();
     if (options_.restore_best_weights && !best_weights_.empty()) restore_weights();
   }
 }

@@ -8,7 +8,7 @@
 
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
-#include "fitscope/train/trainer.hpp"
+#include "fitscope/models/model.hpp"
 
 namespace fitscope {
 
@@ -59,13 +59,13 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
   if (!options_.fs) options_.fs = posix_file_system();
 }
 
-void ModelCheckpoint::on_epoch_begin(int64_t epoch, const Logs&) { epoch_ = epoch; }
+void ModelCheckpoint::on_epoch_begin(int64_t epoch, Logs&) { epoch_ = epoch; }
 
-void ModelCheckpoint::on_train_batch_end(int64_t batch, const Logs& logs) {
-  if (options_.save_freq && trainer().global_step() % *options_.save_freq == 0) save(epoch_, batch, logs);
+void ModelCheckpoint::on_train_batch_end(int64_t batch, Logs& logs) {
+  if (options_.save_freq && context().global_step() % *options_.save_freq == 0) save(epoch_, batch, logs);
 }
 
-void ModelCheckpoint::on_epoch_end(int64_t epoch, const Logs& logs) {
+void ModelCheckpoint::on_epoch_end(int64_t epoch, Logs& logs) {
   if (!options_.save_freq) save(epoch, 0, logs);
 }
 
@@ -87,26 +87,29 @@ void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
     warn(std::string("ModelCheckpoint: ") + e.what() + ", skipping");
     return;
   }
-  const std::string parent = std::filesystem::path(path).parent_path().string();
-  if (!parent.empty()) options_.fs->create_dirs(parent);
-  std::string bytes;
-  if (options_.save_weights_only) {
-    bytes = weights_pickle(trainer().model());
-  } else {
-    TrainingState state;
-    trainer().capture_state(state, epoch + (options_.save_freq ? 0 : 1), options_.save_freq ? batch + 1 : 0);
-    bytes = frame_checkpoint(encode_state(state));
-  }
-  write_with_retries(*options_.fs, path, bytes, options_.retry, {}, [this](const std::string& text) { warn(text); },
-                     static_cast<uint64_t>(trainer().global_step()));
-  saved_.push_back(path);
+  // written from the checkpoint phase (after the hook's callbacks), at the position a resume continues from
+  context().request_checkpoint([this, path](int64_t next_epoch, int64_t next_batch) {
+    const std::string parent = std::filesystem::path(path).parent_path().string();
+    if (!parent.empty()) options_.fs->create_dirs(parent);
+    std::string bytes;
+    if (options_.save_weights_only) {
+      bytes = weights_pickle(context().model().named_state());
+    } else {
+      TrainingState state;
+      context().capture_state(state, next_epoch, next_batch);
+      bytes = frame_checkpoint(encode_state(state));
+    }
+    write_with_retries(*options_.fs, path, bytes, options_.retry, {}, [this](const std::string& text) { warn(text); },
+                       static_cast<uint64_t>(context().global_step()));
+    saved_.push_back(path);
+  });
 }
 
 void ModelCheckpoint::warn(const std::string& text) {
   if (options_.warn) {
     options_.warn(text);
   } else {
-    trainer().warn(text);
+    context().warn(text);
   }
 }
 

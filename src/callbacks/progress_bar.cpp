@@ -7,7 +7,6 @@
 #include <iostream>
 #include <string>
 
-#include "fitscope/train/trainer.hpp"
 
 namespace fitscope {
 namespace {
@@ -38,8 +37,8 @@ ProgressBar::ProgressBar(ProgressBarOptions options)
       out_(options.out ? *options.out : std::cout),
       one_line_(options.one_line_per_epoch || (options.out == nullptr && !::isatty(STDOUT_FILENO))) {}
 
-void ProgressBar::on_epoch_begin(int64_t epoch, const Logs&) {
-  const auto& params = trainer().params();
+void ProgressBar::on_epoch_begin(int64_t epoch, Logs&) {
+  const auto& params = context().params();
   steps_ = params.steps_per_epoch;
   done_ = 0;
   out_ << "Epoch " << epoch + 1 << "/" << params.epochs << "\n";
@@ -47,7 +46,7 @@ void ProgressBar::on_epoch_begin(int64_t epoch, const Logs&) {
   epoch_start_ = last_draw_ = clock::now();
 }
 
-void ProgressBar::on_train_batch_end(int64_t batch, const Logs& logs) {
+void ProgressBar::on_train_batch_end(int64_t batch, Logs& logs) {
   done_ = batch + 1;
   if (one_line_) return;
   const auto now = clock::now();
@@ -56,7 +55,7 @@ void ProgressBar::on_train_batch_end(int64_t batch, const Logs& logs) {
   draw(done_, logs, false);
 }
 
-void ProgressBar::on_epoch_end(int64_t, const Logs& logs) { draw(done_, logs, true); }
+void ProgressBar::on_epoch_end(int64_t, Logs& logs) { draw(done_, logs, true); }
 
 void ProgressBar::draw(int64_t done, const Logs& logs, bool final_line) {
   const double elapsed = std::chrono::duration<double>(clock::now() - epoch_start_).count();

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "fitscope/train/trainer.hpp"
 
 namespace fitscope {
 
@@ -16,13 +15,13 @@ ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options)
   }
 }
 
-void ReduceLROnPlateau::on_train_begin(const Logs&) {
+void ReduceLROnPlateau::on_train_begin(Logs&) {
   best_ = monitor_.worst();
   wait_ = 0;
   cooldown_counter_ = 0;
 }
 
-void ReduceLROnPlateau::on_epoch_end(int64_t, const Logs& logs) {
+void ReduceLROnPlateau::on_epoch_end(int64_t, Logs& logs) {
   const auto current = monitor_.read(logs);
   if (!current) return;
   if (cooldown_counter_ > 0) {
@@ -33,8 +32,8 @@ void ReduceLROnPlateau::on_epoch_end(int64_t, const Logs& logs) {
     best_ = *current;
     wait_ = 0;
   } else if (cooldown_counter_ == 0 && ++wait_ >= options_.patience) {
-    const double lr = trainer().learning_rate();
-    if (lr > options_.min_lr) trainer().set_learning_rate(std::max(lr * options_.factor, options_.min_lr));
+    const double lr = context().learning_rate();
+    if (lr > options_.min_lr) context().set_learning_rate(std::max(lr * options_.factor, options_.min_lr));
     cooldown_counter_ = options_.cooldown;
     wait_ = 0;
   }

@@ -5,7 +5,7 @@
 
 namespace fitscope {
 
-void SlowCallback::on_train_batch_end(int64_t, const Logs&) {
+void SlowCallback::on_train_batch_end(int64_t, Logs&) {
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms_));
 }
 

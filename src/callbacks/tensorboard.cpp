@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "fitscope/timing/phase.hpp"
-#include "fitscope/train/trainer.hpp"
+#include "fitscope/timing/phase_stats.hpp"
 #include "event_file.hpp"
 
 namespace fitscope {
@@ -44,14 +44,14 @@ TensorBoard::TensorBoard(TensorBoardOptions options) : options_(std::move(option
 
 TensorBoard::~TensorBoard() = default;
 
-void TensorBoard::on_train_begin(const Logs&) {
+void TensorBoard::on_train_begin(Logs&) {
   train_ = std::make_unique<detail::EventFile>(options_.log_dir);
   validation_ = std::make_unique<detail::EventFile>(options_.log_dir + "/validation");
 }
 
-void TensorBoard::on_epoch_begin(int64_t, const Logs&) { step_ = trainer().global_step(); }
+void TensorBoard::on_epoch_begin(int64_t, Logs&) { step_ = context().global_step(); }
 
-void TensorBoard::on_train_batch_end(int64_t, const Logs& logs) {
+void TensorBoard::on_train_batch_end(int64_t, Logs& logs) {
   ++step_;
   if (options_.update_freq == 0 || step_ % options_.update_freq != 0) return;
   std::vector<std::pair<std::string, double>> values;
@@ -59,7 +59,7 @@ void TensorBoard::on_train_batch_end(int64_t, const Logs& logs) {
   train_->scalars(step_, values);
 }
 
-void TensorBoard::on_epoch_end(int64_t epoch, const Logs& logs) {
+void TensorBoard::on_epoch_end(int64_t epoch, Logs& logs) {
   std::vector<std::pair<std::string, double>> train, validation;
   for (const auto& [key, value] : logs) {
     if (key.rfind("val_", 0) == 0) {
@@ -68,7 +68,7 @@ void TensorBoard::on_epoch_end(int64_t epoch, const Logs& logs) {
       train.emplace_back(key == "lr" ? "epoch_learning_rate" : "epoch_" + key, value);
     }
   }
-  const PhaseStats& stats = trainer().step_stats();
+  const PhaseStats& stats = context().step_stats();
   if (stats.measured_steps() > 0) {
     train.emplace_back("time/step_ms_p50", stats.step().p50_ms);
     for (Phase p : all_phases()) train.emplace_back("time/" + std::string(phase_name(p)) + "_share", stats.share(p));
@@ -79,7 +79,7 @@ void TensorBoard::on_epoch_end(int64_t epoch, const Logs& logs) {
   validation_->flush();
 }
 
-void TensorBoard::on_train_end(const Logs&) {
+void TensorBoard::on_train_end(Logs&) {
   if (!train_) return;
   train_->flush();
   validation_->flush();

@@ -5,11 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "fitscope/train/trainer.hpp"
 
 namespace fitscope {
 
-void TerminateOnNaN::on_train_batch_end(int64_t batch, const Logs& logs) {
+void TerminateOnNaN::on_train_batch_end(int64_t batch, Logs& logs) {
   const auto loss = logs.get("loss");
   if (loss && !std::isfinite(*loss)) {
     if (raise_error_) {
@@ -17,7 +16,7 @@ void TerminateOnNaN::on_train_batch_end(int64_t batch, const Logs& logs) {
                                std::to_string(*loss) + ")");
     }
     std::cerr << "fitscope: batch " << batch << ": invalid loss " << *loss << ", terminating training\n";
-    trainer().request_stop();
+    context().request_stop();
   }
 }
 

@@ -8,13 +8,13 @@
 
 namespace fitscope {
 
-std::string weights_pickle(Model& model) {
+std::string weights_pickle(const NamedTensors& state) {
   c10::Dict<std::string, at::Tensor> weights;
-  for (const auto& [name, tensor] : model.named_state()) weights.insert(name, tensor.detach().to(at::kCPU).contiguous());
+  for (const auto& [name, tensor] : state) weights.insert(name, tensor.detach().to(at::kCPU).contiguous());
   const std::vector<char> bytes = torch::pickle_save(c10::IValue(weights));
   return std::string(bytes.begin(), bytes.end());
 }
 
-void save_weights(Model& model, const std::string& path) { write_file_atomically(path, weights_pickle(model)); }
+void save_weights(const NamedTensors& state, const std::string& path) { write_file_atomically(path, weights_pickle(state)); }
 
 }  // namespace fitscope

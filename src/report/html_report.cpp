@@ -13,6 +13,7 @@
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/report/svg.hpp"
 #include "fitscope/timing/phase.hpp"
+#include "fitscope/timing/run_summary.hpp"
 
 namespace fitscope {
 namespace fs = std::filesystem;
@@ -149,54 +150,74 @@ std::string page(const std::string& title, const std::string& body) {
          "</title>" + kStyle + "</head><body>\n" + body + "</body></html>\n";
 }
 
-std::string settings_table(const json& s) {
+std::string settings_table(const RunSummary& s) {
   std::ostringstream out;
   out << "<table class=\"settings\"><tr><th>setting</th><th>value</th></tr>";
-  for (const char* key : {"model", "device", "threads", "world_size", "batch_size", "epochs", "steps", "warmup_steps",
-                          "samples_per_s", "wall_s"}) {
-    if (s.contains(key)) out << "<tr><td>" << key << "</td><td>" << svg::escape(field(s, key)) << "</td></tr>";
-  }
-  if (s.contains("loader")) {
-    const json& l = s.at("loader");
-    out << "<tr><td>loader</td><td>" << field(l, "workers") << " workers, prefetch " << field(l, "prefetch")
-        << "</td></tr>";
-  }
+  const auto row = [&](const char* key, const std::string& value) {
+    out << "<tr><td>" << key << "</td><td>" << svg::escape(value) << "</td></tr>";
+  };
+  row("model", s.model);
+  row("device", s.device);
+  row("threads", "intra-op " + std::to_string(s.threads.setting.intra_op) + ", BLAS " +
+                     std::to_string(s.threads.setting.blas) + " (" + s.threads.chosen_by + ")");
+  row("world_size", std::to_string(s.world_size));
+  row("batch_size", std::to_string(s.batch_size));
+  row("epochs", std::to_string(s.epochs) + (s.interrupted ? " (interrupted by a signal)" : ""));
+  row("steps", std::to_string(s.steps));
+  row("warmup_steps", std::to_string(s.warmup_steps));
+  row("samples_per_s", svg::format_number(s.samples_per_s));
+  row("wall_s", svg::format_number(s.wall_s));
+  row("loader", std::to_string(s.loader.workers) + " workers, prefetch " + std::to_string(s.loader.prefetch));
   out << "</table>";
   return out.str();
 }
 
-std::string train_report(const fs::path& dir) {
-  const json s = read_json(dir / "summary.json");
-  if (!s.is_object() || !s.contains("phases") || !s.at("phases").is_object()) {
-    throw std::invalid_argument((dir / "summary.json").string() + ": expected an object with \"phases\"");
+/// The whole run's wall time by part: a bar and a table.
+std::string run_time_section(const RunSummary& s) {
+  const RunTime& r = s.run;
+  const double wall = s.wall_s > 0 ? s.wall_s : 1;
+  const std::pair<const char*, double> parts[] = {{"startup", r.startup},       {"training_steps", r.training_steps},
+                                                  {"validation", r.validation}, {"epoch_end", r.epoch_end},
+                                                  {"shutdown", r.shutdown},     {"unaccounted", r.unaccounted}};
+  std::vector<svg::Part> bar_parts;
+  std::ostringstream rows;
+  for (const auto& [name, seconds] : parts) {
+    bar_parts.push_back({name, seconds / wall, std::string(name) + ": " + fixed(seconds, 2) + " s, " + percent(seconds / wall)});
+    rows << "<tr><td>" << name << "</td><td>" << fixed(seconds, 2) << "</td><td>" << percent(seconds / wall) << "</td></tr>";
   }
+  svg::ChartOptions bar;
+  bar.title = "Where the run's wall time goes";
+  bar.height = 150;
+  std::ostringstream out;
+  out << "<h2>Where the run's wall time goes</h2>" << svg::stacked_bar(bar_parts, bar)
+      << "<table><tr><th>part</th><th>seconds</th><th>share</th></tr>" << rows.str() << "</table>";
+  if (!s.verdict.outside_steps.empty()) out << "<p>" << svg::escape(s.verdict.outside_steps) << "</p>";
+  return out.str();
+}
+
+std::string train_report(const fs::path& dir) {
+  const fs::path summary_path = dir / "summary.json";
+  const RunSummary s = RunSummary::from_json(read_text(summary_path), summary_path.string());
   std::ostringstream body;
-  body << "<h1>Where the step time goes: " << svg::escape(field(s, "model")) << " run</h1><p class=\"note\">"
+  body << "<h1>Where the step time goes: " << svg::escape(s.model) << " run</h1><p class=\"note\">"
        << svg::escape(dir.string()) << "</p>";
-  const json& verdict = s.contains("verdict") ? s.at("verdict") : json::object();
-  body << "<div class=\"verdict\"><b>Verdict: " << svg::escape(field(verdict, "level")) << " "
-       << svg::escape(field(verdict, "bound")) << "-bound (" << percent(number(verdict, "share"))
-       << " of the step)</b><br>" << svg::escape(field(verdict, "advice")) << "</div>";
+  body << "<div class=\"verdict\"><b>Verdict: " << svg::escape(s.verdict.level) << " " << svg::escape(s.verdict.bound)
+       << "-bound (" << percent(s.verdict.share) << " of the step)</b><br>" << svg::escape(s.verdict.advice);
+  if (!s.verdict.contention.empty()) body << "<br>" << svg::escape(s.verdict.contention);
+  body << "</div>";
   body << settings_table(s);
 
-  // phase shares
+  // phase shares, in step order
   std::vector<svg::Part> parts;
   std::ostringstream phase_rows;
-  // the phases in step order (the JSON object's order is alphabetical), then any this version does not know
-  std::vector<std::string> order;
-  for (Phase phase : all_phases()) order.emplace_back(phase_name(phase));
-  for (const auto& item : s.at("phases").items()) {
-    if (std::find(order.begin(), order.end(), item.key()) == order.end()) order.push_back(item.key());
-  }
-  for (const std::string& name : order) {
-    if (!s.at("phases").contains(name)) continue;
-    const json& p = s.at("phases").at(name);
-    parts.push_back({name, number(p, "share"),
-                     name + ": " + percent(number(p, "share")) + " of the step, mean " + fixed(number(p, "mean_ms")) +
-                         " ms, p99 " + fixed(number(p, "p99_ms")) + " ms"});
-    phase_rows << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(number(p, "mean_ms")) << "</td><td>"
-               << fixed(number(p, "p50_ms")) << "</td><td>" << fixed(number(p, "p99_ms")) << "</td><td>"
-               << percent(number(p, "share")) << "</td></tr>";
+  for (Phase phase : all_phases()) {
+    const std::string name(phase_name(phase));
+    const PhaseSummary& p = s.phases.at(name);
+    parts.push_back({name, p.share,
+                     name + ": " + percent(p.share) + " of the step, mean " + fixed(p.mean_ms) + " ms, p99 " +
+                         fixed(p.p99_ms) + " ms"});
+    phase_rows << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(p.mean_ms) << "</td><td>" << fixed(p.p50_ms)
+               << "</td><td>" << fixed(p.p99_ms) << "</td><td>" << percent(p.share) << "</td></tr>";
   }
   svg::ChartOptions bar;
   bar.title = "Where each step's time goes (share of the mean step)";
@@ -204,11 +225,12 @@ std::string train_report(const fs::path& dir) {
   body << "<h2>Where each step's time goes</h2>" << svg::stacked_bar(parts, bar)
        << "<table><tr><th>phase</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th><th>share</th></tr>"
        << phase_rows.str() << "</table>";
+  body << run_time_section(s);
 
   // step time over the run
   body << "<h2>Step time over the run</h2>";
   const fs::path steps_path = dir / "steps.csv";
-  const double warmup = number(s, "warmup_steps");
+  const double warmup = static_cast<double>(s.warmup_steps);
   if (fs::exists(steps_path)) {
     const Table steps = read_table(steps_path);
     const int step_ms = steps.column("step_ms"), data_wait = steps.column("data_wait_ms");
@@ -228,15 +250,10 @@ std::string train_report(const fs::path& dir) {
     if (warmup > 0) o.markers.push_back({warmup, "end of warm-up"});
     body << svg::line_chart({p50, raw}, o);
     // data wait
-    body << "<h2>Waiting for data</h2><p>data_wait is " << percent(number(s.at("phases").value("data_wait", json::object()), "share"))
-         << " of the step.";
-    if (s.contains("loader")) {
-      const json& l = s.at("loader");
-      body << " The loader had " << field(l, "workers") << " workers; when the step asked for a batch, "
-           << fixed(number(l, "mean_queue_depth"), 2) << " of " << field(l, "prefetch")
-           << " prefetched batches were ready on average (near 0 means the loader is behind).";
-    }
-    body << "</p>";
+    body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share)
+         << " of the step. The loader had " << s.loader.workers << " workers; when the step asked for a batch, "
+         << fixed(s.loader.mean_queue_depth, 2) << " of " << s.loader.prefetch
+         << " prefetched batches were ready on average (near 0 means the loader is behind).</p>";
     if (data_wait >= 0) {
       const std::vector<double> wait = steps.values(data_wait);
       svg::ChartOptions w;
@@ -252,23 +269,18 @@ std::string train_report(const fs::path& dir) {
     body << "<p class=\"note\">steps.csv is not in this run directory.</p>";
   }
 
-  // callbacks
+  // callbacks (most expensive first, as the summary holds them)
   body << "<h2>Callbacks by cost</h2>";
-  const double step_p50 = s.contains("step_ms") ? number(s.at("step_ms"), "p50") : 0;
-  if (s.contains("callbacks") && !s.at("callbacks").empty()) {
-    std::vector<json> callbacks(s.at("callbacks").begin(), s.at("callbacks").end());
-    std::sort(callbacks.begin(), callbacks.end(),
-              [](const json& a, const json& b) { return number(a, "total_ms") > number(b, "total_ms"); });
+  if (!s.callbacks.empty()) {
     body << "<table><tr><th>callback.hook</th><th>mode</th><th>calls</th><th>mean ms</th><th>p99 ms</th>"
             "<th>total ms</th><th>stall ms</th><th></th></tr>";
-    for (const json& c : callbacks) {
-      const bool batch_hook = field(c, "hook").find("batch") != std::string::npos;
-      const bool slow = batch_hook && step_p50 > 0 && number(c, "mean_ms") >= 0.1 * step_p50;
-      body << "<tr" << (slow ? " class=\"slow\"" : "") << "><td>" << svg::escape(field(c, "name") + "." + field(c, "hook"))
-           << "</td><td>" << svg::escape(field(c, "mode")) << "</td><td>" << field(c, "calls") << "</td><td>"
-           << fixed(number(c, "mean_ms")) << "</td><td>" << fixed(number(c, "p99_ms")) << "</td><td>"
-           << fixed(number(c, "total_ms"), 1) << "</td><td>" << fixed(number(c, "stall_ms"), 1) << "</td><td>"
-           << (slow ? "slow: &ge; 10% of the step" : "") << "</td></tr>";
+    for (const CallbackSummary& c : s.callbacks) {
+      const bool batch_hook = c.hook.find("batch") != std::string::npos;
+      const bool slow = batch_hook && s.step_ms.p50 > 0 && c.mean_ms >= 0.1 * s.step_ms.p50;
+      body << "<tr" << (slow ? " class=\"slow\"" : "") << "><td>" << svg::escape(c.name + "." + c.hook) << "</td><td>"
+           << svg::escape(c.mode) << "</td><td>" << c.calls << "</td><td>" << fixed(c.mean_ms) << "</td><td>"
+           << fixed(c.p99_ms) << "</td><td>" << fixed(c.total_ms, 1) << "</td><td>" << fixed(c.stall_ms, 1)
+           << "</td><td>" << (slow ? "slow: &ge; 10% of the step" : "") << "</td></tr>";
     }
     body << "</table>";
   } else {
@@ -277,53 +289,40 @@ std::string train_report(const fs::path& dir) {
 
   // ranks
   body << "<h2>Ranks</h2>";
-  if (s.contains("ranks") && s.at("ranks").size() > 1) {
-    std::vector<int64_t> stragglers;
-    if (s.contains("stragglers")) stragglers = s.at("stragglers").get<std::vector<int64_t>>();
+  if (s.ranks.size() > 1) {
     body << "<table><tr><th>rank</th><th>step p50 ms</th><th>step p99 ms</th><th></th></tr>";
-    for (const json& r : s.at("ranks")) {
-      const auto rank = static_cast<int64_t>(number(r, "rank"));
-      const bool late = std::find(stragglers.begin(), stragglers.end(), rank) != stragglers.end();
-      body << "<tr" << (late ? " class=\"slow\"" : "") << "><td>" << rank << "</td><td>" << fixed(number(r, "step_ms_p50"))
-           << "</td><td>" << fixed(number(r, "step_ms_p99")) << "</td><td>" << (late ? "straggler" : "") << "</td></tr>";
+    for (const RankSummary& r : s.ranks) {
+      const bool late = std::find(s.stragglers.begin(), s.stragglers.end(), r.rank) != s.stragglers.end();
+      body << "<tr" << (late ? " class=\"slow\"" : "") << "><td>" << r.rank << "</td><td>" << fixed(r.step_ms_p50)
+           << "</td><td>" << fixed(r.step_ms_p99) << "</td><td>" << (late ? "straggler" : "") << "</td></tr>";
     }
     body << "</table>";
   } else {
-    body << "<p class=\"note\">One process (world size " << svg::escape(field(s, "world_size")) << ").</p>";
+    body << "<p class=\"note\">One process (world size " << s.world_size << ").</p>";
   }
-  if (s.contains("communication") && s.at("communication").is_object()) {
-    const json& c = s.at("communication");
-    body << "<p>Gradient communication: " << fixed(number(c, "total_ms_mean")) << " ms in flight per step, "
-         << fixed(number(c, "exposed_ms_mean")) << " ms of it exposed (" << percent(number(c, "exposed_fraction"))
+  if (const auto& c = s.communication) {
+    body << "<p>Gradient communication: " << fixed(c->total_ms_mean) << " ms in flight per step, "
+         << fixed(c->exposed_ms_mean) << " ms of it exposed (" << percent(c->exposed_fraction)
          << "), the rest hidden behind backward. Buckets in launch order:";
-    if (c.contains("bucket_bytes")) {
-      for (const json& b : c.at("bucket_bytes")) {
-        if (b.is_number()) body << " " << fixed(b.get<double>() / 1024, 1) << " KiB";
-      }
-    }
+    for (int64_t b : c->bucket_bytes) body << " " << fixed(static_cast<double>(b) / 1024, 1) << " KiB";
     body << "</p>";
   }
 
   // the GPU: utilization from NVML, the phases as the device ran them (CUDA events)
-  const bool sampled = s.contains("gpu_utilization") && s.at("gpu_utilization").is_number();
-  const bool timed = s.contains("device_timing") && s.at("device_timing").is_object();
-  if (sampled || timed) body << "<h2>GPU</h2>";
-  if (sampled) {
-    body << "<p>" << fixed(number(s, "gpu_utilization"), 1) << " % busy (mean of " << svg::escape(field(s, "gpu_samples"))
-         << " NVML samples), " << fixed(number(s, "gpu_memory_peak_mb"), 0) << " MiB peak memory in use.</p>";
+  if (s.gpu_utilization || s.device_timing) body << "<h2>GPU</h2>";
+  if (s.gpu_utilization) {
+    body << "<p>" << fixed(*s.gpu_utilization, 1) << " % busy (mean of " << s.gpu_samples << " NVML samples), "
+         << fixed(s.gpu_memory_peak_mb.value_or(0), 0) << " MiB peak memory in use.</p>";
   }
-  if (timed) {
-    const json& d = s.at("device_timing");
+  if (const auto& d = s.device_timing) {
     body << "<table><tr><th>phase on the device</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th></tr>";
-    const json phases = d.value("phases", json::object());
-    for (const json& name : d.value("phases_measured", json::array())) {
-      if (!name.is_string()) continue;
-      const json p = phases.value(name.get<std::string>(), json::object());
-      body << "<tr><td>" << svg::escape(name.get<std::string>()) << "</td><td>" << fixed(number(p, "mean_ms"))
-           << "</td><td>" << fixed(number(p, "p50_ms")) << "</td><td>" << fixed(number(p, "p99_ms")) << "</td></tr>";
+    for (const std::string& name : d->phases_measured) {
+      const PhaseSummary& p = d->phases.at(name);
+      body << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(p.mean_ms) << "</td><td>" << fixed(p.p50_ms)
+           << "</td><td>" << fixed(p.p99_ms) << "</td></tr>";
     }
-    body << "</table><p class=\"note\">Timed by CUDA events read lazily: " << svg::escape(field(d, "steps_resolved_in_loop"))
-         << " steps read during the loop, " << svg::escape(field(d, "steps_resolved_at_end")) << " at its end.</p>";
+    body << "</table><p class=\"note\">Timed by CUDA events read lazily: " << d->steps_resolved_in_loop
+         << " steps read during the loop, " << d->steps_resolved_at_end << " at its end.</p>";
   }
 
   // epoch logs
@@ -353,7 +352,7 @@ std::string train_report(const fs::path& dir) {
   } else {
     body << "<p class=\"note\">metrics.csv is not in this run directory.</p>";
   }
-  return page("fitscope report: " + field(s, "model"), body.str());
+  return page("fitscope report: " + s.model, body.str());
 }
 
 std::string sweep_report(const fs::path& dir) {

@@ -133,6 +133,35 @@ std::string advice_for(const std::string& bound, double share, const VerdictCont
   return out + ": every core computes, so a smaller model, a larger --batch-size or a faster device is what helps";
 }
 
+/// The largest part of the wall time outside the training steps, when it reaches 20 %.
+std::string outside_steps(const VerdictContext& ctx) {
+  const RunTime& r = ctx.run;
+  const double wall = r.total();
+  if (wall <= 0) return {};
+  struct Part {
+    const char* name;
+    double seconds;
+    std::string fix;
+  };
+  char split[32];
+  std::snprintf(split, sizeof split, "%g", ctx.validation_split);
+  const Part parts[] = {
+      {"validation", r.validation,
+       std::string("validate on fewer examples: a smaller validation split (--validation-split ") + split +
+           " now) or a smaller validation set"},
+      {"epoch ends", r.epoch_end, "look at the epoch hooks and checkpoints in the callback table"},
+      {"start-up", r.startup, "a longer run amortises it; --cache keeps decoded examples after their first use"},
+      {"shutdown", r.shutdown, "look at on_train_end in the callback table and the files written at the end"},
+  };
+  const Part* largest = nullptr;
+  for (const Part& p : parts) {
+    if (!largest || p.seconds > largest->seconds) largest = &p;
+  }
+  if (largest->seconds < 0.2 * wall) return {};
+  return std::string(largest->name) + " takes " + percent(largest->seconds / wall) + " of the run's wall time, the " +
+         "training steps " + percent(r.training_steps / wall) + ": " + largest->fix;
+}
+
 }  // namespace
 
 Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
@@ -164,6 +193,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
   }
   v.advice = advice_for(v.bound, v.share, ctx);
   v.contention = contention_of(v.bound, ctx);
+  v.outside_steps = outside_steps(ctx);
   return v;
 }
 

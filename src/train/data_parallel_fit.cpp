@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 
-#include "fitscope/dist/metric_reduction.hpp"
-#include "fitscope/dist/step_record_gather.hpp"
+#include "fitscope/distributed/metric_reduction.hpp"
+#include "fitscope/distributed/step_record_gather.hpp"
 
 namespace fitscope::detail {
 
@@ -23,10 +23,10 @@ std::vector<std::shared_ptr<Callback>> DataParallelFit::callbacks_of_this_rank(
     const std::vector<std::shared_ptr<Callback>>& all) {
   std::vector<std::shared_ptr<Callback>> mine;
   for (const auto& c : all) {
-    if (context_->is_chief() || !c->chief_only()) mine.push_back(c);
+    if (context_->is_chief() || !c->traits().chief_only) mine.push_back(c);
     // a callback that may stop mid-epoch and runs on every rank: agree after every step (the same
     // decision everywhere, since only chief-only callbacks differ between ranks)
-    agree_each_step_ = agree_each_step_ || (active_ && c->stops_mid_epoch() && !c->chief_only());
+    agree_each_step_ = agree_each_step_ || (active_ && c->traits().may_stop_mid_epoch() && !c->traits().chief_only);
   }
   return mine;
 }

@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "fitscope/callbacks/callback.hpp"
-#include "fitscope/dist/context.hpp"
-#include "fitscope/dist/gradient_reducer.hpp"
+#include "fitscope/distributed/context.hpp"
+#include "fitscope/distributed/gradient_reducer.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/step_sink.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
-#include "fitscope/train/model.hpp"
+#include "fitscope/models/model.hpp"
 
 namespace fitscope::detail {
 

@@ -90,11 +90,11 @@ namespace {
 class Recorder : public fitscope::Callback {
  public:
   std::vector<std::string> calls;
-  void on_epoch_begin(int64_t epoch, const fitscope::Logs&) override { calls.push_back("epoch_begin " + std::to_string(epoch)); }
-  void on_train_batch_end(int64_t batch, const fitscope::Logs& logs) override {
+  void on_epoch_begin(int64_t epoch, fitscope::Logs&) override { calls.push_back("epoch_begin " + std::to_string(epoch)); }
+  void on_train_batch_end(int64_t batch, fitscope::Logs& logs) override {
     calls.push_back("batch_end " + std::to_string(batch) + " loss " + std::to_string(logs.at("loss")));
   }
-  void on_epoch_end(int64_t epoch, const fitscope::Logs&) override { calls.push_back("epoch_end " + std::to_string(epoch)); }
+  void on_epoch_end(int64_t epoch, fitscope::Logs&) override { calls.push_back("epoch_end " + std::to_string(epoch)); }
 };
 
 }  // namespace

@@ -18,20 +18,20 @@ class Recorder : public Callback {
  public:
   std::vector<std::string> calls;
 
-  void on_train_begin(const Logs& l) override { add("train_begin", -1, l); }
-  void on_train_end(const Logs& l) override { add("train_end", -1, l); }
-  void on_epoch_begin(int64_t e, const Logs& l) override { add("epoch_begin", e, l); }
-  void on_epoch_end(int64_t e, const Logs& l) override { add("epoch_end", e, l); }
-  void on_train_batch_begin(int64_t b, const Logs& l) override { add("train_batch_begin", b, l); }
-  void on_train_batch_end(int64_t b, const Logs& l) override { add("train_batch_end", b, l); }
-  void on_test_begin(const Logs& l) override { add("test_begin", -1, l); }
-  void on_test_end(const Logs& l) override { add("test_end", -1, l); }
-  void on_test_batch_begin(int64_t b, const Logs& l) override { add("test_batch_begin", b, l); }
-  void on_test_batch_end(int64_t b, const Logs& l) override { add("test_batch_end", b, l); }
-  void on_predict_begin(const Logs& l) override { add("predict_begin", -1, l); }
-  void on_predict_end(const Logs& l) override { add("predict_end", -1, l); }
-  void on_predict_batch_begin(int64_t b, const Logs& l) override { add("predict_batch_begin", b, l); }
-  void on_predict_batch_end(int64_t b, const Logs& l) override { add("predict_batch_end", b, l); }
+  void on_train_begin(Logs& l) override { add("train_begin", -1, l); }
+  void on_train_end(Logs& l) override { add("train_end", -1, l); }
+  void on_epoch_begin(int64_t e, Logs& l) override { add("epoch_begin", e, l); }
+  void on_epoch_end(int64_t e, Logs& l) override { add("epoch_end", e, l); }
+  void on_train_batch_begin(int64_t b, Logs& l) override { add("train_batch_begin", b, l); }
+  void on_train_batch_end(int64_t b, Logs& l) override { add("train_batch_end", b, l); }
+  void on_test_begin(Logs& l) override { add("test_begin", -1, l); }
+  void on_test_end(Logs& l) override { add("test_end", -1, l); }
+  void on_test_batch_begin(int64_t b, Logs& l) override { add("test_batch_begin", b, l); }
+  void on_test_batch_end(int64_t b, Logs& l) override { add("test_batch_end", b, l); }
+  void on_predict_begin(Logs& l) override { add("predict_begin", -1, l); }
+  void on_predict_end(Logs& l) override { add("predict_end", -1, l); }
+  void on_predict_batch_begin(int64_t b, Logs& l) override { add("predict_batch_begin", b, l); }
+  void on_predict_batch_end(int64_t b, Logs& l) override { add("predict_batch_end", b, l); }
 
  private:
   void add(const std::string& hook, int64_t index, const Logs& logs) {
@@ -153,7 +153,7 @@ TEST(HookOrder, BatchLogsAreLeftEmptyWhenNoCallbackReadsThem) {
   TinyProblem p;
   Trainer trainer(torch::nn::Linear(4, 3));
   struct Blind : Recorder {
-    bool reads_batch_logs() const override { return false; }
+    fitscope::CallbackTraits traits() const override { fitscope::CallbackTraits t; t.reads_batch_logs = false; return t; }
   };
   auto blind = std::make_shared<Blind>();
   FitOptions fit;
@@ -247,7 +247,7 @@ TEST(CallbackTiming, EveryCallbackAndHookIsCountedByNameAndMode) {
   Trainer trainer(torch::nn::Linear(4, 3));
   trainer.fit(p.train, fit);
   int found = 0;
-  for (const auto& t : trainer.callback_timings()) {
+  for (const auto& t : trainer.measured().callbacks) {
     EXPECT_EQ(t.name, "Recorder");
     if (t.hook == Hook::on_train_batch_end) {
       EXPECT_EQ(t.durations.count(), 6);
@@ -277,7 +277,7 @@ TEST(SlowCallbackWarning, NamesTheCallbackAndTheHookOnce) {
   fit.callbacks = {std::make_shared<LambdaCallback>(hooks, "SavePredictions")};
   trainer.fit(p.train, fit);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings, trainer.warnings());
+  EXPECT_EQ(warnings, trainer.measured().warnings);
   EXPECT_NE(warnings[0].find("callback SavePredictions.on_train_batch_end takes "), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("--callback-mode async"), std::string::npos);
 }

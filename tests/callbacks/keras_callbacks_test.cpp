@@ -20,15 +20,44 @@ using namespace fitscope;
 
 namespace {
 
+/// Hooks take the logs by reference (a callback may add keys): an lvalue of a temporary.
+Logs& lvalue(Logs&& logs) { return logs; }
+
+/// A real trainer's context, with the checkpoints a callback requests from on_epoch_end taken at
+/// once (as the fit loop takes them after the hook).
+class DrivenContext : public TrainingContext {
+ public:
+  explicit DrivenContext(Trainer& trainer) : t_(trainer) {}
+  void request_stop() override { t_.request_stop(); }
+  bool stop_requested() const override { return t_.stop_requested(); }
+  double learning_rate() const override { return t_.learning_rate(); }
+  void set_learning_rate(double lr) override { t_.set_learning_rate(lr); }
+  int64_t global_step() const override { return t_.global_step(); }
+  const TrainingParams& params() const override { return t_.params(); }
+  Model& model() override { return t_.model(); }
+  const PhaseStats& step_stats() const override { return t_.step_stats(); }
+  bool is_chief() const override { return true; }
+  void warn(const std::string& text) override { t_.warn(text); }
+  void request_checkpoint(Save save) override { save(epoch_ + 1, 0); }
+  void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override { t_.capture_state(into, epoch, batch); }
+  void restore(const TrainingState& state) override { t_.restore(state); }
+  int64_t epoch_ = 0;
+
+ private:
+  Trainer& t_;
+};
+
 /// Drives a callback's epoch hooks with scripted logs, attached to a real trainer.
 struct Driver {
   Trainer trainer{torch::nn::Linear(2, 2)};
+  DrivenContext context{trainer};
   int64_t run(Callback& callback, const std::string& key, const std::vector<double>& values) {
-    callback.set_trainer(&trainer);
-    callback.on_train_begin({});
+    callback.set_context(&context);
+    callback.on_train_begin(lvalue({}));
     int64_t epoch = 0;
     for (; epoch < static_cast<int64_t>(values.size()); ++epoch) {
-      callback.on_epoch_end(epoch, Logs{{key, values[epoch]}});
+      context.epoch_ = epoch;
+      callback.on_epoch_end(epoch, lvalue(Logs{{key, values[epoch]}}));
       if (trainer.stop_requested()) break;
     }
     return epoch;  // the epoch at which a stop was requested, or the count
@@ -79,17 +108,17 @@ TEST(EarlyStopping, RestoresTheBestWeightsWhenItStops) {
   EarlyStoppingOptions o{"val_loss", 0, 1};
   o.restore_best_weights = true;
   EarlyStopping es(o);
-  es.set_trainer(&d.trainer);
-  es.on_train_begin({});
+  es.set_context(&d.trainer);
+  es.on_train_begin(lvalue({}));
   auto weight = d.trainer.model().named_state().front().second;
   auto set_weight = [&](float v) {
     torch::NoGradGuard g;
     weight.fill_(v);
   };
   set_weight(1);
-  es.on_epoch_end(0, Logs{{"val_loss", 0.5}});  // best
+  es.on_epoch_end(0, lvalue(Logs{{"val_loss", 0.5}}));  // best
   set_weight(2);
-  es.on_epoch_end(1, Logs{{"val_loss", 0.9}});  // worse: stops, restores
+  es.on_epoch_end(1, lvalue(Logs{{"val_loss", 0.9}}));  // worse: stops, restores
   EXPECT_TRUE(d.trainer.stop_requested());
   EXPECT_EQ(weight.min().item<float>(), 1.0f);
   EXPECT_EQ(weight.max().item<float>(), 1.0f);
@@ -104,11 +133,11 @@ TEST(ReduceLROnPlateau, ReducesAfterPatienceThenCoolsDownAndStopsAtMinLr) {
   o.cooldown = 2;  // Keras counts the reduction's epoch into the cooldown
   o.min_lr = 0.2;
   ReduceLROnPlateau r(o);
-  r.set_trainer(&d.trainer);
-  r.on_train_begin({});
+  r.set_context(&d.trainer);
+  r.on_train_begin(lvalue({}));
   std::vector<double> lrs;
   for (int64_t e = 0; e < 7; ++e) {
-    r.on_epoch_end(e, Logs{{"val_loss", 1.0}});  // never improves after the first epoch
+    r.on_epoch_end(e, lvalue(Logs{{"val_loss", 1.0}}));  // never improves after the first epoch
     lrs.push_back(d.trainer.learning_rate());
   }
   EXPECT_EQ(lrs, (std::vector<double>{1.0, 0.5, 0.5, 0.25, 0.25, 0.2, 0.2}));
@@ -242,7 +271,7 @@ TEST(ModelCheckpoint, SaveBestOnlyWritesWhenTheMonitoredValueImproves) {
   for (const auto& p : checkpoint.saved()) names.push_back(std::filesystem::path(p).filename().string());
   EXPECT_EQ(names, (std::vector<std::string>{"w-01-0.90.pt", "w-02-0.70.pt", "w-05-0.50.pt"}));
   for (const auto& p : checkpoint.saved()) EXPECT_TRUE(std::filesystem::exists(p)) << p;
-  checkpoint.on_epoch_end(5, Logs{{"loss", 0.1}});  // the monitored key is missing: a warning, no crash
+  checkpoint.on_epoch_end(5, lvalue(Logs{{"loss", 0.1}}));  // the monitored key is missing: a warning, no crash
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("val_loss"), std::string::npos);
   std::filesystem::remove_all(dir);

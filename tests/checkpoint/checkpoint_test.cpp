@@ -94,8 +94,8 @@ struct MlpRun {
 /// Throws at the given global step: the "crash".
 struct CrashAt : Callback {
   explicit CrashAt(int64_t step) : step(step) {}
-  void on_train_batch_end(int64_t, const Logs&) override {
-    if (trainer().global_step() + 1 == step) throw std::runtime_error("killed");
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (context().global_step() + 1 == step) throw std::runtime_error("killed");
   }
   int64_t step;
 };

@@ -23,11 +23,11 @@ namespace {
 class NoSyncBetween : public Callback {
  public:
   NoSyncBetween(int64_t from, int64_t to) : from_(from), to_(to) {}
-  bool reads_batch_logs() const override { return false; }
-  void on_train_batch_begin(int64_t batch, const Logs&) override {
+  fitscope::CallbackTraits traits() const override { fitscope::CallbackTraits t; t.reads_batch_logs = false; return t; }
+  void on_train_batch_begin(int64_t batch, Logs&) override {
     if (batch == from_) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
   }
-  void on_train_batch_end(int64_t batch, const Logs&) override {
+  void on_train_batch_end(int64_t batch, Logs&) override {
     if (batch + 1 == to_) c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
   }
 

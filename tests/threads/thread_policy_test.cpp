@@ -50,8 +50,8 @@ TEST(ThreadPolicy, AFixedSettingSizesTheIntraOpAndBlasPoolsAsTheLibrariesReport)
     options.warmup_steps = 0;
     Trainer trainer(models::Cnn(), options);
     trainer.fit(images(960), short_fit());
-    EXPECT_EQ(trainer.thread_choice().chosen_by, "flag");
-    EXPECT_EQ(trainer.thread_choice().setting, want);
+    EXPECT_EQ(trainer.measured().threads.chosen_by, "flag");
+    EXPECT_EQ(trainer.measured().threads.setting, want);
     EXPECT_EQ(at::get_num_threads(), want.intra_op);
     if (loaded_blas().has_pool() && openblas_threads() > 0) {
       EXPECT_EQ(openblas_threads(), want.blas) << loaded_blas().name();
@@ -70,7 +70,7 @@ TEST(ThreadPolicy, AutoMeasuresTheCandidatesAsWarmupAndLeavesTheChosenSettingInF
       candidates.size() > 1 ? 3 * static_cast<int64_t>(candidates.size()) + ThreadTuner::kFirstSettlingSteps - 1 : 0;
   EXPECT_EQ(trainer.warmup_steps(), 2 + search);
   trainer.fit(images(1600), short_fit());
-  const ThreadChoice& choice = trainer.thread_choice();
+  const ThreadChoice& choice = trainer.measured().threads;
   EXPECT_EQ(choice.chosen_by, "auto");
   EXPECT_GE(choice.search_steps, search);  // the cool-down after the search, when there is one
   EXPECT_LE(choice.search_steps, search + TrainerThreads::kMaxCooldownSteps);
@@ -93,7 +93,7 @@ TEST(ThreadPolicy, TheCpuAccountingNamesEveryPoolAndFindsTheTrainingThreadAndThe
   options.warmup_steps = 0;
   Trainer trainer(models::Cnn(), options);
   trainer.fit(images(960), short_fit());
-  const CpuUtilization& cpu = trainer.cpu_utilization();
+  const CpuUtilization& cpu = trainer.measured().cpu;
   std::vector<std::string> pools;
   for (const PoolCpu& p : cpu.pools) pools.push_back(p.pool);
   EXPECT_EQ(pools, (std::vector<std::string>{"training", "intra_op", "blas", "loader", "callbacks", "checkpoint",

@@ -117,16 +117,17 @@ TEST(DeviceTimer, AGapBetweenDevicePhasesIsNotCountedAndWarmupIsLeftOut) {
 }
 
 TEST(DeviceTimer, SummarySaysWhichPhasesWereMeasuredOnTheDevice) {
-  RunInfo info;
-  EXPECT_TRUE(nlohmann::json::parse(summary_json(PhaseStats(0), info, Verdict{}))["device_timing"].is_null());
-  EXPECT_EQ(format_gpu(info), "");
+  FitMeasurements measured;
+  EXPECT_TRUE(nlohmann::json::parse(summarize(measured, {}).to_json())["device_timing"].is_null());
+  EXPECT_EQ(format_gpu(summarize(measured, {})), "");
 
   FakeDevice device;
-  DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/0);
-  step(timer, 0);
-  timer.finish();
-  info.device_timer = &timer;
-  const auto summary = nlohmann::json::parse(summary_json(PhaseStats(0), info, Verdict{}));
+  auto timer = std::make_shared<DeviceTimer>(std::make_unique<FakeSource>(device), /*warmup_steps=*/0);
+  step(*timer, 0);
+  timer->finish();
+  measured.device_timer = timer;
+  const RunSummary run = summarize(measured, {});
+  const auto summary = nlohmann::json::parse(run.to_json());
   const auto& d = summary["device_timing"];
   EXPECT_EQ(d["source"], "cuda_events");
   EXPECT_EQ(d["phases_measured"], nlohmann::json::parse(R"(["h2d", "forward", "backward", "optimizer", "metrics"])"));
@@ -134,7 +135,8 @@ TEST(DeviceTimer, SummarySaysWhichPhasesWereMeasuredOnTheDevice) {
   EXPECT_EQ(d["steps_resolved_at_end"], 1);
   EXPECT_TRUE(d["phases"].contains("backward"));
   EXPECT_FALSE(d["phases"].contains("comm"));  // a device phase this step did not have
-  EXPECT_NE(format_gpu(info).find("On the GPU (CUDA events, read lazily): step "), std::string::npos);
+  EXPECT_NE(format_gpu(run).find("On the GPU (CUDA events, read lazily): step "), std::string::npos);
+  EXPECT_EQ(RunSummary::from_json(run.to_json(), "summary.json").device_timing->phases_measured.size(), 5u);
 }
 
 }  // namespace

@@ -50,16 +50,16 @@ TEST(GpuUsage, MapsCudaDevicesToNvmlIndicesThroughCudaVisibleDevices) {
 }
 
 TEST(GpuUsage, SummaryReportsUtilizationAndPeakMemoryOrNull) {
-  PhaseStats stats(0);
-  RunInfo info;
-  auto summary = nlohmann::json::parse(summary_json(stats, info, Verdict{}));
+  const FitMeasurements measured;
+  RunFacts facts;
+  auto summary = nlohmann::json::parse(summarize(measured, facts).to_json());
   EXPECT_TRUE(summary["gpu_utilization"].is_null());
   EXPECT_TRUE(summary["gpu_memory_peak_mb"].is_null());
-  info.gpu.sampled = true;
-  info.gpu.samples = 12;
-  info.gpu.busy_percent_mean = 87.5;
-  info.gpu.memory_peak_mb = 5120;
-  summary = nlohmann::json::parse(summary_json(stats, info, Verdict{}));
+  facts.gpu.sampled = true;
+  facts.gpu.samples = 12;
+  facts.gpu.busy_percent_mean = 87.5;
+  facts.gpu.memory_peak_mb = 5120;
+  summary = nlohmann::json::parse(summarize(measured, facts).to_json());
   EXPECT_DOUBLE_EQ(summary["gpu_utilization"].get<double>(), 87.5);
   EXPECT_DOUBLE_EQ(summary["gpu_memory_peak_mb"].get<double>(), 5120);
   EXPECT_EQ(summary["gpu_samples"], 12);

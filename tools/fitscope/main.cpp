@@ -10,8 +10,8 @@
 #include <stdexcept>
 
 #include "fitscope/data/transforms.hpp"
-#include "fitscope/dist/context.hpp"
-#include "fitscope/dist/launch.hpp"
+#include "fitscope/distributed/context.hpp"
+#include "fitscope/distributed/launch.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/report/html_report.hpp"
 #include "train_command.hpp"
@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
   fitscope::cli::TrainCommandOptions train_options;
   CLI::App* train = app.add_subcommand("train", "Train a model, evaluate it on the validation split, write the run directory");
   add_train_options(train, train_options);
-  train->callback([&] { fitscope::cli::run_train(train_options, std::cout); });
+  int train_status = 0;
+  train->callback([&] { train_status = fitscope::cli::run_train(train_options, std::cout); });
 
   fitscope::cli::SweepCommandOptions sweep_options;
   CLI::App* sweep = app.add_subcommand("sweep", "Throughput and step time against batch size: short runs, a fit of fixed and per-example cost, the knee");
@@ -238,5 +239,5 @@ int main(int argc, char** argv) {
     std::cerr << "fitscope: the run failed: " << e.what() << "\n";
     return 1;
   }
-  return launch_status;
+  return launch_status ? launch_status : train_status;
 }

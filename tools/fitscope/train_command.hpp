@@ -55,9 +55,10 @@ struct SweepCommandOptions {
   int64_t steps = 50;  ///< --steps: measured steps per batch size (after the warm-up steps)
 };
 
-/// Runs `train`; writes progress and the report to `out`. Throws std::invalid_argument for bad
-/// input (exit 2) and other exceptions for a failed run (exit 1).
-void run_train(const TrainCommandOptions& options, std::ostream& out);
+/// Runs `train`; writes progress and the report to `out`. Returns the exit code: 0, or 128 + the
+/// signal (SIGINT, SIGTERM) that finished the run early. Throws std::invalid_argument for bad input
+/// (exit 2) and other exceptions for a failed run (exit 1).
+int run_train(const TrainCommandOptions& options, std::ostream& out);
 /// Runs `sweep` likewise.
 void run_sweep(const SweepCommandOptions& options, std::ostream& out);
 

@@ -8,7 +8,8 @@
 ///
 /// CallbackList wraps every callback whose async() is set; the wrapper owns its executor, so its
 /// thread ends with the fit that made it. The wrapped callback must only observe (it must not call
-/// request_stop or set_learning_rate: those belong to the training thread).
+/// request_stop or set_learning_rate: those belong to the training thread), and keys it adds to
+/// the logs stay in its copy).
 
 #include <array>
 #include <cstdint>
@@ -31,26 +32,26 @@ class AsyncCallback : public Callback {
   std::string name() const override { return inner_->name(); }
   std::string mode() const override { return "async"; }
   int64_t stall_ns() const override { return stall_ns_; }
-  bool reads_batch_logs() const override { return inner_->reads_batch_logs(); }
-  void set_trainer(Trainer* trainer) override;
+  CallbackTraits traits() const override { return inner_->traits(); }
+  void set_context(TrainingContext* context) override;
   std::vector<CallbackSpan> take_spans() override;
   /// Spans kept for the trace; later ones are dropped.
   static constexpr std::size_t kMaxSpans = 20000;
 
-  void on_train_begin(const Logs& logs) override;
-  void on_train_end(const Logs& logs) override;
-  void on_epoch_begin(int64_t epoch, const Logs& logs) override;
-  void on_epoch_end(int64_t epoch, const Logs& logs) override;
-  void on_train_batch_begin(int64_t batch, const Logs& logs) override;
-  void on_train_batch_end(int64_t batch, const Logs& logs) override;
-  void on_test_begin(const Logs& logs) override;
-  void on_test_end(const Logs& logs) override;
-  void on_test_batch_begin(int64_t batch, const Logs& logs) override;
-  void on_test_batch_end(int64_t batch, const Logs& logs) override;
-  void on_predict_begin(const Logs& logs) override;
-  void on_predict_end(const Logs& logs) override;
-  void on_predict_batch_begin(int64_t batch, const Logs& logs) override;
-  void on_predict_batch_end(int64_t batch, const Logs& logs) override;
+  void on_train_begin(Logs& logs) override;
+  void on_train_end(Logs& logs) override;
+  void on_epoch_begin(int64_t epoch, Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
+  void on_train_batch_begin(int64_t batch, Logs& logs) override;
+  void on_train_batch_end(int64_t batch, Logs& logs) override;
+  void on_test_begin(Logs& logs) override;
+  void on_test_end(Logs& logs) override;
+  void on_test_batch_begin(int64_t batch, Logs& logs) override;
+  void on_test_batch_end(int64_t batch, Logs& logs) override;
+  void on_predict_begin(Logs& logs) override;
+  void on_predict_end(Logs& logs) override;
+  void on_predict_batch_begin(int64_t batch, Logs& logs) override;
+  void on_predict_batch_end(int64_t batch, Logs& logs) override;
 
  private:
   template <typename Call>

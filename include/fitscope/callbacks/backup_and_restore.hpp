@@ -34,24 +34,33 @@ class BackupAndRestore : public Callback {
   /// Throws std::invalid_argument for an empty directory or save_freq < 1.
   explicit BackupAndRestore(BackupAndRestoreOptions options);
   std::string name() const override { return "BackupAndRestore"; }
-  bool changes_training() const override { return true; }
-  bool stops_mid_epoch() const override { return false; }
-  bool reads_batch_logs() const override { return false; }
-  void on_train_begin(const Logs& logs) override;
-  void on_train_batch_end(int64_t batch, const Logs& logs) override;
-  void on_epoch_end(int64_t epoch, const Logs& logs) override;
-  void on_train_end(const Logs& logs) override;
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.changes_training = true;
+    t.stops_mid_epoch = false;
+    t.reads_batch_logs = false;
+    return t;
+  }
+  void on_train_begin(Logs& logs) override;
+  void on_train_batch_end(int64_t batch, Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
+  void on_train_end(Logs& logs) override;
 
   /// Whether on_train_begin restored a backup, and from which step.
   bool restored() const { return restored_step_.has_value(); }
   std::optional<int64_t> restored_step() const { return restored_step_; }
+  /// The run stops early (a signal): backs up at the current batch's end and keeps the backups at
+  /// on_train_end, so a resume continues from there. Call it from a batch hook.
+  void interrupt();
   /// The writer's statistics (backups written, waits, retries).
   CheckpointStats stats() const;
 
  private:
+  void request_backup();
   BackupAndRestoreOptions options_;
   std::unique_ptr<CheckpointWriter> writer_;
   std::optional<int64_t> restored_step_;
+  bool interrupted_ = false;
 };
 
 }  // namespace fitscope

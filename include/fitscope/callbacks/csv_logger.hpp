@@ -13,12 +13,16 @@ namespace fitscope {
 
 class CSVLogger : public Callback {
  public:
-  bool chief_only() const override { return true; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.chief_only = true;
+    t.reads_batch_logs = false;
+    return t;
+  }
   explicit CSVLogger(std::string filename, char separator = ',', bool append = false);
-  bool reads_batch_logs() const override { return false; }
-  void on_train_begin(const Logs& logs) override;
-  void on_epoch_end(int64_t epoch, const Logs& logs) override;
-  void on_train_end(const Logs& logs) override;
+  void on_train_begin(Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
+  void on_train_end(Logs& logs) override;
 
  private:
   std::string filename_;

@@ -10,12 +10,16 @@ namespace fitscope {
 
 class LearningRateScheduler : public Callback {
  public:
-  bool changes_training() const override { return true; }
-  bool stops_mid_epoch() const override { return false; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.changes_training = true;
+    t.stops_mid_epoch = false;
+    t.reads_batch_logs = false;
+    return t;
+  }
   using Schedule = std::function<double(int64_t epoch, double lr)>;
   explicit LearningRateScheduler(Schedule schedule) : schedule_(std::move(schedule)) {}
-  bool reads_batch_logs() const override { return false; }
-  void on_epoch_begin(int64_t epoch, const Logs& logs) override;
+  void on_epoch_begin(int64_t epoch, Logs& logs) override;
 
  private:
   Schedule schedule_;

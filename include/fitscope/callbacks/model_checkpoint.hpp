@@ -32,19 +32,24 @@ struct ModelCheckpointOptions {
   std::function<void(const std::string&)> warn;  ///< default: the trainer's warnings (summary.json)
 };
 
-class ModelCheckpoint : public Callback {
+class ModelCheckpoint : public Callback, public StatefulCallback {
  public:
-  bool chief_only() const override { return true; }
+  // reads the model: stays on the training thread
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.changes_training = true;
+    t.stops_mid_epoch = false;
+    t.chief_only = true;
+    t.reads_batch_logs = options_.save_freq.has_value();
+    return t;
+  }
   /// Throws std::invalid_argument for an empty filepath, a bad mode or save_freq < 1.
   explicit ModelCheckpoint(ModelCheckpointOptions options);
   std::string name() const override { return "ModelCheckpoint"; }
-  bool changes_training() const override { return true; }  // reads the model: stays on the training thread
-  bool stops_mid_epoch() const override { return false; }
   /// The batch logs only matter when saving every N batches.
-  bool reads_batch_logs() const override { return options_.save_freq.has_value(); }
-  void on_train_batch_end(int64_t batch, const Logs& logs) override;
-  void on_epoch_begin(int64_t epoch, const Logs& logs) override;
-  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  void on_train_batch_end(int64_t batch, Logs& logs) override;
+  void on_epoch_begin(int64_t epoch, Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
   std::string state() const override;
   void load_state(const std::string& state) override;
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "fitscope/train/logs.hpp"
+#include "fitscope/metrics/logs.hpp"
 
 namespace fitscope {
 

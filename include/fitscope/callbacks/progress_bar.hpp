@@ -22,13 +22,17 @@ struct ProgressBarOptions {
 
 class ProgressBar : public Callback {
  public:
-  bool chief_only() const override { return true; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.chief_only = true;
+    t.reads_batch_logs = !one_line_;
+    return t;
+  }
   explicit ProgressBar(ProgressBarOptions options = {});
 
-  bool reads_batch_logs() const override { return !one_line_; }
-  void on_epoch_begin(int64_t epoch, const Logs& logs) override;
-  void on_train_batch_end(int64_t batch, const Logs& logs) override;
-  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  void on_epoch_begin(int64_t epoch, Logs& logs) override;
+  void on_train_batch_end(int64_t batch, Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
 
  private:
   using clock = std::chrono::steady_clock;

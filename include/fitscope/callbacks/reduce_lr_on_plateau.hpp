@@ -20,15 +20,19 @@ struct ReduceLROnPlateauOptions {
   double min_lr = 0;                 ///< lower bound of the learning rate
 };
 
-class ReduceLROnPlateau : public Callback {
+class ReduceLROnPlateau : public Callback, public StatefulCallback {
  public:
-  bool changes_training() const override { return true; }
-  bool stops_mid_epoch() const override { return false; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.changes_training = true;
+    t.stops_mid_epoch = false;
+    t.reads_batch_logs = false;
+    return t;
+  }
   /// Throws std::invalid_argument for a factor outside (0, 1).
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
-  bool reads_batch_logs() const override { return false; }
-  void on_train_begin(const Logs& logs) override;
-  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  void on_train_begin(Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
   /// The counters and best value (JSON), for checkpoints.
   std::string state() const override;
   void load_state(const std::string& state) override;

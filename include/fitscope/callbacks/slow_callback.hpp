@@ -10,8 +10,12 @@ namespace fitscope {
 class SlowCallback : public Callback {
  public:
   explicit SlowCallback(double ms) : ms_(ms) {}
-  bool reads_batch_logs() const override { return false; }
-  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.reads_batch_logs = false;
+    return t;
+  }
+  void on_train_batch_end(int64_t batch, Logs& logs) override;
 
  private:
   double ms_;

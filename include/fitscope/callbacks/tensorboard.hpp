@@ -26,16 +26,20 @@ struct TensorBoardOptions {
 
 class TensorBoard : public Callback {
  public:
-  bool chief_only() const override { return true; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.chief_only = true;
+    t.reads_batch_logs = options_.update_freq > 0;
+    return t;
+  }
   explicit TensorBoard(TensorBoardOptions options = {});
   ~TensorBoard() override;
   std::string name() const override { return "TensorBoard"; }
-  bool reads_batch_logs() const override { return options_.update_freq > 0; }
-  void on_train_begin(const Logs& logs) override;
-  void on_epoch_begin(int64_t epoch, const Logs& logs) override;
-  void on_train_batch_end(int64_t batch, const Logs& logs) override;
-  void on_epoch_end(int64_t epoch, const Logs& logs) override;
-  void on_train_end(const Logs& logs) override;
+  void on_train_begin(Logs& logs) override;
+  void on_epoch_begin(int64_t epoch, Logs& logs) override;
+  void on_train_batch_end(int64_t batch, Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
+  void on_train_end(Logs& logs) override;
 
  private:
   TensorBoardOptions options_;

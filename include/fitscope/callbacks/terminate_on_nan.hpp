@@ -9,9 +9,13 @@ namespace fitscope {
 
 class TerminateOnNaN : public Callback {
  public:
-  bool changes_training() const override { return true; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.changes_training = true;
+    return t;
+  }
   explicit TerminateOnNaN(bool raise_error = false) : raise_error_(raise_error) {}
-  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  void on_train_batch_end(int64_t batch, Logs& logs) override;
 
  private:
   bool raise_error_;

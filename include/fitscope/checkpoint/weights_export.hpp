@@ -3,15 +3,20 @@
 /// dict in the format of torch::pickle_save, which Python's `torch.load` reads. Tensors are copied to
 /// the CPU first. Written atomically (temp file, fsync, rename).
 
-#include <string>
+#include <ATen/core/Tensor.h>
 
-#include "fitscope/train/model.hpp"
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace fitscope {
 
+/// A model's parameters and buffers by name (Model::named_state()).
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
 /// The bytes of the export.
-std::string weights_pickle(Model& model);
+std::string weights_pickle(const NamedTensors& state);
 /// Writes the export to `path`; throws std::runtime_error naming the path on I/O errors.
-void save_weights(Model& model, const std::string& path);
+void save_weights(const NamedTensors& state, const std::string& path);
 
 }  // namespace fitscope

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "fitscope/metrics/metric.hpp"
-#include "fitscope/train/logs.hpp"
+#include "fitscope/metrics/logs.hpp"
 
 namespace fitscope {
 

@@ -1,8 +1,9 @@
 #pragma once
 /// report.html: a self-contained page (inline CSS and SVG, no script, no network) that answers "where
 /// does my step time go?" from the files of a finished run directory: summary.json (required for a
-/// training run), steps.csv and metrics.csv (used when present), or sweep.json for a sweep. Works on
-/// runs of older versions as long as their files parse. Pure function of the files; thread-safe.
+/// training run), steps.csv and metrics.csv (used when present), or sweep.json for a sweep.
+/// summary.json is read as a RunSummary: one of an older version or a broken one is rejected with the
+/// key that is missing. Pure function of the files; thread-safe.
 
 #include <string>
 

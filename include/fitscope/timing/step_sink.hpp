@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "fitscope/callbacks/callback_timing.hpp"
+#include "fitscope/timing/callback_timing.hpp"
 #include "fitscope/timing/step_clock.hpp"
 
 namespace fitscope {

@@ -9,7 +9,8 @@
 /// The advice names the knob and its current value. A compute-bound run's advice says how the cores
 /// are used (the thread setting, the gain the warm-up measured) before it names the model or device.
 /// Beside the bound, `contention` says when the process's threads want more cores than it has, a
-/// pool burns CPU outside the policy, or a core sits idle, naming the fix. Pure function;
+/// pool burns CPU outside the policy, or a core sits idle, naming the fix; `outside_steps` when
+/// validation, epoch ends, start-up or shutdown take 20 % of the run's wall time or more. Pure function;
 /// thread-safe.
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/run_time.hpp"
 
 namespace fitscope {
 
@@ -27,6 +29,9 @@ struct Verdict {
   double share = 0.0;  ///< the bounding category's share of the mean step
   std::string advice;  ///< what to change, naming the flag and its value
   std::string contention;  ///< how the threads compete for the cores, and the fix; empty = they do not
+  /// The part of the run's wall time outside the training steps (validation, epoch ends, start-up,
+  /// shutdown) that reaches 20 % of it, and what to change; empty = none does, or no RunTime given.
+  std::string outside_steps;
 };
 
 /// The settings the advice refers to.
@@ -37,6 +42,8 @@ struct VerdictContext {
   CpuUtilization cpu;       ///< the process's CPU use, pool by pool (empty pools = not sampled)
   std::string callback_mode = "sync";  ///< --callback-mode
   std::string slowest_callback;        ///< "Name.on_train_batch_end" of the costliest callback hook
+  RunTime run;                         ///< where the whole run's wall time went (zeros = not measured)
+  double validation_split = 0;         ///< --validation-split
 };
 
 Verdict judge(const PhaseStats& stats, const VerdictContext& context);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/train/logs.hpp"
+#include "fitscope/metrics/logs.hpp"
 
 namespace fitscope {
 

@@ -11,10 +11,10 @@
 #include <functional>
 
 #include "fitscope/data/batch.hpp"
-#include "fitscope/dist/gradient_reducer.hpp"
+#include "fitscope/distributed/gradient_reducer.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/train/loss.hpp"
-#include "fitscope/train/model.hpp"
+#include "fitscope/models/model.hpp"
 
 namespace fitscope {
 

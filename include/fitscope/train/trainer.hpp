@@ -3,9 +3,10 @@
 ///
 /// The Trainer owns the optimizer, the metrics and the step clock, and shares ownership of the model.
 /// fit() runs the loop on the calling thread (the training thread); callbacks are called there, with
-/// Keras's semantics (see callback.hpp). A callback may call request_stop() and set_learning_rate().
-/// After fit(), step_stats() holds the distributions of the run's steps (warm-up excluded).
-/// Not thread-safe: one fit/evaluate/predict at a time, from one thread.
+/// Keras's semantics (see callback.hpp), and reach the fit through the TrainingContext the Trainer
+/// implements. After fit(), step_stats() holds the distributions of the run's steps (warm-up
+/// excluded) and measured() everything else the fit measured; Run (run/run.hpp) turns them into the
+/// run directory. Not thread-safe: one fit/evaluate/predict at a time, from one thread.
 
 #include <ATen/core/Tensor.h>
 #include <torch/optim/optimizer.h>
@@ -19,27 +20,26 @@
 #include <vector>
 
 #include "fitscope/callbacks/callback.hpp"
+#include "fitscope/callbacks/training_context.hpp"
 #include "fitscope/checkpoint/training_state.hpp"
 #include "fitscope/data/dataset.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
 #include "fitscope/data/transforms.hpp"
-#include "fitscope/dist/context.hpp"
-#include "fitscope/dist/gradient_reducer.hpp"
+#include "fitscope/distributed/context.hpp"
+#include "fitscope/distributed/gradient_reducer.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/threads/trainer_threads.hpp"
-#include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"
+#include "fitscope/timing/fit_measurements.hpp"
 #include "fitscope/timing/phase_stats.hpp"
-#include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/step_sink.hpp"
-#include "fitscope/timing/summary.hpp"
 #include "fitscope/train/history.hpp"
-#include "fitscope/train/logs.hpp"
+#include "fitscope/metrics/logs.hpp"
 #include "fitscope/train/loss.hpp"
-#include "fitscope/train/model.hpp"
+#include "fitscope/models/model.hpp"
 #include "fitscope/train/train_step.hpp"
 
 namespace fitscope {
@@ -109,17 +109,7 @@ struct PredictOptions {
   std::vector<std::shared_ptr<Callback>> callbacks;  ///< get the on_predict_* hooks
 };
 
-/// What the running fit looks like (Keras's callback.params).
-struct TrainingParams {
-  int64_t epochs = 0;
-  int64_t initial_epoch = 0;
-  int64_t steps_per_epoch = 0;
-  int64_t batch_size = 0;
-  int64_t train_samples = 0;
-  int64_t validation_samples = 0;
-};
-
-class Trainer {
+class Trainer : public TrainingContext {
  public:
   /// Throws std::invalid_argument for bad options (naming the field and value).
   explicit Trainer(std::shared_ptr<Model> model, TrainerOptions options = {});
@@ -127,7 +117,7 @@ class Trainer {
   template <typename M, typename = std::enable_if_t<!std::is_convertible_v<M, std::shared_ptr<Model>>>>
   explicit Trainer(M module, TrainerOptions options = {})
       : Trainer(make_model(std::move(module)), std::move(options)) {}
-  ~Trainer();
+  ~Trainer() override;
 
   /// Trains; returns the epoch logs. Throws std::invalid_argument for bad options; a callback's or
   /// sink's exception ends the run and propagates (sinks are flushed first).
@@ -139,86 +129,43 @@ class Trainer {
   /// The model's outputs for `inputs`, batch by batch (on_predict_* hooks).
   at::Tensor predict(const at::Tensor& inputs, const PredictOptions& options = {});
 
-  /// Asks fit to stop after the current step (Keras's model.stop_training = True).
-  void request_stop() { stop_requested_ = true; }
-  bool stop_requested() const { return stop_requested_; }
-  /// The learning rate of the first parameter group.
-  double learning_rate() const;
-  /// Sets the learning rate of every parameter group (> 0).
-  void set_learning_rate(double lr);
-
-  /// Asks fit to checkpoint into `writer` after the current batch's callbacks (from on_train_batch_end)
-  /// or after on_epoch_end (from there). The copy into the writer's buffers is the step's
-  /// `checkpoint` phase; the write happens in the background (see CheckpointWriter). Ignored on
-  /// ranks other than the chief: every rank holds the same weights, the chief writes them once.
-  void request_checkpoint(class CheckpointWriter* writer) {
-    if (is_chief()) checkpoint_writer_ = writer;
-  }
-  /// Restores a checkpoint: weights, optimizer state, learning rate and random generator now; fit
-  /// continues from its epoch and batch, and callbacks get their state after on_train_begin. Call it
-  /// before fit or from on_train_begin (BackupAndRestore does). Throws std::invalid_argument when the
-  /// state does not fit the model.
-  void restore(const TrainingState& state);
-  /// The state a checkpoint of "now" would hold, at position (epoch, batch).
-  void capture_state(TrainingState& into, int64_t epoch, int64_t batch);
+  // The running fit, as callbacks see it (training_context.hpp).
+  void request_stop() override { stop_requested_ = true; }
+  bool stop_requested() const override { return stop_requested_; }
+  double learning_rate() const override;
+  void set_learning_rate(double lr) override;
+  int64_t global_step() const override { return global_step_; }
+  const TrainingParams& params() const override { return params_; }
+  Model& model() override { return *model_; }
+  const PhaseStats& step_stats() const override { return measured_.stats; }
+  bool is_chief() const override { return options_.context->is_chief(); }
+  void warn(const std::string& text) override;
+  void request_checkpoint(Save save) override;
+  void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override;
+  void restore(const TrainingState& state) override;
 
   /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
   void set_timing(bool on) { options_.timing = on; }
-
   /// The run's ranks (a single-process context when none was given).
-  dist::Context& context() const { return *options_.context; }
-  /// Rank 0 (or a single process): writes the run's files.
-  bool is_chief() const { return options_.context->is_chief(); }
-  /// Every rank's step distributions of the last fit (a world of one in a single process).
-  const RankTimings& rank_timings() const { return rank_timings_; }
-  /// Per measured step of the last fit, the time gradient communication was in flight (ns), whether
-  /// exposed (`comm`) or hidden behind backward. Empty in a single process.
-  const StreamingQuantiles& communication() const { return communication_; }
-  /// The last fit's gradient buckets in bytes, in launch order, as rebuilt from when gradients
-  /// arrived. Empty in a single process.
-  const std::vector<int64_t>& gradient_buckets() const { return gradient_buckets_; }
-  Model& model() { return *model_; }
+  dist::Context& ranks() const { return *options_.context; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const TrainerOptions& options() const { return options_; }
-  /// The running (or last) fit's parameters.
-  const TrainingParams& params() const { return params_; }
-  /// Steps run by fit() since construction (in on_train_batch_end, the current one included).
-  int64_t global_step() const { return global_step_; }
   /// Steps the next fit leaves out of its statistics: TrainerOptions::warmup_steps plus what is left of
   /// the thread search.
   int64_t warmup_steps() const;
-  /// The threads in force and how they were chosen (the candidates measured under auto).
-  const ThreadChoice& thread_choice() const { return threads_.choice(); }
-  /// The last fit's CPU use, pool by pool (cpu_usage.hpp).
-  const CpuUtilization& cpu_utilization() const { return cpu_utilization_; }
-  /// The distributions of the last fit's steps.
-  const PhaseStats& step_stats() const { return stats_; }
-  /// The step clock's own cost per step, calibrated at the start of fit().
-  double clock_overhead_ns_per_step() const { return clock_overhead_ns_; }
-  /// The last fit's phases as the GPU ran them (CUDA events, read lazily); null on the CPU, with timing
-  /// off, or where this libtorch has no CUDA.
-  const DeviceTimer* device_timer() const { return device_timer_.get(); }
-  /// Per callback and hook, the last fit's callback timings.
-  const std::vector<CallbackTiming>& callback_timings() const { return callback_timings_; }
-  /// How the last fit's training loader kept up (workers, mean prefetch queue depth).
-  const LoaderStats& loader_stats() const { return loader_stats_; }
-  /// Reports a warning: kept for summary.json (warnings()) and printed as "fitscope: warning: ..."
-  /// (or handed to TrainerOptions::warn). Callbacks warn through it. Training thread only.
-  void warn(const std::string& text);
-  /// The warnings of the last fit (slow callbacks, metrics with a zero denominator).
-  const std::vector<std::string>& warnings() const { return warnings_; }
-  /// What the last fit knows for the summary and the report: world size, every rank's timings
-  /// (data-parallel runs), communication and gradient buckets, device timing, the clock's overhead,
-  /// callback timings, warnings, the loader, the threads and the CPU use pool by pool. The caller adds
-  /// the run's own facts (model, wall time, epochs, batch size, device, logs, GPU use). It points into
-  /// the trainer.
-  RunInfo run_info() const;
+  /// What the last fit measured besides step_stats(): every rank's steps, communication, device
+  /// timing, callbacks, loader, threads, CPU, warnings, and its wall time around the steps.
+  const FitMeasurements& measured() const { return measured_; }
 
  private:
+  struct Fit;  // one fit's running state and the named steps of its loop (trainer.cpp)
   /// With `reduce`, the metrics are summed over ranks (each holds a shard).
   Logs run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce);
-  /// Takes the checkpoint a callback requested, if any, at position (epoch, batch).
+  /// Runs the checkpoints callbacks requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
+  /// Gives the callbacks their states from the checkpoint restore() took, and sets the loader position.
+  /// Returns the (epoch, batch) to continue from, or nothing when not resuming.
+  std::optional<std::pair<int64_t, int64_t>> resume_callbacks(CallbackList& callbacks);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
   LoaderOptions loader_options(const FitOptions& fit, bool training) const;
   /// loader_options reading this rank's shard of the `size` examples in a data-parallel run (fit's
@@ -231,25 +178,17 @@ class Trainer {
   std::unique_ptr<MetricSet> train_metrics_;
   std::unique_ptr<MetricSet> test_metrics_;
   StepClock clock_;
-  std::unique_ptr<DeviceTimer> device_timer_;
-  PhaseStats stats_;
+  std::shared_ptr<DeviceTimer> device_timer_;
+  FitMeasurements measured_;
   TrainingParams params_;
   int64_t global_step_ = 0;
-  double clock_overhead_ns_ = 0;
   bool stop_requested_ = false;
-  std::vector<CallbackTiming> callback_timings_;
-  LoaderStats loader_stats_;
-  class CheckpointWriter* checkpoint_writer_ = nullptr;
+  std::vector<Save> saves_;                    // checkpoints requested by callbacks, not yet taken
   std::optional<TrainingState> resume_;        // set by restore(), consumed by fit
   CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
   int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
-  std::vector<std::string> warnings_;
-  RankTimings rank_timings_;
-  StreamingQuantiles communication_;
-  std::vector<int64_t> gradient_buckets_;
   TrainerThreads threads_;
   CpuUsage cpu_;
-  CpuUtilization cpu_utilization_;
 };
 
 }  // namespace fitscope

@@ -1,0 +1,69 @@
+#pragma once
+/// TrainingContext: what a callback may see and change of the running fit, and nothing more (Keras's
+/// `self.model` and `self.params`): stop training, the learning rate, the global step, the model, the
+/// step timings so far, warnings, and a checkpoint of "now". The Trainer implements it; a callback
+/// reaches it through Callback::context() while it is attached (during fit, evaluate and predict).
+/// Training thread only. No libtorch here: the model and the checkpoint state are declared, not
+/// included.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace fitscope {
+
+class Model;
+class PhaseStats;
+struct TrainingState;
+
+/// What the running fit looks like (Keras's callback.params).
+struct TrainingParams {
+  int64_t epochs = 0;
+  int64_t initial_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t batch_size = 0;
+  int64_t train_samples = 0;
+  int64_t validation_samples = 0;
+};
+
+class TrainingContext {
+ public:
+  /// Writes a checkpoint at a position a resumed fit continues from: (epoch, batch) = the next batch
+  /// to run.
+  using Save = std::function<void(int64_t epoch, int64_t batch)>;
+
+  virtual ~TrainingContext() = default;
+
+  /// Asks fit to stop after the current step (Keras's model.stop_training = True).
+  virtual void request_stop() = 0;
+  virtual bool stop_requested() const = 0;
+  /// The learning rate of the first parameter group.
+  virtual double learning_rate() const = 0;
+  /// Sets the learning rate of every parameter group (> 0; std::invalid_argument otherwise).
+  virtual void set_learning_rate(double lr) = 0;
+  /// Steps run since the trainer was made (in on_train_batch_end, the current one included).
+  virtual int64_t global_step() const = 0;
+  /// The running fit's parameters.
+  virtual const TrainingParams& params() const = 0;
+  /// The model being trained.
+  virtual Model& model() = 0;
+  /// The running fit's step distributions so far (warm-up excluded).
+  virtual const PhaseStats& step_stats() const = 0;
+  /// Rank 0, or a single process: the one that writes files.
+  virtual bool is_chief() const = 0;
+  /// Reports a warning: kept for summary.json and printed (or handed to TrainerOptions::warn).
+  virtual void warn(const std::string& text) = 0;
+  /// Runs `save` after the current batch's callbacks (asked from on_train_batch_end) or after
+  /// on_epoch_end (asked from there), timed as the step's `checkpoint` phase, not as the callback's.
+  /// Ignored on ranks other than the chief: every rank holds the same weights.
+  virtual void request_checkpoint(Save save) = 0;
+  /// Fills `into` with what a checkpoint of "now" holds (weights, optimizer, learning rate, random
+  /// generator, loader position, the callbacks' states) at position (epoch, batch).
+  virtual void capture_state(TrainingState& into, int64_t epoch, int64_t batch) = 0;
+  /// Restores a checkpoint (weights, optimizer, learning rate, random generator now; the position and
+  /// the callbacks' states when the fit begins). From on_train_begin or before fit. Throws
+  /// std::invalid_argument when the state does not fit the model.
+  virtual void restore(const TrainingState& state) = 0;
+};
+
+}  // namespace fitscope

@@ -1,0 +1,85 @@
+#pragma once
+/// Run: one training run with everything the CLI gives it. Around Trainer::fit it adds the run's
+/// callbacks and sinks (progress bar, metrics.csv, TensorBoard, the best checkpoint, backups,
+/// steps.csv, trace.json), accounts for the whole wall time (start-up, training steps, validation,
+/// epoch ends, shutdown), and when the fit ends (normally, by an exception, or by SIGINT/SIGTERM)
+/// writes every file of the run directory (DESIGN.md): summary.json, model.weights.pt, model.pt for a
+/// TorchScript model, report.html. In a data-parallel run the chief (rank 0) writes; the others only
+/// read their backups from it.
+///
+///   fitscope::RunOptions options;
+///   options.run_dir = "runs/mine";
+///   fitscope::Run run(options);                            // the clock starts: loading is start-up
+///   fitscope::Trainer trainer{MyNet()};
+///   fitscope::RunSummary s = run.fit(trainer, data, fit);  // s.verdict, s.run, ...
+///
+/// Make the Run before loading the model and the data, so start-up counts them. One Run at a time per
+/// process when it handles signals. Not thread-safe.
+
+#include <csignal>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/run/run_options.hpp"
+#include "fitscope/timing/fit_measurements.hpp"
+#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/train/history.hpp"
+#include "fitscope/train/trainer.hpp"
+
+namespace fitscope {
+
+class Run {
+ public:
+  /// Starts the run's clock and, with handle_signals, installs the SIGINT/SIGTERM handlers. Throws
+  /// std::invalid_argument for bad options.
+  explicit Run(RunOptions options = {});
+  /// Restores the signal handlers that were there before.
+  ~Run();
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  /// Trains `trainer` on `train` with the run's callbacks before and sinks after `fit`'s own, writes
+  /// the run directory and returns its summary. A failed fit's files are written (the steps so far)
+  /// before its exception propagates. Throws std::invalid_argument for bad options or a run directory
+  /// that cannot be used, naming it.
+  RunSummary fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions fit = {});
+  RunSummary fit(Trainer& trainer, const TensorDataset& train, FitOptions fit = {});
+
+  /// The run directory (set by fit; on ranks other than the chief, RunOptions::run_dir).
+  const std::string& directory() const { return directory_; }
+  /// report.html's path; empty when not written.
+  const std::string& report_path() const { return report_path_; }
+  /// The signal that ended the run early (SIGINT, SIGTERM); 0 = none.
+  int interrupted_by() const;
+  /// The global step of the backup the fit resumed from, when it did.
+  std::optional<int64_t> resumed_from_step() const { return resumed_from_step_; }
+  /// The last fit's epoch logs.
+  const History& history() const { return history_; }
+
+ private:
+  struct Signals;
+  RunSummary finish(Trainer& trainer, const FitOptions& fit, bool failed);
+
+  RunOptions options_;
+  FitTime::Clock::time_point start_;
+  std::string default_dir_;
+  std::string directory_, report_path_;
+  std::optional<int64_t> resumed_from_step_;
+  History history_;
+  std::unique_ptr<Signals> signals_;
+};
+
+/// The summary of `trainer`'s last fit, run with `fit`, without a run directory (no wall-time split):
+/// for programs that print a breakdown (format_breakdown) after Trainer::fit. The callback mode is
+/// "async" when one of `fit`'s callbacks runs async.
+RunSummary summarize(const Trainer& trainer, const FitOptions& fit);
+
+/// The device a name means: "auto" (a GPU where there is one, else the CPU), "cpu", "cuda" (the GPU of
+/// `local_rank`, modulo the GPUs) or "cuda:N". Throws std::invalid_argument naming the value when no
+/// such device is usable.
+c10::Device resolve_device(const std::string& name, int64_t local_rank = 0);
+
+}  // namespace fitscope

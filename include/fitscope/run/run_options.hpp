@@ -1,0 +1,52 @@
+#pragma once
+/// RunOptions: what a Run writes and adds to the fit it runs. Every field's default is the CLI's
+/// default (`fitscope train`), so a C++ program and the command line write the same run directory.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fitscope/checkpoint/file_system.hpp"
+
+namespace fitscope {
+
+struct RunOptions {
+  /// The run directory; empty = runs/<YYYYmmdd-HHMMSS>-<name> under the working directory.
+  std::string run_dir;
+  /// The model's name: in the default directory's name and summary.json's "model".
+  std::string name = "model";
+  bool progress_bar = true;         ///< ProgressBar on the terminal
+  bool one_line_per_epoch = false;  ///< the progress bar prints one line per epoch (--quiet)
+  bool csv_logger = true;           ///< metrics.csv (CSVLogger)
+  bool tensorboard = true;          ///< train/ and validation/ event files (TensorBoard)
+  int64_t tensorboard_update_freq = 0;  ///< 0 = scalars per epoch, N = every N batches
+  bool steps_csv = true;            ///< steps.csv: one row per step
+  bool trace = true;                ///< trace.json: Chrome trace events
+  bool best_checkpoint = true;      ///< checkpoints/best.fitscope (ModelCheckpoint, save_best_only)
+  std::string best_monitor;         ///< its key; empty = val_loss when the fit validates, else loss
+  /// The callbacks the run adds that only observe (progress bar, CSVLogger, TensorBoard) run off the
+  /// training thread (--callback-mode async).
+  bool async_callbacks = false;
+  /// Back the whole training state up into RUN_DIR/backup (BackupAndRestore), every
+  /// `backup_every_batches` batches or, at 0, every epoch. A run that ends normally deletes its
+  /// backups (Keras); an interrupted one keeps them for `resume`.
+  bool backup = false;
+  int64_t backup_every_batches = 0;
+  int64_t keep = 3;                 ///< newest backups kept (>= 1)
+  /// Continue from the newest valid backup in RUN_DIR/backup (there must be one). Without it, a
+  /// run directory holding backups is refused: they belong to an interrupted run.
+  bool resume = false;
+  std::shared_ptr<FileSystem> file_system;  ///< where backups go; null = the real file system
+  bool report = true;               ///< report.html
+  /// SIGINT and SIGTERM finish the run at the next step boundary (on_train_end, sinks flushed, every
+  /// file written, summary marked interrupted, a backup kept when backups are on); a second signal
+  /// kills the process at once. The handlers are installed for the Run's lifetime.
+  bool handle_signals = true;
+};
+
+/// runs/<YYYYmmdd-HHMMSS>-<name> at this moment (the file stem of `name` when it is a path).
+std::string default_run_dir(const std::string& name);
+/// Creates `dir` and its parents; throws std::invalid_argument naming it when it cannot.
+void create_run_dir(const std::string& dir);
+
+}  // namespace fitscope

@@ -1,0 +1,127 @@
+#pragma once
+/// RunSummary: summary.json as a type, the one schema its writer, the report and the tests share
+/// (fields and meanings fixed by DESIGN.md). Made from a fit's measurements and the run's own facts by
+/// summarize(); written by to_json(); read back by from_json(), which rejects a file of an older or
+/// broken run naming the first key that is missing or of the wrong type. format_summary() is the
+/// printout at a run's end. Values; pure functions; thread-safe.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fitscope/data/loader_stats.hpp"
+#include "fitscope/metrics/logs.hpp"
+#include "fitscope/threads/thread_tuner.hpp"
+#include "fitscope/timing/cpu_usage.hpp"
+#include "fitscope/timing/fit_measurements.hpp"
+#include "fitscope/timing/gpu_usage.hpp"
+#include "fitscope/timing/run_time.hpp"
+#include "fitscope/timing/verdict.hpp"
+
+namespace fitscope {
+
+struct DistributionMs {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+
+struct PhaseSummary {
+  double mean_ms = 0, p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
+  double share = 0;  ///< of the mean step
+};
+
+struct CallbackSummary {
+  std::string name, hook, mode;
+  int64_t calls = 0;
+  double mean_ms = 0, p50_ms = 0, p99_ms = 0, total_ms = 0, stall_ms = 0;
+};
+
+struct RankSummary {
+  int64_t rank = 0;
+  double step_ms_p50 = 0, step_ms_p99 = 0, busy_ms_p50 = 0;
+};
+
+struct CommunicationSummary {
+  double total_ms_mean = 0;     ///< in flight per step
+  double exposed_ms_mean = 0;   ///< of it, the `comm` phase
+  double exposed_fraction = 0;
+  std::vector<int64_t> bucket_bytes;  ///< in launch order
+};
+
+struct DeviceTimingSummary {
+  std::vector<std::string> phases_measured;
+  double step_ms_mean = 0, step_ms_p50 = 0, step_ms_p99 = 0;
+  std::map<std::string, PhaseSummary> phases;  ///< mean, p50, p99 of the measured phases
+  int64_t steps_resolved_in_loop = 0, steps_resolved_at_end = 0;
+};
+
+struct RunSummary {
+  std::string model;  ///< "cnn", "mlp", a file, or the name RunOptions gave
+  int64_t epochs = 0;
+  int64_t steps = 0, warmup_steps = 0, measured_steps = 0;
+  double wall_s = 0;
+  double samples_per_s = 0;
+  RunTime run;
+  bool interrupted = false;  ///< a signal ended the run early
+  ThreadChoice threads;
+  Logs logs;  ///< the last epoch's
+  int64_t world_size = 1;
+  int64_t batch_size = 0;
+  std::string device = "cpu";
+  DistributionMs step_ms;
+  std::map<std::string, PhaseSummary> phases;  ///< every phase by name
+  std::vector<CallbackSummary> callbacks;      ///< most expensive first
+  std::vector<std::string> warnings;
+  LoaderStats loader;
+  CpuUtilization cpu;
+  std::optional<double> gpu_utilization, gpu_memory_peak_mb;  ///< unset = not sampled
+  int64_t gpu_samples = 0;
+  std::string gpu_why_not;  ///< why the GPU was not sampled (not in summary.json: it becomes a warning)
+  std::vector<RankSummary> ranks;
+  std::vector<int64_t> stragglers;
+  double straggler_margin = 0;
+  std::map<std::string, std::pair<double, double>> phases_across_ranks;  ///< phase -> (mean_ms, max_ms)
+  std::optional<CommunicationSummary> communication;
+  std::optional<DeviceTimingSummary> device_timing;
+  double clock_overhead_ns_per_step = 0;
+  Verdict verdict;
+
+  /// summary.json's text (pretty-printed).
+  std::string to_json() const;
+  /// Reads summary.json's text; `source` (the file) names it in errors. Throws std::invalid_argument
+  /// naming the source and the key that is missing or of the wrong type.
+  static RunSummary from_json(const std::string& text, const std::string& source);
+};
+
+/// The run's facts that the trainer does not know.
+struct RunFacts {
+  std::string model;
+  int64_t epochs = 0;        ///< that ran
+  int64_t batch_size = 0;
+  int64_t workers = 1;       ///< loader threads (for the verdict's advice)
+  std::string callback_mode = "sync";
+  double validation_split = 0;
+  std::string device = "cpu";
+  Logs logs;
+  double wall_s = 0;
+  RunTime run;
+  bool interrupted = false;
+  GpuUtilization gpu;
+};
+
+/// The summary of a fit: its measurements, the verdict on them, and the run's facts.
+RunSummary summarize(const FitMeasurements& measured, const RunFacts& facts);
+
+/// The printout at a run's end: threads and CPU, the step breakdown, the costliest callbacks and the
+/// verdict, the ranks, the loader, the GPU, and where the wall time went.
+std::string format_summary(const RunSummary& summary);
+
+/// Parts of the printout, for programs that print less.
+std::string format_threads(const RunSummary& summary);
+std::string format_breakdown(const RunSummary& summary);
+std::string format_ranks(const RunSummary& summary);
+std::string format_gpu(const RunSummary& summary);
+std::string format_run_time(const RunSummary& summary);
+
+}  // namespace fitscope

@@ -1,0 +1,66 @@
+#include "rendezvous.hpp"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "fitscope/distributed/context.hpp"
+
+namespace fitscope::dist::detail {
+
+std::string first_line(const std::exception& e) {
+  std::string text = e.what();
+  return text.substr(0, text.find('\n'));
+}
+
+Rendezvous::Rendezvous(const Environment& env, std::chrono::milliseconds timeout, const std::string& bind)
+    : env_(env), timeout_(timeout), bind_(bind) {
+  try {
+    store_ = connect(true);
+    const auto interval = std::clamp(timeout / 10, std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
+    auto beat_store = connect(false);
+    beat_store->setTimeout(2 * interval);
+    heartbeat_ = std::make_unique<Heartbeat>(beat_store, env.rank, env.world_size, interval);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    setup_failed(e);
+  }
+}
+
+c10::intrusive_ptr<c10d::Store> Rendezvous::store(const std::string& prefix) const {
+  return c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
+}
+
+void Rendezvous::setup_failed(const std::exception& e) const {
+  const std::string where = env_.master_addr + ":" + std::to_string(env_.master_port);
+  throw PeerFailure("rank " + std::to_string(env_.rank) + ": the rendezvous of " + std::to_string(env_.world_size) +
+                    " ranks at " + where + (bind_.empty() ? "" : " (binding to " + bind_ + ")") +
+                    " did not complete within " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+                    " s: " + first_line(e));
+}
+
+void Rendezvous::fail(const char* what, const std::exception& e) {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (failure_.empty()) {
+    std::string who = heartbeat_->diagnose();
+    if (who.empty()) who = "a peer";
+    failure_ = who + " stopped taking part: " + what + " failed on rank " + std::to_string(env_.rank) + " (timeout " +
+               std::to_string(timeout_.count()) + " ms): " + first_line(e);
+  }
+  throw PeerFailure(failure_);
+}
+
+/// A connection to the rendezvous store (the first of rank 0 hosts it).
+c10::intrusive_ptr<c10d::TCPStore> Rendezvous::connect(bool host) const {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(env_.master_port);
+  options.isServer = host && env_.rank == 0;
+  options.numWorkers = static_cast<std::size_t>(env_.world_size);
+  options.waitWorkers = host;
+  options.timeout = timeout_;
+  return c10::make_intrusive<c10d::TCPStore>(env_.master_addr, options);
+}
+
+}  // namespace fitscope::dist::detail

@@ -1,0 +1,290 @@
+#include "fitscope/run/run.hpp"
+
+#include <torch/cuda.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <stdexcept>
+
+#include "fitscope/callbacks/backup_and_restore.hpp"
+#include "fitscope/callbacks/csv_logger.hpp"
+#include "fitscope/callbacks/model_checkpoint.hpp"
+#include "fitscope/callbacks/progress_bar.hpp"
+#include "fitscope/callbacks/tensorboard.hpp"
+#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/checkpoint/checkpoint_writer.hpp"
+#include "fitscope/checkpoint/weights_export.hpp"
+#include "fitscope/models/script_model.hpp"
+#include "fitscope/report/html_report.hpp"
+#include "fitscope/timing/gpu_usage.hpp"
+#include "fitscope/timing/steps_csv.hpp"
+#include "fitscope/timing/trace_writer.hpp"
+
+namespace fitscope {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<int> g_signal{0};  // the first SIGINT/SIGTERM received while a Run handles them
+
+void on_signal(int number) { g_signal.store(number); }  // async-signal-safe: one lock-free store
+
+/// Stops the fit at the next step boundary once a signal arrived, and has the backups kept.
+class StopOnSignal : public Callback {
+ public:
+  explicit StopOnSignal(std::shared_ptr<BackupAndRestore> backup) : backup_(std::move(backup)) {}
+  std::string name() const override { return "StopOnSignal"; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.changes_training = true;
+    t.stops_mid_epoch = true;  // every rank gets the signal, maybe at different steps: they agree per step
+    t.reads_batch_logs = false;
+    return t;
+  }
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (g_signal.load(std::memory_order_relaxed) == 0) return;
+    context().request_stop();
+    if (backup_) backup_->interrupt();
+  }
+
+ private:
+  std::shared_ptr<BackupAndRestore> backup_;
+};
+
+double seconds(FitTime::Clock::time_point from, FitTime::Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+/// Where the wall time from `start` to `end` went, from the fit's own account of its time.
+RunTime account(FitTime::Clock::time_point start, FitTime::Clock::time_point end, const FitTime& fit) {
+  RunTime r;
+  const double wall = seconds(start, end);
+  // a failed fit never reached its loop's end: all after its last step is shutdown
+  const FitTime::Clock::time_point loop_end = fit.loop_end == FitTime::Clock::time_point{} ? end : fit.loop_end;
+  r.startup = std::max(0.0, seconds(start, fit.first_step_end.value_or(loop_end)));
+  r.training_steps = fit.steps_s;
+  r.validation = fit.validation_s;
+  r.epoch_end = fit.epoch_end_s;
+  r.shutdown = std::max(0.0, seconds(loop_end, end));
+  r.unaccounted = wall - (r.startup + r.training_steps + r.validation + r.epoch_end + r.shutdown);
+  return r;
+}
+
+/// The facts of a fit that its options and trainer know.
+RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::string& model, bool async_callbacks) {
+  RunFacts facts;
+  facts.model = model;
+  facts.batch_size = fit.batch_size;
+  facts.workers = fit.workers;
+  facts.callback_mode = async_callbacks ? "async" : "sync";
+  facts.validation_split = fit.validation_split;
+  facts.device = trainer.options().device.str();
+  return facts;
+}
+
+}  // namespace
+
+std::string default_run_dir(const std::string& name) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return (fs::path("runs") / (std::string(stamp) + "-" + fs::path(name).stem().string())).string();
+}
+
+void create_run_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw std::invalid_argument("--run-dir " + dir + ": cannot create the directory (" +
+                                (ec ? ec.message() : "a file is in the way") + ")");
+  }
+}
+
+/// The SIGINT/SIGTERM handlers of a Run's lifetime: the first signal is recorded (the fit stops at the
+/// next step boundary), SA_RESETHAND leaves the second to the default action, which ends the process.
+struct Run::Signals {
+  struct sigaction old_int {}, old_term {};
+  Signals() {
+    g_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &old_int);
+    sigaction(SIGTERM, &action, &old_term);
+  }
+  ~Signals() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+Run::Run(RunOptions options) : options_(std::move(options)), start_(FitTime::Clock::now()) {
+  if (options_.keep < 1) throw std::invalid_argument("RunOptions keep must be >= 1, got " + std::to_string(options_.keep));
+  if (options_.backup_every_batches < 0) {
+    throw std::invalid_argument("RunOptions backup_every_batches must be >= 0 (0 = every epoch), got " +
+                                std::to_string(options_.backup_every_batches));
+  }
+  if (options_.name.empty()) options_.name = "model";
+  if (options_.run_dir.empty()) default_dir_ = default_run_dir(options_.name);  // named when the run starts
+  if (!options_.file_system) options_.file_system = posix_file_system();
+  if (options_.handle_signals) signals_ = std::make_unique<Signals>();
+}
+
+Run::~Run() = default;
+
+int Run::interrupted_by() const { return signals_ ? g_signal.load() : 0; }
+
+RunSummary Run::fit(Trainer& trainer, const TensorDataset& train, FitOptions fit) {
+  return this->fit(trainer, std::make_shared<const TensorDataset>(train), std::move(fit));
+}
+
+RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions fit) {
+  dist::Context& ranks = trainer.ranks();
+  const bool chief = ranks.is_chief();
+  if (ranks.world_size() > 1 && options_.backup && options_.run_dir.empty()) {
+    throw std::invalid_argument("--checkpoint-every in a data-parallel run needs --run-dir: every rank restores from its backups");
+  }
+  if (options_.resume && options_.run_dir.empty()) {
+    throw std::invalid_argument("--resume needs the --run-dir of the run to continue");
+  }
+  const fs::path dir = options_.run_dir.empty() ? default_dir_ : options_.run_dir;
+  if (chief) create_run_dir(dir.string());
+  directory_ = dir.string();
+
+  // the run's callbacks come first (a restore happens before the others begin), its sinks last
+  std::vector<std::shared_ptr<Callback>> added;
+  std::shared_ptr<BackupAndRestore> backup;
+  const std::string backup_dir = (dir / "backup").string();
+  const bool has_backups = !checkpoint_files(*options_.file_system, backup_dir).empty();
+  if (options_.resume && !has_backups) {
+    throw std::invalid_argument("--resume: no checkpoint in " + backup_dir +
+                                " (expected the --run-dir of a run started with --checkpoint-every)");
+  }
+  if (!options_.resume && has_backups) {
+    throw std::invalid_argument("--run-dir " + dir.string() + " holds the backups of an interrupted run in " + backup_dir +
+                                ": pass --resume to continue it, or choose another --run-dir");
+  }
+  if (options_.backup || options_.resume) {
+    BackupAndRestoreOptions b;
+    b.backup_dir = backup_dir;
+    if (options_.backup_every_batches > 0) b.save_freq = options_.backup_every_batches;
+    b.delete_checkpoint = true;  // as Keras: a run that ends normally needs no backup
+    b.restore = options_.resume;
+    b.keep = options_.keep;
+    b.fs = options_.file_system;
+    backup = std::make_shared<BackupAndRestore>(b);
+    added.push_back(backup);
+  }
+  if (signals_) added.push_back(std::make_shared<StopOnSignal>(backup));
+  std::vector<std::shared_ptr<Callback>> observing;
+  if (chief && options_.progress_bar) {
+    ProgressBarOptions bar;
+    bar.one_line_per_epoch = options_.one_line_per_epoch;
+    observing.push_back(std::make_shared<ProgressBar>(bar));
+  }
+  if (chief && options_.csv_logger) observing.push_back(std::make_shared<CSVLogger>((dir / "metrics.csv").string()));
+  if (chief && options_.tensorboard) {
+    TensorBoardOptions tb;
+    tb.log_dir = dir.string();
+    tb.update_freq = options_.tensorboard_update_freq;
+    observing.push_back(std::make_shared<TensorBoard>(tb));
+  }
+  for (auto& c : observing) c->set_async(options_.async_callbacks);
+  added.insert(added.end(), observing.begin(), observing.end());
+  if (chief && options_.best_checkpoint) {
+    ModelCheckpointOptions best;
+    best.filepath = (dir / "checkpoints" / "best.fitscope").string();
+    const bool validates = fit.validation_data || fit.validation_split > 0;
+    best.monitor = options_.best_monitor.empty() ? (validates ? "val_loss" : "loss") : options_.best_monitor;
+    best.save_best_only = true;
+    added.push_back(std::make_shared<ModelCheckpoint>(best));
+  }
+  fit.callbacks.insert(fit.callbacks.begin(), added.begin(), added.end());
+  if (chief && options_.steps_csv) fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((dir / "steps.csv").string()));
+  if (chief && options_.trace) fit.step_sinks.push_back(std::make_shared<TraceWriter>((dir / "trace.json").string()));
+
+  std::optional<GpuUsage> gpu;
+  const c10::Device device = trainer.options().device;
+  if (chief && device.is_cuda()) gpu.emplace(nvml_index_of(device.index(), std::getenv("CUDA_VISIBLE_DEVICES")));
+  history_ = History();
+  try {
+    history_ = trainer.fit(std::move(train), fit);
+  } catch (...) {
+    if (chief) {
+      try {
+        finish(trainer, fit, /*failed=*/true);
+      } catch (...) {
+        // the fit's error is the one to report
+      }
+    }
+    throw;
+  }
+  if (backup && backup->restored()) resumed_from_step_ = backup->restored_step();
+  GpuUtilization gpu_use;
+  if (gpu) gpu_use = gpu->stop();
+  if (!chief) {  // the chief writes for every rank, and leaves last (it hosts the rendezvous store)
+    ranks.barrier();
+    return summarize(trainer.measured(), facts_of(trainer, fit, options_.name, options_.async_callbacks));
+  }
+  RunSummary summary = finish(trainer, fit, /*failed=*/false);
+  ranks.barrier();
+  return summary;
+}
+
+RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, bool failed) {
+  const fs::path dir = directory_;
+  save_weights(trainer.model().named_state(), (dir / "model.weights.pt").string());
+  if (auto* script = dynamic_cast<ScriptModel*>(&trainer.model())) {
+    const c10::Device device = trainer.options().device;
+    script->train(false);
+    script->to(c10::Device(c10::kCPU));  // loadable anywhere: torch.jit.load puts it back where it was saved
+    write_file_atomically((dir / "model.pt").string(), script->serialized());
+    script->to(device);
+  }
+  RunFacts facts = facts_of(trainer, fit, options_.name, options_.async_callbacks);
+  facts.epochs = static_cast<int64_t>(history_.epochs().size());
+  if (!history_.epochs().empty()) facts.logs = history_.last();
+  facts.interrupted = interrupted_by() != 0;
+  const auto end = FitTime::Clock::now();
+  facts.wall_s = seconds(start_, end);
+  facts.run = account(start_, end, trainer.measured().time);
+  RunSummary summary = summarize(trainer.measured(), facts);
+  if (failed) summary.warnings.push_back("the fit failed: the files hold the steps it ran");
+  write_file_atomically((dir / "summary.json").string(), summary.to_json());
+  if (options_.report) report_path_ = write_html_report(dir.string());
+  return summary;
+}
+
+
+RunSummary summarize(const Trainer& trainer, const FitOptions& fit) {
+  const bool async = std::any_of(fit.callbacks.begin(), fit.callbacks.end(), [](const auto& c) { return c && c->async(); });
+  return summarize(trainer.measured(), facts_of(trainer, fit, "model", async));
+}
+
+c10::Device resolve_device(const std::string& name, int64_t local_rank) {
+  const int64_t gpus = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  if (name == "cpu" || (name == "auto" && gpus == 0)) return c10::Device(c10::kCPU);
+  if (name != "auto" && name != "cuda" && name.compare(0, 5, "cuda:") != 0) {
+    throw std::invalid_argument("--device " + name + ": unknown device (expected auto, cpu, cuda or cuda:N)");
+  }
+  if (gpus == 0) throw std::invalid_argument("--device " + name + ": no CUDA device is usable here (expected auto or cpu)");
+  int64_t index = local_rank % gpus;
+  if (name.compare(0, 5, "cuda:") == 0) {
+    const std::string digits = name.substr(5);
+    if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(digits) >= gpus) {
+      throw std::invalid_argument("--device " + name + ": this machine has " + std::to_string(gpus) +
+                                  " usable CUDA device(s) (expected cuda:0 to cuda:" + std::to_string(gpus - 1) + ")");
+    }
+    index = std::stoll(digits);
+  }
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+}  // namespace fitscope

@@ -1,0 +1,570 @@
+#include "fitscope/timing/run_summary.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace fitscope {
+using nlohmann::json;
+
+std::vector<const CallbackTiming*> by_total_time(const std::vector<CallbackTiming>& timings) {
+  std::vector<const CallbackTiming*> out;
+  for (const auto& t : timings) out.push_back(&t);
+  std::stable_sort(out.begin(), out.end(), [](const CallbackTiming* a, const CallbackTiming* b) {
+    return a->durations.mean() * a->durations.count() > b->durations.mean() * b->durations.count();
+  });
+  return out;
+}
+
+namespace {
+
+PhaseSummary phase_summary(const Distribution& d, double share) {
+  return {d.mean_ms, d.p50_ms, d.p90_ms, d.p99_ms, d.max_ms, share};
+}
+
+}  // namespace
+
+RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
+  RunSummary s;
+  const PhaseStats& stats = m.stats;
+  s.model = facts.model;
+  s.epochs = facts.epochs;
+  s.steps = stats.steps();
+  s.warmup_steps = std::min(stats.warmup_steps(), stats.steps());
+  s.measured_steps = stats.measured_steps();
+  s.wall_s = facts.wall_s;
+  s.samples_per_s = stats.samples_per_s();
+  s.run = facts.run;
+  s.interrupted = facts.interrupted;
+  s.threads = m.threads;
+  s.logs = facts.logs;
+  s.world_size = m.world_size;
+  s.batch_size = facts.batch_size;
+  s.device = facts.device;
+  const Distribution step = stats.step();
+  s.step_ms = {step.mean_ms, step.p50_ms, step.p90_ms, step.p99_ms, step.max_ms};
+  for (Phase p : all_phases()) s.phases[std::string(phase_name(p))] = phase_summary(stats.phase(p), stats.share(p));
+  for (const CallbackTiming* t : by_total_time(m.callbacks)) {
+    const auto& d = t->durations;
+    s.callbacks.push_back({t->name, std::string(hook_name(t->hook)), t->mode, d.count(), d.mean() * 1e-6,
+                           d.quantile(0.5) * 1e-6, d.quantile(0.99) * 1e-6, d.mean() * d.count() * 1e-6,
+                           t->stall_ns * 1e-6});
+  }
+  s.warnings = m.warnings;
+  s.gpu_samples = facts.gpu.samples;
+  if (facts.gpu.sampled) {
+    s.gpu_utilization = facts.gpu.busy_percent_mean;
+    s.gpu_memory_peak_mb = facts.gpu.memory_peak_mb;
+  } else if (!facts.gpu.why_not.empty()) {
+    s.gpu_why_not = facts.gpu.why_not;
+    s.warnings.push_back("GPU utilization not sampled: " + facts.gpu.why_not);
+  }
+  s.loader = m.loader;
+  s.cpu = m.cpu;
+  const bool several = m.world_size > 1;
+  const int64_t n = several ? m.ranks.world_size() : 1;
+  for (int64_t r = 0; r < n; ++r) {
+    const Distribution d = several ? m.ranks.stats(r).step() : step;
+    s.ranks.push_back({r, d.p50_ms, d.p99_ms, several ? m.ranks.busy_p50_ms(r) : step.p50_ms});
+  }
+  if (several) s.stragglers = m.ranks.stragglers();
+  s.straggler_margin = kStragglerMargin;
+  for (Phase p : all_phases()) {  // each phase's mean over ranks and max over ranks (of the per-rank means)
+    double sum = 0, most = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      const double mean = (several ? m.ranks.stats(r) : stats).phase(p).mean_ms;
+      sum += mean;
+      most = std::max(most, mean);
+    }
+    s.phases_across_ranks[std::string(phase_name(p))] = {sum / static_cast<double>(n), most};
+  }
+  if (m.communication.count() > 0) {
+    CommunicationSummary c;
+    c.total_ms_mean = m.communication.mean() * 1e-6;
+    c.exposed_ms_mean = stats.phase(Phase::comm).mean_ms;
+    c.exposed_fraction = c.total_ms_mean > 0 ? c.exposed_ms_mean / c.total_ms_mean : 0.0;
+    c.bucket_bytes = m.gradient_buckets;
+    s.communication = c;
+  }
+  if (m.device_timer && m.device_timer->stats().measured_steps() > 0) {
+    const PhaseStats& d = m.device_timer->stats();
+    DeviceTimingSummary t;
+    for (Phase p : m.device_timer->measured_phases()) {
+      t.phases_measured.push_back(std::string(phase_name(p)));
+      t.phases[std::string(phase_name(p))] = phase_summary(d.phase(p), d.share(p));
+    }
+    t.step_ms_mean = d.step().mean_ms;
+    t.step_ms_p50 = d.step().p50_ms;
+    t.step_ms_p99 = d.step().p99_ms;
+    t.steps_resolved_in_loop = m.device_timer->resolved_in_loop();
+    t.steps_resolved_at_end = m.device_timer->resolved_at_finish();
+    s.device_timing = t;
+  }
+  s.clock_overhead_ns_per_step = m.clock_overhead_ns_per_step;
+
+  VerdictContext context;
+  context.batch_size = facts.batch_size;
+  context.workers = facts.workers;
+  context.threads = m.threads;
+  context.cpu = m.cpu;
+  context.callback_mode = facts.callback_mode;
+  context.run = facts.run;
+  context.validation_split = facts.validation_split;
+  if (!s.callbacks.empty()) context.slowest_callback = s.callbacks.front().name + "." + s.callbacks.front().hook;
+  s.verdict = judge(stats, context);
+  return s;
+}
+
+// ---- summary.json ----
+
+std::string RunSummary::to_json() const {
+  json logs_json = json::object();
+  for (const auto& [key, value] : logs) logs_json[key] = value;
+  json phases_json = json::object();
+  for (const auto& [name, p] : phases) {
+    phases_json[name] = {{"mean_ms", p.mean_ms}, {"p50_ms", p.p50_ms}, {"p90_ms", p.p90_ms},
+                         {"p99_ms", p.p99_ms},   {"max_ms", p.max_ms}, {"share", p.share}};
+  }
+  json callbacks_json = json::array();
+  for (const CallbackSummary& c : callbacks) {
+    callbacks_json.push_back({{"name", c.name}, {"hook", c.hook}, {"mode", c.mode}, {"calls", c.calls},
+                              {"mean_ms", c.mean_ms}, {"p50_ms", c.p50_ms}, {"p99_ms", c.p99_ms},
+                              {"total_ms", c.total_ms}, {"stall_ms", c.stall_ms}});
+  }
+  json ranks_json = json::array();
+  for (const RankSummary& r : ranks) {
+    ranks_json.push_back({{"rank", r.rank}, {"step_ms_p50", r.step_ms_p50}, {"step_ms_p99", r.step_ms_p99},
+                          {"busy_ms_p50", r.busy_ms_p50}});
+  }
+  json across = json::object();
+  for (const auto& [name, v] : phases_across_ranks) across[name] = {{"mean_ms", v.first}, {"max_ms", v.second}};
+  json communication_json = nullptr;
+  if (communication) {
+    communication_json = {{"total_ms_mean", communication->total_ms_mean},
+                          {"exposed_ms_mean", communication->exposed_ms_mean},
+                          {"exposed_fraction", communication->exposed_fraction},
+                          {"bucket_bytes", communication->bucket_bytes}};
+  }
+  json device_json = nullptr;
+  if (device_timing) {
+    json timed = json::object();
+    for (const auto& [name, p] : device_timing->phases) {
+      timed[name] = {{"mean_ms", p.mean_ms}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms}};
+    }
+    device_json = {{"source", "cuda_events"},
+                   {"phases_measured", device_timing->phases_measured},
+                   {"step_ms", {{"mean", device_timing->step_ms_mean}, {"p50", device_timing->step_ms_p50},
+                                {"p99", device_timing->step_ms_p99}}},
+                   {"phases", timed},
+                   {"steps_resolved_in_loop", device_timing->steps_resolved_in_loop},
+                   {"steps_resolved_at_end", device_timing->steps_resolved_at_end}};
+  }
+  json candidates = json::array();
+  for (const ThreadCandidate& c : threads.candidates) {
+    candidates.push_back({{"intra_op", c.setting.intra_op}, {"blas", c.setting.blas}, {"step_ms", c.step_ms}});
+  }
+  json pools = json::object();
+  for (const PoolCpu& p : cpu.pools) pools[p.pool] = {{"threads", p.threads}, {"cores", p.cores}};
+  const auto optional_number = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  const json out = {
+      {"model", model},
+      {"epochs", epochs},
+      {"steps", steps},
+      {"warmup_steps", warmup_steps},
+      {"measured_steps", measured_steps},
+      {"wall_s", wall_s},
+      {"samples_per_s", samples_per_s},
+      {"run",
+       {{"startup", run.startup},
+        {"training_steps", run.training_steps},
+        {"validation", run.validation},
+        {"epoch_end", run.epoch_end},
+        {"shutdown", run.shutdown},
+        {"unaccounted", run.unaccounted}}},
+      {"interrupted", interrupted},
+      {"threads",
+       {{"intra_op", threads.setting.intra_op},
+        {"blas", threads.setting.blas},
+        {"blas_library", threads.blas_library},
+        {"cores", threads.cores},
+        {"chosen_by", threads.chosen_by},
+        {"search_steps", threads.search_steps},
+        {"candidates", candidates}}},
+      {"logs", logs_json},
+      {"world_size", world_size},
+      {"batch_size", batch_size},
+      {"device", device},
+      {"step_ms",
+       {{"mean", step_ms.mean}, {"p50", step_ms.p50}, {"p90", step_ms.p90}, {"p99", step_ms.p99}, {"max", step_ms.max}}},
+      {"phases", phases_json},
+      {"callbacks", callbacks_json},
+      {"warnings", warnings},
+      {"loader",
+       {{"workers", loader.workers},
+        {"prefetch", loader.prefetch},
+        {"batches", loader.batches},
+        {"mean_queue_depth", loader.mean_queue_depth}}},
+      {"cpu_utilization",
+       {{"process_cores", cpu.process_cores},
+        {"training_thread_cores", cpu.training_cores},
+        {"other_threads_cores", cpu.other_cores},
+        {"machine_share", cpu.machine_share},
+        {"cores", cpu.cores},
+        {"pools", pools}}},
+      {"gpu_utilization", optional_number(gpu_utilization)},
+      {"gpu_memory_peak_mb", optional_number(gpu_memory_peak_mb)},
+      {"gpu_samples", gpu_samples},
+      {"ranks", ranks_json},
+      {"stragglers", stragglers},
+      {"straggler_margin", straggler_margin},
+      {"phases_across_ranks", across},
+      {"communication", communication_json},
+      {"device_timing", device_json},
+      {"clock_overhead_ns_per_step", clock_overhead_ns_per_step},
+      {"verdict",
+       {{"bound", verdict.bound},
+        {"level", verdict.level},
+        {"share", verdict.share},
+        {"advice", verdict.advice},
+        {"contention", verdict.contention},
+        {"outside_steps", verdict.outside_steps}}},
+  };
+  return out.dump(2) + "\n";
+}
+
+namespace {
+
+/// Reads keys of one JSON object, naming the source and the key's path in every error.
+class Reader {
+ public:
+  Reader(const json& object, std::string source, std::string path)
+      : object_(object), source_(std::move(source)), path_(std::move(path)) {
+    if (!object_.is_object()) fail(path_.empty() ? "the top level" : path_, "an object");
+  }
+
+  template <typename T>
+  T get(const char* key) const {
+    const json& v = at(key);
+    try {
+      return v.get<T>();
+    } catch (const json::exception&) {
+      fail(where(key), expected<T>());
+    }
+  }
+  std::optional<double> optional_number(const char* key) const {
+    const json& v = at(key);
+    if (v.is_null()) return std::nullopt;
+    if (!v.is_number()) fail(where(key), "a number or null");
+    return v.get<double>();
+  }
+  Reader object(const char* key) const { return Reader(at(key), source_, where(key)); }
+  const json& array(const char* key) const {
+    const json& v = at(key);
+    if (!v.is_array()) fail(where(key), "an array");
+    return v;
+  }
+  /// The object at `key`, or nothing when it is null.
+  std::optional<Reader> nullable_object(const char* key) const {
+    const json& v = at(key);
+    if (v.is_null()) return std::nullopt;
+    return Reader(v, source_, where(key));
+  }
+  Reader element(const json& item, std::size_t index, const char* key) const {
+    return Reader(item, source_, where(key) + "[" + std::to_string(index) + "]");
+  }
+  const json& raw() const { return object_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string where(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const json& at(const char* key) const {
+    const auto it = object_.find(key);
+    if (it == object_.end()) {
+      throw std::invalid_argument(source_ + ": missing key \"" + where(key) +
+                                  "\" (a summary.json of an older fitscope or a broken file; run the training again)");
+    }
+    return *it;
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw std::invalid_argument(source_ + ": key \"" + key + "\" is not " + what);
+  }
+  template <typename T>
+  static std::string expected() {
+    if constexpr (std::is_same_v<T, std::string>) return "a string";
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    if constexpr (std::is_integral_v<T>) return "an integer";
+    if constexpr (std::is_floating_point_v<T>) return "a number";
+    return "of the expected type";
+  }
+
+  const json& object_;
+  std::string source_, path_;
+};
+
+PhaseSummary read_phase(const Reader& r, bool full) {
+  PhaseSummary p;
+  p.mean_ms = r.get<double>("mean_ms");
+  p.p50_ms = r.get<double>("p50_ms");
+  p.p99_ms = r.get<double>("p99_ms");
+  if (full) {
+    p.p90_ms = r.get<double>("p90_ms");
+    p.max_ms = r.get<double>("max_ms");
+    p.share = r.get<double>("share");
+  }
+  return p;
+}
+
+}  // namespace
+
+RunSummary RunSummary::from_json(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(source + ": not valid JSON (" + e.what() + ")");
+  }
+  const Reader r(j, source, "");
+  RunSummary s;
+  s.model = r.get<std::string>("model");
+  s.epochs = r.get<int64_t>("epochs");
+  s.steps = r.get<int64_t>("steps");
+  s.warmup_steps = r.get<int64_t>("warmup_steps");
+  s.measured_steps = r.get<int64_t>("measured_steps");
+  s.wall_s = r.get<double>("wall_s");
+  s.samples_per_s = r.get<double>("samples_per_s");
+  const Reader run = r.object("run");
+  s.run = {run.get<double>("startup"),  run.get<double>("training_steps"), run.get<double>("validation"),
+           run.get<double>("epoch_end"), run.get<double>("shutdown"),       run.get<double>("unaccounted")};
+  s.interrupted = r.get<bool>("interrupted");
+  const Reader threads = r.object("threads");
+  s.threads.setting = {threads.get<int64_t>("intra_op"), threads.get<int64_t>("blas")};
+  s.threads.blas_library = threads.get<std::string>("blas_library");
+  s.threads.cores = threads.get<int64_t>("cores");
+  s.threads.chosen_by = threads.get<std::string>("chosen_by");
+  s.threads.search_steps = threads.get<int64_t>("search_steps");
+  const json& candidates = threads.array("candidates");
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Reader c = threads.element(candidates[i], i, "candidates");
+    s.threads.candidates.push_back({{c.get<int64_t>("intra_op"), c.get<int64_t>("blas")}, c.get<double>("step_ms")});
+  }
+  const Reader logs = r.object("logs");
+  for (const auto& item : logs.raw().items()) s.logs.set(item.key(), logs.get<double>(item.key().c_str()));
+  s.world_size = r.get<int64_t>("world_size");
+  s.batch_size = r.get<int64_t>("batch_size");
+  s.device = r.get<std::string>("device");
+  const Reader step = r.object("step_ms");
+  s.step_ms = {step.get<double>("mean"), step.get<double>("p50"), step.get<double>("p90"), step.get<double>("p99"),
+               step.get<double>("max")};
+  const Reader phases = r.object("phases");
+  for (Phase p : all_phases()) {
+    const std::string name(phase_name(p));
+    s.phases[name] = read_phase(phases.object(name.c_str()), true);
+  }
+  const json& callbacks = r.array("callbacks");
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {
+    const Reader c = r.element(callbacks[i], i, "callbacks");
+    s.callbacks.push_back({c.get<std::string>("name"), c.get<std::string>("hook"), c.get<std::string>("mode"),
+                           c.get<int64_t>("calls"), c.get<double>("mean_ms"), c.get<double>("p50_ms"),
+                           c.get<double>("p99_ms"), c.get<double>("total_ms"), c.get<double>("stall_ms")});
+  }
+  s.warnings = r.get<std::vector<std::string>>("warnings");
+  const Reader loader = r.object("loader");
+  s.loader = {loader.get<int64_t>("workers"), loader.get<int64_t>("prefetch"), loader.get<int64_t>("batches"),
+              loader.get<double>("mean_queue_depth")};
+  const Reader cpu = r.object("cpu_utilization");
+  s.cpu.process_cores = cpu.get<double>("process_cores");
+  s.cpu.training_cores = cpu.get<double>("training_thread_cores");
+  s.cpu.other_cores = cpu.get<double>("other_threads_cores");
+  s.cpu.machine_share = cpu.get<double>("machine_share");
+  s.cpu.cores = cpu.get<int64_t>("cores");
+  const Reader pools = cpu.object("pools");
+  for (const auto& item : pools.raw().items()) {
+    const Reader pool = pools.object(item.key().c_str());
+    s.cpu.pools.push_back({item.key(), pool.get<int64_t>("threads"), pool.get<double>("cores")});
+  }
+  s.gpu_utilization = r.optional_number("gpu_utilization");
+  s.gpu_memory_peak_mb = r.optional_number("gpu_memory_peak_mb");
+  s.gpu_samples = r.get<int64_t>("gpu_samples");
+  const json& ranks = r.array("ranks");
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const Reader k = r.element(ranks[i], i, "ranks");
+    s.ranks.push_back({k.get<int64_t>("rank"), k.get<double>("step_ms_p50"), k.get<double>("step_ms_p99"),
+                       k.get<double>("busy_ms_p50")});
+  }
+  s.stragglers = r.get<std::vector<int64_t>>("stragglers");
+  s.straggler_margin = r.get<double>("straggler_margin");
+  const Reader across = r.object("phases_across_ranks");
+  for (const auto& item : across.raw().items()) {
+    const Reader a = across.object(item.key().c_str());
+    s.phases_across_ranks[item.key()] = {a.get<double>("mean_ms"), a.get<double>("max_ms")};
+  }
+  if (const auto c = r.nullable_object("communication")) {
+    s.communication = CommunicationSummary{c->get<double>("total_ms_mean"), c->get<double>("exposed_ms_mean"),
+                                           c->get<double>("exposed_fraction"), c->get<std::vector<int64_t>>("bucket_bytes")};
+  }
+  if (const auto d = r.nullable_object("device_timing")) {
+    DeviceTimingSummary t;
+    t.phases_measured = d->get<std::vector<std::string>>("phases_measured");
+    const Reader span = d->object("step_ms");
+    t.step_ms_mean = span.get<double>("mean");
+    t.step_ms_p50 = span.get<double>("p50");
+    t.step_ms_p99 = span.get<double>("p99");
+    const Reader timed = d->object("phases");
+    for (const std::string& name : t.phases_measured) t.phases[name] = read_phase(timed.object(name.c_str()), false);
+    t.steps_resolved_in_loop = d->get<int64_t>("steps_resolved_in_loop");
+    t.steps_resolved_at_end = d->get<int64_t>("steps_resolved_at_end");
+    s.device_timing = t;
+  }
+  s.clock_overhead_ns_per_step = r.get<double>("clock_overhead_ns_per_step");
+  const Reader verdict = r.object("verdict");
+  s.verdict.bound = verdict.get<std::string>("bound");
+  s.verdict.level = verdict.get<std::string>("level");
+  s.verdict.share = verdict.get<double>("share");
+  s.verdict.advice = verdict.get<std::string>("advice");
+  s.verdict.contention = verdict.get<std::string>("contention");
+  s.verdict.outside_steps = verdict.get<std::string>("outside_steps");
+  return s;
+}
+
+// ---- the printout ----
+
+std::string format_gpu(const RunSummary& s) {
+  char part[160];
+  std::string out;
+  if (s.gpu_utilization) {
+    std::snprintf(part, sizeof part, "GPU: %.1f %% busy (mean of %lld NVML samples), %.0f MiB peak memory in use (every process's)\n",
+                  *s.gpu_utilization, static_cast<long long>(s.gpu_samples), s.gpu_memory_peak_mb.value_or(0));
+    out += part;
+  } else if (!s.gpu_why_not.empty()) {
+    out += "GPU: utilization not sampled: " + s.gpu_why_not + "\n";
+  }
+  if (!s.device_timing) return out;
+  std::snprintf(part, sizeof part, "On the GPU (CUDA events, read lazily): step %.3f ms;", s.device_timing->step_ms_mean);
+  out += part;
+  for (const std::string& name : s.device_timing->phases_measured) {
+    std::snprintf(part, sizeof part, " %s %.3f", name.c_str(), s.device_timing->phases.at(name).mean_ms);
+    out += part;
+  }
+  return out + " ms (means)\n";
+}
+
+std::string format_threads(const RunSummary& s) {
+  const ThreadChoice& t = s.threads;
+  char part[160];
+  std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld cores, %s",
+                static_cast<long long>(t.setting.intra_op), static_cast<long long>(t.setting.blas), t.blas_library.c_str(),
+                static_cast<long long>(t.cores), t.chosen_by == "auto" ? "measured in warm-up:" : "set by --threads");
+  std::string out = part;
+  for (const ThreadCandidate& c : t.candidates) {
+    std::snprintf(part, sizeof part, " %lldx%lld %.3f ms%s", static_cast<long long>(c.setting.intra_op),
+                  static_cast<long long>(c.setting.blas), c.step_ms, c.setting == t.setting ? " (kept)" : "");
+    out += part;
+  }
+  out += "\n";
+  if (s.cpu.pools.empty()) return out;
+  std::snprintf(part, sizeof part, "CPU: %.2f of %lld cores busy:", s.cpu.process_cores, static_cast<long long>(s.cpu.cores));
+  out += part;
+  for (const PoolCpu& p : s.cpu.pools) {
+    if (p.threads == 0 && p.cores < 0.005) continue;
+    std::snprintf(part, sizeof part, " %s %.2f (%lld)", p.pool.c_str(), p.cores, static_cast<long long>(p.threads));
+    out += part;
+  }
+  return out + "  (cores, threads)\n";
+}
+
+std::string format_ranks(const RunSummary& s) {
+  if (s.ranks.size() < 2) return {};
+  std::string out = "Ranks (step p50 / p99, busy p50 = step without comm):\n";
+  char line[160];
+  for (const RankSummary& r : s.ranks) {
+    const bool straggles = std::find(s.stragglers.begin(), s.stragglers.end(), r.rank) != s.stragglers.end();
+    std::snprintf(line, sizeof line, "  rank %-4lld %9.3f ms %9.3f ms   busy %9.3f ms%s\n", static_cast<long long>(r.rank),
+                  r.step_ms_p50, r.step_ms_p99, r.busy_ms_p50, straggles ? "   straggler" : "");
+    out += line;
+  }
+  if (const auto& c = s.communication) {
+    std::snprintf(line, sizeof line,
+                  "Communication: %.3f ms in flight per step, %.3f ms of it exposed (%.0f%%), the rest hidden behind backward\n",
+                  c->total_ms_mean, c->exposed_ms_mean, 100 * c->exposed_fraction);
+    out += line;
+    if (!c->bucket_bytes.empty()) {
+      out += "  gradient buckets, in launch order:";
+      for (int64_t bytes : c->bucket_bytes) {
+        std::snprintf(line, sizeof line, " %.1f KiB", static_cast<double>(bytes) / 1024);
+        out += line;
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string format_breakdown(const RunSummary& s) {
+  std::string out;
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "Step time over %lld steps (%lld warm-up steps left out): p50 %.3f ms  p90 %.3f ms  "
+                "p99 %.3f ms  max %.3f ms  -  %.0f samples/s\n",
+                static_cast<long long>(s.measured_steps), static_cast<long long>(s.warmup_steps), s.step_ms.p50,
+                s.step_ms.p90, s.step_ms.p99, s.step_ms.max, s.samples_per_s);
+  out += line;
+  std::snprintf(line, sizeof line, "  %-11s %10s %10s %10s %7s\n", "phase", "mean ms", "p50 ms", "p99 ms", "share");
+  out += line;
+  for (Phase p : all_phases()) {
+    const std::string name(phase_name(p));
+    const PhaseSummary& d = s.phases.at(name);
+    std::snprintf(line, sizeof line, "  %-11s %10.3f %10.3f %10.3f %6.1f%%\n", name.c_str(), d.mean_ms, d.p50_ms,
+                  d.p99_ms, d.share * 100);
+    out += line;
+  }
+  if (!s.callbacks.empty()) out += "Callbacks by total time (mode, calls, mean ms, p99 ms, total ms):\n";
+  for (std::size_t i = 0; i < s.callbacks.size() && i < 5; ++i) {
+    const CallbackSummary& c = s.callbacks[i];
+    std::snprintf(line, sizeof line, "  %-40s %-5s %8lld %10.3f %10.3f %10.1f\n", (c.name + "." + c.hook).c_str(),
+                  c.mode.c_str(), static_cast<long long>(c.calls), c.mean_ms, c.p99_ms, c.total_ms);
+    out += line;
+  }
+  const Verdict& v = s.verdict;
+  out += "Verdict: " + v.level + " " + v.bound + "-bound (" + std::to_string(static_cast<int>(v.share * 100 + 0.5)) +
+         "%). " + v.advice + "\n";
+  if (!v.contention.empty()) out += "Contention: " + v.contention + "\n";
+  if (!v.outside_steps.empty()) out += "Outside the steps: " + v.outside_steps + "\n";
+  return out;
+}
+
+std::string format_run_time(const RunSummary& s) {
+  const RunTime& r = s.run;
+  const double wall = s.wall_s > 0 ? s.wall_s : 1;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "Wall time %.2f s: start-up %.2f s (%.0f%%), training steps %.2f s (%.0f%%), validation %.2f s (%.0f%%), "
+                "epoch ends %.2f s (%.0f%%), shutdown %.2f s (%.0f%%), unaccounted %.2f s (%.1f%%)%s\n",
+                s.wall_s, r.startup, 100 * r.startup / wall, r.training_steps, 100 * r.training_steps / wall,
+                r.validation, 100 * r.validation / wall, r.epoch_end, 100 * r.epoch_end / wall, r.shutdown,
+                100 * r.shutdown / wall, r.unaccounted, 100 * r.unaccounted / wall,
+                s.interrupted ? "; interrupted by a signal" : "");
+  return line;
+}
+
+std::string format_summary(const RunSummary& s) {
+  std::string out = format_threads(s) + format_breakdown(s) + format_ranks(s);
+  char line[200];
+  if (s.loader.workers > 0) {
+    std::snprintf(line, sizeof line, "Loader: %lld %s, mean queue depth %g of %lld batches when the step asked\n",
+                  static_cast<long long>(s.loader.workers), s.loader.workers == 1 ? "worker" : "workers",
+                  s.loader.mean_queue_depth, static_cast<long long>(s.loader.prefetch));
+    out += line;
+  } else {
+    out += "Loader: batches built on the training thread (--workers 0)\n";
+  }
+  out += format_gpu(s) + format_run_time(s);
+  if (const auto acc = s.logs.get("val_accuracy")) {
+    std::snprintf(line, sizeof line, "Final validation accuracy: %g\n", *acc);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace fitscope

@@ -1,0 +1,341 @@
+// Data-parallel runs of real processes on loopback Gloo, started by `fitscope launch`.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include "../integration/process.hpp"
+
+namespace fitscope::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#ifdef FITSCOPE_NO_GLOO
+/// A CUDA build whose libtorch came without gloo's headers has no Gloo context: every test here is
+/// reported skipped, with the reason.
+class NoGloo : public ::testing::Environment {
+ public:
+  void SetUp() override { GTEST_SKIP() << "skipped: this build has no Gloo context (no gloo headers beside libtorch)"; }
+};
+::testing::Environment* const no_gloo = ::testing::AddGlobalTestEnvironment(new NoGloo);
+#endif
+
+/// A port nobody listens on now.
+std::string free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t n = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  ::close(fd);
+  return std::to_string(ntohs(a.sin_port));
+}
+
+std::vector<std::string> launch(int ranks, const std::vector<std::string>& command, double grace = 10) {
+  std::vector<std::string> args = {FITSCOPE_CLI, "launch", "--nproc-per-node", std::to_string(ranks),
+                                   "--master-port", free_port(), "--grace", std::to_string(grace), "--"};
+  args.insert(args.end(), command.begin(), command.end());
+  return args;
+}
+
+std::vector<float> parameters(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> values;
+  float v;
+  while (in.read(reinterpret_cast<char*>(&v), sizeof v)) values.push_back(v);
+  return values;
+}
+
+TEST(Distributed, TwoRanksFinishWithIdenticalWeightsAndEpochMetricsOverTheUnionOfShards) {
+  TempDir dir;
+  const ProcessResult r = run_process(launch(2, {DIST_WORKER, "train", dir.path()}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto w0 = parameters(dir.path() + "/rank0.bin"), w1 = parameters(dir.path() + "/rank1.bin");
+  ASSERT_FALSE(w0.empty());
+  EXPECT_EQ(w0, w1);  // bit for bit: the same averaged gradients everywhere
+  const auto result = nlohmann::json::parse(read_file(dir.path() + "/result.json"));
+  EXPECT_EQ(result["world_size"], 2);
+  // 600 training examples: 300 per rank; 101 validation examples: 51 and 50, each counted once
+  EXPECT_DOUBLE_EQ(result["accuracy"].get<double>(), result["whole_train_accuracy"].get<double>());
+  EXPECT_DOUBLE_EQ(result["val_accuracy"].get<double>(), result["whole_validation_accuracy"].get<double>());
+}
+
+TEST(Distributed, OneStepOfTwoRanksTimesBatchBEqualsOneRankTimesBatchTwoB) {
+  TempDir two, one;
+  const ProcessResult a = run_process(launch(2, {DIST_WORKER, "step", two.path(), "16"}));
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  const ProcessResult b = run_process({DIST_WORKER, "step", one.path(), "32"});
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  const auto w2 = parameters(two.path() + "/rank0.bin"), w1 = parameters(one.path() + "/rank0.bin");
+  ASSERT_EQ(w2.size(), w1.size());
+  double largest = 0, moved = 0;
+  const auto w1_other = parameters(two.path() + "/rank1.bin");
+  for (std::size_t i = 0; i < w1.size(); ++i) {
+    largest = std::max(largest, static_cast<double>(std::abs(w2[i] - w1[i])));
+    moved = std::max(moved, static_cast<double>(std::abs(w2[i] - w1_other[i])));
+  }
+  EXPECT_LT(largest, 1e-5);
+  EXPECT_EQ(moved, 0);
+}
+
+TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run";
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size",
+                                                 "1000", "--quiet", "--run-dir", run, "--dist-timeout", "20"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[rank 1] rank 1 of 2 finished"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank 0] Ranks (step p50 / p99"), std::string::npos) << r.out;
+  const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
+  EXPECT_EQ(summary["world_size"], 2);
+  ASSERT_EQ(summary["ranks"].size(), 2u);
+  EXPECT_EQ(summary["ranks"][1]["rank"], 1);
+  EXPECT_GT(summary["ranks"][1]["step_ms_p50"].get<double>(), 0);
+  EXPECT_TRUE(summary["stragglers"].is_array());
+  EXPECT_GE(summary["phases_across_ranks"]["comm"]["max_ms"].get<double>(),
+            summary["phases_across_ranks"]["comm"]["mean_ms"].get<double>());
+  EXPECT_GT(summary["communication"]["total_ms_mean"].get<double>(), 0);
+  int64_t bucket_bytes = 0;  // the buckets hold every gradient of the MLP (784 x 10 weights, 10 biases)
+  for (const auto& b : summary["communication"]["bucket_bytes"]) bucket_bytes += b.get<int64_t>();
+  EXPECT_EQ(bucket_bytes, (784 * 10 + 10) * 4);
+  EXPECT_NE(r.out.find("[rank 0]   gradient buckets, in launch order:"), std::string::npos) << r.out;
+  // 800 training examples: 400 per rank, 13 steps a rank and epoch; both ranks' rows are in steps.csv
+  const std::string steps = read_file(run + "/steps.csv");
+  std::size_t rank1_rows = 0;
+  for (std::size_t line = steps.find('\n'); line != std::string::npos && line + 1 < steps.size(); line = steps.find('\n', line + 1)) {
+    const std::size_t a = steps.find(',', line + 1), b = steps.find(',', a + 1);
+    if (steps.compare(b + 1, 2, "1,") == 0) ++rank1_rows;
+  }
+  EXPECT_EQ(rank1_rows, 26u);
+  const auto trace = nlohmann::json::parse(read_file(run + "/trace.json"));
+  bool rank1_track = false;
+  for (const auto& e : trace["traceEvents"]) rank1_track = rank1_track || (e["name"] == "step" && e["pid"] == 1);
+  EXPECT_TRUE(rank1_track);
+}
+
+TEST(Distributed, BackupsWithoutARunDirectoryAreRefusedOnEveryRank) {
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--checkpoint-every", "epoch", "--epochs", "1"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("[rank 1] fitscope: --checkpoint-every in a data-parallel run needs --run-dir"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rank 0 (pid "), std::string::npos) << r.err;
+}
+
+TEST(Distributed, NcclOnTheCpuIsRefusedOnEveryRankNamingTheFlags) {
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--dist-backend", "nccl", "--device", "cpu", "--epochs", "1"}));
+  EXPECT_EQ(r.exit_code, 1);
+  for (const char* rank : {"[rank 0]", "[rank 1]"}) {
+    EXPECT_NE(r.err.find(std::string(rank) + " fitscope: --dist-backend nccl needs a GPU per rank, but --device cpu trains on the CPU"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+/// A launched run whose stderr is read as it comes, line by line, with arrival times.
+class LiveLaunch {
+ public:
+  explicit LiveLaunch(const std::vector<std::string>& argv) {
+    int pipes[2];
+    EXPECT_EQ(::pipe2(pipes, O_CLOEXEC), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(pipes[1], STDERR_FILENO);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(pipes[1]);
+    fd_ = pipes[0];
+  }
+  ~LiveLaunch() {
+    if (!status_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(fd_);
+  }
+  /// Reads until a line matches `pattern` (returns its first group and arrival) or `limit` passes.
+  std::optional<std::pair<std::string, Clock::time_point>> wait_for(const std::string& pattern, std::chrono::seconds limit) {
+    const std::regex re(pattern);
+    const auto until = Clock::now() + limit;
+    while (true) {
+      for (std::size_t i = checked_; i < lines_.size(); ++i) {
+        std::smatch m;
+        if (std::regex_search(lines_[i].first, m, re)) {
+          checked_ = i + 1;
+          return std::make_pair(m.size() > 1 ? m[1].str() : m[0].str(), lines_[i].second);
+        }
+      }
+      checked_ = lines_.size();
+      if (Clock::now() >= until || !read_some(until)) return std::nullopt;
+    }
+  }
+  /// Waits for the launcher's exit status (-1 after `limit`).
+  int wait_exit(std::chrono::seconds limit) {
+    const auto until = Clock::now() + limit;
+    while (Clock::now() < until) {
+      read_some(Clock::now() + std::chrono::milliseconds(50));
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        status_ = status;
+        while (read_some(Clock::now() + std::chrono::milliseconds(50))) {
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
+    return -1;
+  }
+  std::string text() const {
+    std::string all;
+    for (const auto& l : lines_) all += l.first + "\n";
+    return all;
+  }
+
+ private:
+  bool read_some(Clock::time_point until) {
+    pollfd p{fd_, POLLIN, 0};
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(ms, 0))) <= 0) return false;
+    char buffer[4096];
+    const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+    if (n <= 0) return false;
+    partial_.append(buffer, static_cast<std::size_t>(n));
+    for (std::size_t nl; (nl = partial_.find('\n')) != std::string::npos;) {
+      lines_.emplace_back(partial_.substr(0, nl), Clock::now());
+      partial_.erase(0, nl + 1);
+    }
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::optional<int> status_;
+  std::string partial_;
+  std::vector<std::pair<std::string, Clock::time_point>> lines_;
+  std::size_t checked_ = 0;
+};
+
+bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string skip, state;
+  stat >> skip >> skip >> state;
+  return state != "Z";
+}
+
+/// Kills or stops rank 1 mid-run; rank 0 must fail within 1.5x --dist-timeout naming rank 1, and the
+/// launcher must exit non-zero with no rank left behind.
+void lose_rank_one(int sig) {
+  constexpr int kTimeoutS = 3;
+  TempDir dir;
+  LiveLaunch run(launch(2, {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1000", "--synthetic-size", "2000",
+                            "--run-dir", dir.path() + "/run", "--no-progress", "--dist-timeout", std::to_string(kTimeoutS)},
+                        /*grace=*/2 * kTimeoutS));
+  const auto pid = run.wait_for(R"(rank 1 of 2: pid (\d+))", std::chrono::seconds(30));
+  ASSERT_TRUE(pid) << run.text();
+  // training has started once the chief writes its first epoch's files
+  const auto started_until = Clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(dir.path() + "/run/metrics.csv") && Clock::now() < started_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const pid_t victim = std::stoi(pid->first);
+  const auto sent = Clock::now();
+  ASSERT_EQ(::kill(victim, sig), 0);
+  const auto failed = run.wait_for(R"(\[rank 0\] fitscope: the run failed: (.*))", std::chrono::seconds(4 * kTimeoutS));
+  ASSERT_TRUE(failed) << run.text();
+  EXPECT_NE(failed->first.find("rank 1"), std::string::npos) << failed->first;
+  const double seconds = std::chrono::duration<double>(failed->second - sent).count();
+  EXPECT_LT(seconds, 1.5 * kTimeoutS) << "rank 0 noticed after " << seconds << " s";
+  EXPECT_EQ(run.wait_exit(std::chrono::seconds(6 * kTimeoutS)), 1) << run.text();
+  EXPECT_FALSE(alive(victim)) << "the launcher left rank 1 behind";
+}
+
+TEST(Distributed, KilledRankIsNamedBySurvivorWithinTheTimeoutAndTheLauncherFails) { lose_rank_one(SIGKILL); }
+
+TEST(Distributed, StoppedRankIsNamedBySurvivorWithinTheTimeoutAndTheLauncherCleansUp) { lose_rank_one(SIGSTOP); }
+
+TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
+  TempDir dir;
+  const std::string whole = dir.path() + "/whole", killed = dir.path() + "/killed";
+  auto train = [&](const std::string& run_dir, std::vector<std::string> extra) {
+    std::vector<std::string> cmd = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "10", "--synthetic-size", "3200",
+                                    "--workers", "0", "--quiet", "--checkpoint-every", "20", "--seed", "4",
+                                    "--dist-timeout", "5", "--run-dir", run_dir};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    return launch(2, cmd, 10);
+  };
+  ASSERT_EQ(run_process(train(whole, {})).exit_code, 0);
+  // the chief kills itself inside its third backup (each is ~95 kB); rank 1 loses its peer
+  std::string script = "FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES=250000";
+  for (const auto& a : train(killed, {})) script += " '" + a + "'";
+  const ProcessResult crash = run_process({"/bin/sh", "-c", script});
+  EXPECT_EQ(crash.exit_code, 1) << crash.err;
+  EXPECT_NE(crash.err.find("rank 0"), std::string::npos) << crash.err;
+  const ProcessResult resumed = run_process(train(killed, {"--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("[rank 0] Resumed from the backup of step 40"), std::string::npos) << resumed.out;
+  EXPECT_EQ(read_file(whole + "/model.weights.pt"), read_file(killed + "/model.weights.pt"));
+}
+
+/// Two machines: two network namespaces joined by a veth pair, one launcher in each.
+TEST(Distributed, TwoHostsOverAVethPairTrainTogether) {
+  const std::string ns = "fitscope" + std::to_string(::getpid());
+  const std::string setup = "ip netns add " + ns + "a && ip netns add " + ns + "b && "
+                            "ip link add " + ns + "x type veth peer name " + ns + "y && "
+                            "ip link set " + ns + "x netns " + ns + "a && ip link set " + ns + "y netns " + ns + "b && "
+                            "ip -n " + ns + "a addr add 10.213.0.1/24 dev " + ns + "x && "
+                            "ip -n " + ns + "b addr add 10.213.0.2/24 dev " + ns + "y && "
+                            "ip -n " + ns + "a link set " + ns + "x up && ip -n " + ns + "b link set " + ns + "y up && "
+                            "ip -n " + ns + "a link set lo up && ip -n " + ns + "b link set lo up";
+  const ProcessResult made = run_process({"/bin/sh", "-c", setup + " 2>&1"});
+  struct Cleanup {
+    std::string ns;
+    ~Cleanup() { run_process({"/bin/sh", "-c", "ip netns del " + ns + "a; ip netns del " + ns + "b; true"}); }
+  } cleanup{ns};
+  if (made.exit_code != 0) {
+    GTEST_SKIP() << "skipped: this machine cannot create network namespaces and a veth pair (" << made.out
+                 << "); the two-host run was not tested";
+  }
+  TempDir dir;
+  auto node = [&](int rank) {
+    std::string cmd = "ip netns exec " + ns + (rank ? "b" : "a") + " '" + FITSCOPE_CLI + "' launch --nnodes 2 --node-rank " +
+                      std::to_string(rank) + " --nproc-per-node 1 --master-addr 10.213.0.1 --master-port 29400 -- '" +
+                      FITSCOPE_CLI + "' train --model mlp --epochs 2 --synthetic-size 1000 --quiet --dist-timeout 20 --run-dir " +
+                      dir.path() + "/node" + std::to_string(rank);
+    return cmd;
+  };
+  const ProcessResult both = run_process(
+      {"/bin/sh", "-c", node(1) + " > " + dir.path() + "/b.out 2>&1 & b=$!; " + node(0) + "; a=$?; wait $b; echo \"a=$a b=$?\""});
+  EXPECT_NE(both.out.find("a=0 b=0"), std::string::npos) << both.out << both.err << read_file(dir.path() + "/b.out");
+  const auto summary = nlohmann::json::parse(read_file(dir.path() + "/node0/summary.json"));
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_EQ(summary["ranks"].size(), 2u);
+  EXPECT_NE(read_file(dir.path() + "/b.out").find("rank 1 of 2 finished"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fitscope::testing
