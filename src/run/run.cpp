@@ -107,20 +107,29 @@ void create_run_dir(const std::string& dir) {
 
 /// The SIGINT/SIGTERM handlers of a Run's lifetime: the first signal is recorded (the fit stops at the
 /// next step boundary), SA_RESETHAND leaves the second to the default action, which ends the process.
+/// A signal the process ignores (nohup, a shell's background job) stays ignored.
 struct Run::Signals {
-  struct sigaction old_int {}, old_term {};
+  struct Handler {
+    int number;
+    struct sigaction old {};
+    bool installed = false;
+  };
+  Handler handlers[2] = {{SIGINT}, {SIGTERM}};
   Signals() {
     g_signal.store(0);
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &action, &old_int);
-    sigaction(SIGTERM, &action, &old_term);
+    for (Handler& h : handlers) {
+      if (sigaction(h.number, nullptr, &h.old) != 0 || h.old.sa_handler == SIG_IGN) continue;
+      h.installed = sigaction(h.number, &action, nullptr) == 0;
+    }
   }
   ~Signals() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
+    for (Handler& h : handlers) {
+      if (h.installed) sigaction(h.number, &h.old, nullptr);
+    }
   }
 };
 
@@ -157,8 +166,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (chief) create_run_dir(dir.string());
   directory_ = dir.string();
 
-  // the run's callbacks come first (a restore happens before the others begin), its sinks last
-  std::vector<std::shared_ptr<Callback>> added;
+  // the backups and the signal come before the fit's callbacks (a restore happens before the others
+  // begin); the files after them, so they see the keys the fit's callbacks add to the logs (Keras
+  // appends its History and progress bar likewise); the sinks last
+  std::vector<std::shared_ptr<Callback>> first, last;
   std::shared_ptr<BackupAndRestore> backup;
   const std::string backup_dir = (dir / "backup").string();
   const bool has_backups = !checkpoint_files(*options_.file_system, backup_dir).empty();
@@ -179,33 +190,32 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     b.keep = options_.keep;
     b.fs = options_.file_system;
     backup = std::make_shared<BackupAndRestore>(b);
-    added.push_back(backup);
+    first.push_back(backup);
   }
-  if (signals_) added.push_back(std::make_shared<StopOnSignal>(backup));
-  std::vector<std::shared_ptr<Callback>> observing;
+  if (signals_) first.push_back(std::make_shared<StopOnSignal>(backup));
   if (chief && options_.progress_bar) {
     ProgressBarOptions bar;
     bar.one_line_per_epoch = options_.one_line_per_epoch;
-    observing.push_back(std::make_shared<ProgressBar>(bar));
+    last.push_back(std::make_shared<ProgressBar>(bar));
   }
-  if (chief && options_.csv_logger) observing.push_back(std::make_shared<CSVLogger>((dir / "metrics.csv").string()));
+  if (chief && options_.csv_logger) last.push_back(std::make_shared<CSVLogger>((dir / "metrics.csv").string()));
   if (chief && options_.tensorboard) {
     TensorBoardOptions tb;
     tb.log_dir = dir.string();
     tb.update_freq = options_.tensorboard_update_freq;
-    observing.push_back(std::make_shared<TensorBoard>(tb));
+    last.push_back(std::make_shared<TensorBoard>(tb));
   }
-  for (auto& c : observing) c->set_async(options_.async_callbacks);
-  added.insert(added.end(), observing.begin(), observing.end());
+  for (auto& c : last) c->set_async(options_.async_callbacks);
   if (chief && options_.best_checkpoint) {
     ModelCheckpointOptions best;
     best.filepath = (dir / "checkpoints" / "best.fitscope").string();
     const bool validates = fit.validation_data || fit.validation_split > 0;
     best.monitor = options_.best_monitor.empty() ? (validates ? "val_loss" : "loss") : options_.best_monitor;
     best.save_best_only = true;
-    added.push_back(std::make_shared<ModelCheckpoint>(best));
+    last.push_back(std::make_shared<ModelCheckpoint>(best));
   }
-  fit.callbacks.insert(fit.callbacks.begin(), added.begin(), added.end());
+  fit.callbacks.insert(fit.callbacks.begin(), first.begin(), first.end());
+  fit.callbacks.insert(fit.callbacks.end(), last.begin(), last.end());
   if (chief && options_.steps_csv) fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((dir / "steps.csv").string()));
   if (chief && options_.trace) fit.step_sinks.push_back(std::make_shared<TraceWriter>((dir / "trace.json").string()));
 

@@ -1,6 +1,7 @@
 #include "process.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,9 +40,8 @@ ProcessResult run_fitscope(std::vector<std::string> args) {
   return run_process(args);
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd) {
-  TempDir capture("fitscope-capture");
-  const std::string out_path = capture.path() + "/out", err_path = capture.path() + "/err";
+Child::Child(const std::vector<std::string>& argv, const std::string& cwd) {
+  const std::string out_path = capture_.path() + "/out", err_path = capture_.path() + "/err";
   std::vector<std::string> args = argv;
   std::string program = argv.at(0);
   if (!cwd.empty()) {
@@ -63,13 +63,33 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, cargs.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot start " + program);
+  pid_ = pid;
+}
+
+Child::~Child() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+void Child::signal(int number) {
+  if (pid_ > 0) ::kill(pid_, number);
+}
+
+ProcessResult Child::wait() {
+  if (pid_ <= 0) throw std::logic_error("the child was already waited for");
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
   ProcessResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = read_file(out_path);
-  result.err = read_file(err_path);
+  result.out = read_file(capture_.path() + "/out");
+  result.err = read_file(capture_.path() + "/err");
   return result;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& cwd) {
+  return Child(argv, cwd).wait();
 }
 
 }  // namespace fitscope::testing

@@ -31,6 +31,24 @@ class TempDir {
   std::string path_;
 };
 
+/// argv[0] run with argv (no shell) in `cwd` (empty = current), in the background, its stdout and
+/// stderr captured; killed by the destructor if still running.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv, const std::string& cwd = "");
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  /// Sends signal `number` (SIGINT, SIGTERM, ...).
+  void signal(int number);
+  /// Waits for the exit; the result once.
+  ProcessResult wait();
+
+ private:
+  TempDir capture_{"fitscope-capture"};
+  int pid_ = -1;
+};
+
 /// The whole content of a file.
 std::string read_file(const std::string& path);
 

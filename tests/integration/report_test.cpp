@@ -55,6 +55,15 @@ TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
   EXPECT_NE(broken.err.find(dir + "/summary.json: not valid JSON"), std::string::npos) << broken.err;
   EXPECT_EQ(read_file(dir + "/report.html"), first) << "a failed rebuild must leave the old page";
 
+  // a summary of an older version: it lacks the whole-run accounting
+  short_run(tmp.path() + "/older");
+  auto older = nlohmann::json::parse(read_file(tmp.path() + "/older/summary.json"));
+  older["run"].erase("validation");
+  std::ofstream(tmp.path() + "/older/summary.json") << older.dump(2);
+  const ProcessResult old = run_fitscope({"report", tmp.path() + "/older"});
+  EXPECT_EQ(old.exit_code, 2);
+  EXPECT_NE(old.err.find(tmp.path() + "/older/summary.json: missing key \"run.validation\""), std::string::npos) << old.err;
+
   const ProcessResult missing = run_fitscope({"report", tmp.path() + "/nothing"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find(tmp.path() + "/nothing: not a run directory"), std::string::npos) << missing.err;

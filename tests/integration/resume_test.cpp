@@ -1,13 +1,23 @@
-// A real `fitscope train` killed with SIGKILL, during training and during a checkpoint write, then
-// resumed with --resume: its final weights equal an uninterrupted run's, bit for bit.
+// A real `fitscope train` killed with SIGKILL, during training and during a checkpoint write, or
+// stopped by SIGINT or SIGTERM, then resumed with --resume: its final weights equal an uninterrupted
+// run's, bit for bit.
 
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
-#include <filesystem>
+#include <nlohmann/json.hpp>
 
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "fitscope/timing/run_summary.hpp"
 #include "process.hpp"
 
 using fitscope::testing::ProcessResult;
@@ -109,3 +119,52 @@ TEST(Resume, ATorchScriptModelResumesLikeACppOne) {
   ASSERT_EQ(made.exit_code, 0) << made.err;
   kill_mid_write_and_resume(model);
 }
+
+namespace {
+
+/// Signalled once its second backup exists, a run finishes instead of being lost: exit 128 + the
+/// signal, every file of the run directory written and parseable, the summary marked interrupted, a
+/// backup of the step it stopped at kept; --resume continues from it and ends with the uninterrupted
+/// run's weights.
+void interrupt_and_resume(int signal) {
+  TempDir tmp;
+  const std::string whole = tmp.path() + "/whole", stopped = tmp.path() + "/stopped";
+  ASSERT_EQ(run_process(train_into(whole)).exit_code, 0);
+  fitscope::testing::Child child(train_into(stopped));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!std::filesystem::exists(stopped + "/backup/ckpt-000000000040.fitscope") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the file, not waiting "enough"
+  }
+  child.signal(signal);
+  const ProcessResult r = child.wait();
+  ASSERT_EQ(r.exit_code, 128 + signal) << r.err;
+
+  const fitscope::RunSummary s = fitscope::RunSummary::from_json(read_file(stopped + "/summary.json"), "summary.json");
+  EXPECT_TRUE(s.interrupted);
+  EXPECT_GE(s.steps, 40);
+  EXPECT_LT(s.steps, 2000) << "the run ended before the signal";
+  const std::string metrics = read_file(stopped + "/metrics.csv");
+  EXPECT_EQ(metrics.rfind("epoch,", 0), 0u) << metrics;
+  EXPECT_GE(std::count(metrics.begin(), metrics.end(), '\n'), 2) << "a header and the stopped epoch's row";
+  const std::string steps = read_file(stopped + "/steps.csv");
+  EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), s.steps + 1) << "a header and a row per step";
+  EXPECT_NO_THROW(nlohmann::json::parse(read_file(stopped + "/trace.json")));
+  EXPECT_NE(read_file(stopped + "/report.html").find("interrupted by a signal"), std::string::npos);
+  EXPECT_FALSE(read_file(stopped + "/model.weights.pt").empty());
+  char backup[64];
+  std::snprintf(backup, sizeof backup, "/backup/ckpt-%012lld.fitscope", static_cast<long long>(s.steps));
+  EXPECT_TRUE(std::filesystem::exists(stopped + backup)) << backup;
+
+  const ProcessResult resumed = run_process(train_into(stopped, {"--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("Resumed from the backup of step " + std::to_string(s.steps) + "\n"), std::string::npos)
+      << resumed.out;
+  expect_same_weights(whole, stopped);
+}
+
+}  // namespace
+
+TEST(Interrupt, SigintFinishesTheRunAndResumeContinuesFromItsBackup) { interrupt_and_resume(SIGINT); }
+
+TEST(Interrupt, SigtermFinishesTheRunAndResumeContinuesFromItsBackup) { interrupt_and_resume(SIGTERM); }

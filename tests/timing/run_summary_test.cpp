@@ -1,0 +1,84 @@
+// RunSummary: summary.json's one schema. What to_json writes, from_json reads back the same; a file
+// without a key of the schema is rejected naming the key.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fitscope/timing/run_summary.hpp"
+
+namespace fitscope {
+namespace {
+
+RunSummary filled() {
+  FitMeasurements m;
+  m.stats = PhaseStats(1);
+  for (int64_t i = 0; i < 4; ++i) {
+    StepRecord r;
+    r.batch = i;
+    r.samples = 32;
+    r.step_ns = 2'000'000 + i * 1000;
+    r.phase_ns[static_cast<std::size_t>(Phase::forward)] = 1'500'000;
+    r.set_other();
+    m.stats.add(r);
+  }
+  m.threads.setting = {2, 1};
+  m.threads.chosen_by = "auto";
+  m.threads.candidates = {{{1, 2}, 6.5}, {{2, 1}, 2.7}};
+  m.cpu.pools = {{"training", 1, 0.99}, {"loader", 2, 0.01}};
+  m.loader = {1, 8, 40, 6.5};
+  m.warnings = {"a warning"};
+  RunFacts facts;
+  facts.model = "mlp";
+  facts.epochs = 2;
+  facts.batch_size = 32;
+  facts.logs.set("loss", 0.25);
+  facts.logs.set("my_metric", 3.0);
+  facts.wall_s = 10;
+  facts.run = {1, 6, 2, 0.5, 0.4, 0.1};
+  facts.interrupted = true;
+  return summarize(m, facts);
+}
+
+TEST(RunSummary, ReadsBackWhatItWrites) {
+  const RunSummary s = filled();
+  const RunSummary back = RunSummary::from_json(s.to_json(), "summary.json");
+  EXPECT_EQ(back.to_json(), s.to_json());
+  EXPECT_EQ(back.model, "mlp");
+  EXPECT_TRUE(back.interrupted);
+  EXPECT_DOUBLE_EQ(back.run.validation, 2);
+  EXPECT_EQ(back.logs.get("my_metric"), 3.0);
+  EXPECT_EQ(back.threads.candidates.size(), 2u);
+  EXPECT_EQ(back.measured_steps, 3);
+}
+
+TEST(RunSummary, TheRunPartsAddUpToTheWallTimeAndALargeOneIsNamed) {
+  const RunSummary s = filled();
+  EXPECT_NEAR(s.run.total(), s.wall_s, 1e-9);
+  EXPECT_NE(s.verdict.outside_steps.find("validation takes 20% of the run's wall time"), std::string::npos)
+      << s.verdict.outside_steps;
+  EXPECT_NE(format_summary(s).find("Outside the steps: validation takes 20%"), std::string::npos);
+}
+
+TEST(RunSummary, RejectsAFileOfAnOlderVersionNamingTheMissingKey) {
+  auto j = nlohmann::json::parse(filled().to_json());
+  j.erase("run");
+  try {
+    RunSummary::from_json(j.dump(), "runs/x/summary.json");
+    FAIL() << "accepted a summary without \"run\"";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("runs/x/summary.json: missing key \"run\""), std::string::npos) << e.what();
+  }
+  j = nlohmann::json::parse(filled().to_json());
+  j["phases"]["forward"]["share"] = "a lot";
+  try {
+    RunSummary::from_json(j.dump(), "summary.json");
+    FAIL() << "accepted a string share";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "summary.json: key \"phases.forward.share\" is not a number");
+  }
+  EXPECT_THROW(RunSummary::from_json("[1, 2]", "summary.json"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fitscope
