@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   SyntheticOptions data_options;
   data_options.size = 6400;
   const TensorDataset data = make_synthetic(data_options);
-  const std::vector<std::vector<std::string>> selections = {
+  const std::vector<std::vector<MetricSpec>> selections = {
       {}, {"accuracy"}, {"accuracy", "precision", "recall"}, {"accuracy", "precision", "recall", "f1", "auc"}};
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (const auto& metrics : selections) {
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   std::printf("metrics phase on the seed MLP, batch 32, %d rounds (medians)\n", rounds);
   for (std::size_t i = 0; i < selections.size(); ++i) {
     std::string names = "loss";
-    for (const auto& m : selections[i]) names += "+" + m;
+    for (const auto& m : selections[i]) names += "+" + m.name();
     std::printf("  %-40s metrics %6.2f us of a %7.2f us step = %5.2f%%%s\n", names.c_str(), median(metrics_us[i]),
                 median(step_us[i]), 100 * median(share[i]), i == 2 ? "   (goal <= 5%)" : "");
   }

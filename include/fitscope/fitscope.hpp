@@ -57,6 +57,7 @@
 #include "fitscope/metrics/mean_error.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
+#include "fitscope/metrics/metric_spec.hpp"
 #include "fitscope/metrics/top_k_accuracy.hpp"
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"

@@ -10,6 +10,11 @@
 namespace fitscope {
 
 void ConfusionState::update(const at::Tensor& outputs, const at::Tensor& targets) {
+  if (at::isFloatingType(targets.scalar_type())) {
+    throw std::invalid_argument("accuracy, precision, recall and f1 need class-index targets (integers), got " +
+                                std::string(c10::toString(targets.scalar_type())) +
+                                " targets: for a regression loss use mse or mae (--metrics mse)");
+  }
   const bool binary = !(outputs.dim() == 2 && outputs.size(1) > 1);
   const int64_t classes = binary ? 2 : outputs.size(1);
   at::Tensor cell = binary ? outputs.reshape({-1}).gt(0.5).to(at::kLong) : outputs.argmax(1);
@@ -105,21 +110,6 @@ std::vector<at::Tensor> ConfusionMetric::state() const {
 void ConfusionMetric::load_state(const std::vector<at::Tensor>& state) {
   expect_state_size(state, 1, name_);
   state_->matrix = state[0].numel() ? state[0].to(at::kLong).clone() : at::Tensor();
-}
-
-std::vector<std::unique_ptr<Metric>> make_metrics(const std::vector<std::string>& names) {
-  std::vector<std::unique_ptr<Metric>> out;
-  std::shared_ptr<ConfusionState> shared;
-  for (const auto& name : names) {
-    std::unique_ptr<Metric> metric = make_metric(name);
-    if (auto* confusion = dynamic_cast<ConfusionMetric*>(metric.get())) {
-      const bool first = !shared;
-      if (first) shared = std::make_shared<ConfusionState>();
-      metric = std::make_unique<ConfusionMetric>(confusion->score(), confusion->average(), name, shared, first);
-    }
-    out.push_back(std::move(metric));
-  }
-  return out;
 }
 
 }  // namespace fitscope

@@ -5,17 +5,16 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "fitscope/metrics/confusion_metrics.hpp"
 
 namespace fitscope {
 
-MetricSet::MetricSet(const std::vector<std::string>& names, std::size_t group) : group_(group < 1 ? 1 : group) {
+MetricSet::MetricSet(const std::vector<MetricSpec>& metrics, std::size_t group) : group_(group < 1 ? 1 : group) {
   auto loss = std::make_unique<MeanLoss>();
   loss_ = loss.get();
   metrics_.push_back(std::move(loss));
-  std::vector<std::string> others;
-  for (const auto& name : names) {
-    if (name != "loss") others.push_back(name);
+  std::vector<MetricSpec> others;
+  for (const MetricSpec& spec : metrics) {
+    if (!spec.built_in() || spec.name() != "loss") others.push_back(spec);
   }
   for (auto& m : make_metrics(others)) metrics_.push_back(std::move(m));
   pending_outputs_.reserve(group_);

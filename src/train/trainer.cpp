@@ -127,8 +127,11 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     throw std::invalid_argument("device " + options_.device.str() +
                                 " requested but this libtorch has no usable CUDA device");
   }
-  train_metrics_ = std::make_unique<MetricSet>(options_.metrics);
-  test_metrics_ = std::make_unique<MetricSet>(options_.metrics);
+  if (!options_.metrics) {  // as the loss: classes get accuracy, a regression none
+    options_.metrics = options_.loss == Loss::cross_entropy ? std::vector<MetricSpec>{"accuracy"} : std::vector<MetricSpec>{};
+  }
+  train_metrics_ = std::make_unique<MetricSet>(*options_.metrics);
+  test_metrics_ = std::make_unique<MetricSet>(*options_.metrics);
   model_->to(options_.device);
   if (options_.optimizer == OptimizerKind::adam) {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),

@@ -35,6 +35,15 @@ TensorDataset examples(int64_t size, uint64_t seed) {
   return make_synthetic(s);
 }
 
+/// A user metric: the mean of the largest logit, as a sum and a count that add across ranks.
+class MeanTopLogit : public MeanMetric {
+ public:
+  std::string name() const override { return "mean_top_logit"; }
+  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor&) override {
+    accumulate(std::get<0>(outputs.max(1)).sum(), targets.size(0));
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,6 +75,7 @@ int main(int argc, char** argv) {
   // train: lr so small that the weights stay put, so the epoch's training accuracy is the accuracy
   // of the initial model over the union of the shards, which this process can compute alone
   options.learning_rate = 1e-30;
+  options.metrics = std::vector<MetricSpec>{"accuracy", MetricSpec::of<MeanTopLogit>()};
   Trainer trainer(models::Mlp(64, 10), options);
   const TensorDataset train = examples(600, 2);
   const auto validation = std::make_shared<TensorDataset>(examples(101, 3));  // odd: shards differ
@@ -77,12 +87,14 @@ int main(int argc, char** argv) {
   const History history = trainer.fit(train, fit);
   write_parameters(trainer.model(), prefix + ".bin");
   if (context->is_chief()) {
-    const double whole_validation = trainer.evaluate(validation).get("accuracy").value();
+    const Logs whole = trainer.evaluate(validation);
     nlohmann::json result = {{"world_size", context->world_size()},
                              {"accuracy", history.last().get("accuracy").value()},
                              {"whole_train_accuracy", whole_train},
                              {"val_accuracy", history.last().get("val_accuracy").value()},
-                             {"whole_validation_accuracy", whole_validation}};
+                             {"whole_validation_accuracy", whole.at("accuracy")},
+                             {"val_mean_top_logit", history.last().at("val_mean_top_logit")},
+                             {"whole_validation_mean_top_logit", whole.at("mean_top_logit")}};
     std::ofstream(out + "/result.json") << result.dump(2);
   }
   return 0;

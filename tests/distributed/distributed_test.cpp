@@ -77,6 +77,8 @@ TEST(Distributed, TwoRanksFinishWithIdenticalWeightsAndEpochMetricsOverTheUnionO
   // 600 training examples: 300 per rank; 101 validation examples: 51 and 50, each counted once
   EXPECT_DOUBLE_EQ(result["accuracy"].get<double>(), result["whole_train_accuracy"].get<double>());
   EXPECT_DOUBLE_EQ(result["val_accuracy"].get<double>(), result["whole_validation_accuracy"].get<double>());
+  // a user metric's state is summed across ranks like the built-ins'
+  EXPECT_NEAR(result["val_mean_top_logit"].get<double>(), result["whole_validation_mean_top_logit"].get<double>(), 1e-6);
 }
 
 TEST(Distributed, OneStepOfTwoRanksTimesBatchBEqualsOneRankTimesBatchTwoB) {

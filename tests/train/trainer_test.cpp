@@ -163,11 +163,59 @@ TEST(Trainer, EvaluateAgreesWithTheValidationLogsOfFit) {
 TEST(Trainer, MetricsChosenInFitOptionsReplaceTheTrainersAndGetValidationTwins) {
   Trainer trainer{models::Mlp()};
   FitOptions fit;
-  fit.metrics = std::vector<std::string>{"precision", "top_3_accuracy"};
+  fit.metrics = std::vector<MetricSpec>{"precision", "top_3_accuracy"};
   fit.validation_split = 0.25;
   const History h = trainer.fit(small_synthetic(400), fit);
   EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss", "precision", "top_3_accuracy", "val_loss",
                                                        "val_precision", "val_top_3_accuracy", "lr"}));
-  fit.metrics = std::vector<std::string>{"f9"};
+  fit.metrics = std::vector<MetricSpec>{"f9"};
   EXPECT_EQ(message_of([&] { trainer.fit(small_synthetic(400), fit); }).rfind("unknown metric 'f9'", 0), 0u);
+}
+
+/// A user metric: the mean of the model's largest logit, as a sum and a count that add across ranks.
+class MeanTopLogit : public MeanMetric {
+ public:
+  std::string name() const override { return "mean_top_logit"; }
+  void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor&) override {
+    accumulate(std::get<0>(outputs.max(1)).sum(), targets.size(0));
+  }
+};
+
+TEST(Trainer, AUserMetricIsLoggedWithItsValidationTwinAndEvaluated) {
+  TrainerOptions options;
+  options.metrics = std::vector<MetricSpec>{"accuracy", MetricSpec::of<MeanTopLogit>()};
+  Trainer trainer(models::Mlp(), options);
+  FitOptions fit;
+  fit.validation_split = 0.25;
+  fit.epochs = 2;
+  const History h = trainer.fit(small_synthetic(400), fit);
+  EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss", "accuracy", "mean_top_logit", "val_loss", "val_accuracy",
+                                                       "val_mean_top_logit", "lr"}));
+  EXPECT_EQ(h.epochs().size(), 2u);
+  EXPECT_NE(h.last().at("mean_top_logit"), 0.0);
+  const auto [train, validation] = small_synthetic(400).split(0.25);
+  const at::Tensor logits = [&] {
+    torch::NoGradGuard no_grad;
+    return trainer.predict(validation.inputs());
+  }();
+  const Logs evaluated = trainer.evaluate(validation);
+  EXPECT_NEAR(evaluated.at("mean_top_logit"), std::get<0>(logits.max(1)).mean().item<double>(), 1e-5);
+  EXPECT_NEAR(evaluated.at("mean_top_logit"), h.last().at("val_mean_top_logit"), 1e-5);
+}
+
+TEST(Trainer, ARegressionLossGetsNoAccuracyByDefaultAndAskingForItIsNamed) {
+  torch::manual_seed(0);
+  const at::Tensor x = torch::randn({256, 4});
+  const TensorDataset data(x, x.sum(1, /*keepdim=*/true));  // float targets
+  TrainerOptions options;
+  options.loss = Loss::mean_squared_error;
+  Trainer trainer(torch::nn::Linear(4, 1), options);
+  const History h = trainer.fit(data);
+  EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss", "lr"}));
+  FitOptions fit;
+  fit.metrics = std::vector<MetricSpec>{"accuracy"};
+  EXPECT_NE(message_of([&] { trainer.fit(data, fit); }).find("need class-index targets (integers), got Float targets"),
+            std::string::npos);
+  fit.metrics = std::vector<MetricSpec>{"mae"};
+  EXPECT_EQ(trainer.fit(data, fit).last().keys(), (std::vector<std::string>{"loss", "mean_absolute_error", "lr"}));
 }

@@ -139,7 +139,7 @@ struct Session {
     options.learning_rate = o.lr;
     options.device = device;
     options.warmup_steps = o.warmup_steps;
-    options.metrics = o.metrics;
+    options.metrics = std::vector<MetricSpec>(o.metrics.begin(), o.metrics.end());
     options.context = ranks;
     options.threads.intra_op = o.threads;
     options.threads.blas = o.blas_threads;

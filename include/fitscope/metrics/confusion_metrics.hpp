@@ -1,6 +1,6 @@
 #pragma once
 /// Accuracy, precision, recall and F1 from a confusion matrix kept on the device (counts: reducible
-/// by summing). Metrics made together by make_metrics() share one matrix, updated once per batch
+/// by summing). Metrics made together by make_metrics() (metric_spec.hpp) share one matrix, updated once per batch
 /// (three tensor operations, however many of these metrics are on).
 ///
 /// Predictions: the argmax of [N, C] outputs (C > 1), or `output > 0.5` for one output column (binary:
@@ -55,8 +55,5 @@ class ConfusionMetric : public Metric {
   std::shared_ptr<ConfusionState> state_;
   bool updates_;
 };
-
-/// The metrics named (see make_metric), the confusion-based ones sharing one matrix.
-std::vector<std::unique_ptr<Metric>> make_metrics(const std::vector<std::string>& names);
 
 }  // namespace fitscope

@@ -15,14 +15,16 @@
 #include <vector>
 
 #include "fitscope/metrics/metric.hpp"
+#include "fitscope/metrics/metric_spec.hpp"
 #include "fitscope/metrics/logs.hpp"
 
 namespace fitscope {
 
 class MetricSet {
  public:
-  /// `names` besides the loss (see make_metric); throws std::invalid_argument for an unknown name.
-  explicit MetricSet(const std::vector<std::string>& names, std::size_t group = 16);
+  /// `metrics` besides the loss (built-ins by name, user metrics by factory); throws
+  /// std::invalid_argument for an unknown name.
+  explicit MetricSet(const std::vector<MetricSpec>& metrics, std::size_t group = 16);
 
   void update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor& loss);
   /// Forgets every update.

@@ -30,6 +30,7 @@
 #include "fitscope/distributed/gradient_reducer.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/metrics/metric_set.hpp"
+#include "fitscope/metrics/metric_spec.hpp"
 #include "fitscope/threads/trainer_threads.hpp"
 #include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/fit_measurements.hpp"
@@ -51,7 +52,9 @@ struct TrainerOptions {
   Loss loss = Loss::cross_entropy;             ///< the loss
   OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam or SGD
   double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
-  std::vector<std::string> metrics = {"accuracy"};  ///< metrics besides the loss
+  /// Metrics besides the loss: built-ins by name, user metrics by factory (metric_spec.hpp). Unset =
+  /// follow the loss: {"accuracy"} for cross_entropy, none for mean_squared_error.
+  std::optional<std::vector<MetricSpec>> metrics;
   c10::Device device = c10::Device(c10::kCPU);  ///< where the model and batches live
   int64_t warmup_steps = 5;                    ///< first steps left out of the statistics (>= 0)
   TrainStep train_step;                        ///< a custom step; empty = standard_train_step
@@ -96,7 +99,7 @@ struct FitOptions {
   std::vector<std::shared_ptr<Callback>> callbacks;  ///< called in order
   std::vector<std::shared_ptr<StepSink>> step_sinks;  ///< get every StepRecord (steps.csv, ...)
   /// Metrics for this fit and later evaluations (replacing TrainerOptions::metrics); unset = keep.
-  std::optional<std::vector<std::string>> metrics;
+  std::optional<std::vector<MetricSpec>> metrics;
 };
 
 struct EvaluateOptions {
