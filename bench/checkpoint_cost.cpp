@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   Trainer trainer(big_mlp());
   FitOptions warm;
   warm.steps_per_epoch = 3;
-  warm.workers = 0;
+  warm.loader.workers = 0;
   trainer.fit(data, warm);  // Adam's moments exist from here on
   std::printf("Model: %.1f MB of weights (%.1f MB with Adam's moments)\n", model_mb(trainer.model()),
               3 * model_mb(trainer.model()));
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
       Trainer t(big_mlp());
       FitOptions fit;
       fit.steps_per_epoch = 200;
-      fit.workers = 1;
+      fit.loader.workers = 1;
       if (backup) {
         BackupAndRestoreOptions b;
         b.backup_dir = dir + "/backup";

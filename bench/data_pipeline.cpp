@@ -31,9 +31,9 @@ Result run(const std::shared_ptr<const TensorDataset>& data, Module module, int6
            int64_t steps) {
   Trainer trainer{module};
   FitOptions fit;
-  fit.workers = workers;
-  fit.prefetch = 8;
-  fit.load_delay_ms = delay_ms;
+  fit.loader.workers = workers;
+  fit.loader.prefetch = 8;
+  fit.loader.delay_ms = delay_ms;
   fit.steps_per_epoch = steps;
   trainer.fit(data, fit);
   const PhaseStats& s = trainer.step_stats();

@@ -50,7 +50,7 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t 
   Trainer trainer(models::Cnn(28, 1, 10), options);
   FitOptions fit;
   fit.steps_per_epoch = steps + options.warmup_steps;
-  fit.batch_size = batch;
+  fit.loader.batch_size = batch;
   trainer.fit(images(4000), fit);
   CnnRun run;
   run.samples_per_s = trainer.step_stats().samples_per_s();

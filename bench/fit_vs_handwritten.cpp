@@ -126,10 +126,10 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
   trainer_options.device = device;
   Trainer trainer(fit_model, trainer_options);
   FitOptions fit;
-  fit.batch_size = batch_size;
-  fit.shuffle = false;
+  fit.loader.batch_size = batch_size;
+  fit.loader.shuffle = false;
   fit.steps_per_epoch = steps;
-  fit.workers = workers;
+  fit.loader.workers = workers;
 
   // untimed rounds to warm allocators and caches; fit's first runs its whole thread search
   set_by_hand(hand_threads.setting);

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     trainers.push_back(std::make_unique<Trainer>(make_model(models::Mlp()), options));
   }
   FitOptions fit;
-  fit.batch_size = 32;
+  fit.loader.batch_size = 32;
   std::vector<std::vector<double>> share(selections.size()), metrics_us(selections.size()), step_us(selections.size());
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t k = 0; k < trainers.size(); ++k) {

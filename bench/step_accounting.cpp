@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
     // one trainer, the clock switched between rounds: same model, same memory, same work
     Trainer trainer(mlp ? make_model(models::Mlp()) : make_model(models::Cnn()), quiet);
     FitOptions fit;
-    fit.batch_size = mlp ? 32 : 128;
-    fit.shuffle = false;
+    fit.loader.batch_size = mlp ? 32 : 128;
+    fit.loader.shuffle = false;
     if (!mlp) fit.steps_per_epoch = 10;
     auto run = [&](bool timing) {
       trainer.set_timing(timing);
@@ -67,12 +67,12 @@ int main(int argc, char** argv) {
     const double step_ns = trainer.step_stats().step().mean_ms * 1e6;
     std::printf("timers on / off, %s batch %lld: accounting %.0f ns of a %.1f us step = %.4f (goal <= 1.002); "
                 "measured on/off %.4f, off/off %.4f (this machine's noise)\n",
-                name, static_cast<long long>(fit.batch_size), accounting_ns, step_ns * 1e-3,
+                name, static_cast<long long>(fit.loader.batch_size), accounting_ns, step_ns * 1e-3,
                 1 + accounting_ns / step_ns, measured, floor);
   }
 
   FitOptions plain;
-  plain.batch_size = 32;
+  plain.loader.batch_size = 32;
   plain.steps_per_epoch = 20;
   FitOptions slow = plain, slow_async = plain;
   slow.callbacks = {std::make_shared<SlowCallback>(20.0)};

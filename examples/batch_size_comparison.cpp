@@ -15,7 +15,7 @@ int main() {
   for (int64_t batch_size : {16, 128}) {
     Trainer trainer{models::Cnn()};
     FitOptions fit;
-    fit.batch_size = batch_size;
+    fit.loader.batch_size = batch_size;
     fit.steps_per_epoch = 80;
     trainer.fit(data, fit);
     const PhaseStats& s = trainer.step_stats();

@@ -19,9 +19,9 @@ int main() {
   for (const Setting s : {Setting{0, 1}, Setting{10, 0}, Setting{10, 8}}) {
     Trainer trainer{models::Cnn()};
     FitOptions fit;
-    fit.load_delay_ms = s.delay_ms;
-    fit.workers = s.workers;
-    fit.prefetch = 16;
+    fit.loader.delay_ms = s.delay_ms;
+    fit.loader.workers = s.workers;
+    fit.loader.prefetch = 16;
     fit.steps_per_epoch = 60;
     trainer.fit(data, fit);
     std::printf("\n== loader delay %.0f ms per batch, %lld workers (mean prefetch queue depth %.1f)\n%s",

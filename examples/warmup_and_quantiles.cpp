@@ -15,7 +15,7 @@ int main() {
     options.warmup_steps = warmup;
     Trainer trainer(models::Cnn(), options);
     FitOptions fit;
-    fit.batch_size = 32;
+    fit.loader.batch_size = 32;
     trainer.fit(make_synthetic(data), fit);
     const Distribution step = trainer.step_stats().step();
     std::printf("warm-up %2lld steps: mean %.3f ms  p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n",

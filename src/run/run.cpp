@@ -79,8 +79,8 @@ RunTime account(FitTime::Clock::time_point start, FitTime::Clock::time_point end
 RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::string& model, bool async_callbacks) {
   RunFacts facts;
   facts.model = model;
-  facts.batch_size = fit.batch_size;
-  facts.workers = fit.workers;
+  facts.batch_size = fit.loader.batch_size;
+  facts.workers = fit.loader.workers;
   facts.callback_mode = async_callbacks ? "async" : "sync";
   facts.validation_split = fit.validation_split;
   facts.device = trainer.options().device.str();

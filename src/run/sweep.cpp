@@ -27,13 +27,13 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
   for (int64_t batch_size : options.batch_sizes) {
     if (batch_size < 1) throw std::invalid_argument("sweep batch sizes must be >= 1, got " + std::to_string(batch_size));
     const std::unique_ptr<Trainer> trainer = make_trainer();
-    fit.batch_size = batch_size;
+    fit.loader.batch_size = batch_size;
     fit.steps_per_epoch = trainer->warmup_steps() + options.steps;  // the thread search is warm-up too
     trainer->fit(data, fit);
     RunFacts facts;
     facts.model = options.name;
     facts.batch_size = batch_size;
-    facts.workers = fit.workers;
+    facts.workers = fit.loader.workers;
     facts.callback_mode = options.callback_mode;
     const RunSummary s = summarize(trainer->measured(), facts);
     SweepRow row;

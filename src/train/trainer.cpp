@@ -172,17 +172,15 @@ History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
 }
 
 LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const {
-  LoaderOptions l;
-  l.batch_size = o.batch_size;
-  l.shuffle = training && o.shuffle;
-  l.seed = o.seed;
-  l.drop_last = training && o.drop_last;
-  l.delay_ms = training ? o.load_delay_ms : 0;
-  l.workers = o.workers;
-  l.prefetch = o.prefetch;
-  if (training) l.transforms = o.transforms;
-  l.cache = o.cache;
+  LoaderOptions l = o.loader;
+  if (!training) {  // validation: in order, unaugmented, at full speed
+    l.shuffle = false;
+    l.drop_last = false;
+    l.delay_ms = 0;
+    l.transforms.clear();
+  }
   l.pin_memory = options_.device.is_cuda();
+  l.sampler = nullptr;
   return l;
 }
 
@@ -194,7 +192,7 @@ LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training
   shard.rank = ranks.rank();
   shard.world_size = ranks.world_size();
   shard.shuffle = l.shuffle;
-  shard.seed = o.seed;
+  shard.seed = o.loader.seed;
   shard.drop_last = l.drop_last;
   shard.even = training;  // equal step counts for training; each example once for validation
   l.sampler = std::make_shared<DistributedSampler>(size, shard);
@@ -242,10 +240,10 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   }
   if (loader->num_batches() == 0) {
     throw std::invalid_argument("a training set of " + std::to_string(train->size()) + " examples gives no batch of " +
-                                std::to_string(o.batch_size) + " with drop_last");
+                                std::to_string(o.loader.batch_size) + " with drop_last");
   }
   steps = o.steps_per_epoch.value_or(loader->num_batches());
-  t.params_ = {o.epochs, o.initial_epoch, steps, o.batch_size, train->size(), validation ? validation->size() : 0};
+  t.params_ = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
 
   const int64_t warmup = t.warmup_steps();
   t.threads_.apply();
@@ -387,7 +385,7 @@ void Trainer::Fit::finish() {
 History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   if (!data) throw std::invalid_argument("fit needs a training set, got null");
   require_positive(o.epochs, "epochs");
-  require_positive(o.batch_size, "batch size");
+  require_positive(o.loader.batch_size, "batch size");
   if (o.initial_epoch < 0) {
     throw std::invalid_argument("initial epoch must be >= 0, got " + std::to_string(o.initial_epoch));
   }
@@ -559,8 +557,8 @@ Logs Trainer::evaluate(const TensorDataset& data, const EvaluateOptions& o) {
 Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOptions& o) {
   if (!data) throw std::invalid_argument("evaluate needs a data set, got null");
   FitOptions fit;
-  fit.batch_size = o.batch_size;
-  fit.workers = 0;
+  fit.loader.batch_size = o.batch_size;
+  fit.loader.workers = 0;
   Loader loader(std::move(data), loader_options(fit, /*training=*/false));  // local: the whole set
   loader.set_epoch(0);
   CallbackList callbacks(o.callbacks);

@@ -80,7 +80,7 @@ TEST(HookOrder, FitCallsTheKerasHooksInKerasOrderWithValidationInsideEachEpoch) 
   auto recorder = std::make_shared<Recorder>();
   FitOptions fit;
   fit.epochs = 2;
-  fit.batch_size = 4;  // 10 examples -> 3 batches; 5 validation examples -> 2 batches
+  fit.loader.batch_size = 4;  // 10 examples -> 3 batches; 5 validation examples -> 2 batches
   fit.validation_data = std::make_shared<TensorDataset>(p.validation);
   fit.callbacks = {recorder};
   trainer.fit(p.train, fit);
@@ -128,7 +128,7 @@ TEST(HookOrder, StopRequestedInABatchEndsTheEpochAfterThatBatchWithValidationAnd
   };
   FitOptions fit;
   fit.epochs = 5;
-  fit.batch_size = 4;
+  fit.loader.batch_size = 4;
   fit.validation_data = std::make_shared<TensorDataset>(p.validation);
   fit.callbacks = {std::make_shared<LambdaCallback>(hooks, "Stopper"), recorder};
   const History history = trainer.fit(p.train, fit);
@@ -157,7 +157,7 @@ TEST(HookOrder, BatchLogsAreLeftEmptyWhenNoCallbackReadsThem) {
   };
   auto blind = std::make_shared<Blind>();
   FitOptions fit;
-  fit.batch_size = 5;
+  fit.loader.batch_size = 5;
   fit.callbacks = {blind};
   trainer.fit(p.train, fit);
   EXPECT_EQ(blind->calls[3], "train_batch_end 0 []");
@@ -185,7 +185,7 @@ TEST(HookOrder, InitialEpochAndStepsPerEpochFollowKeras) {
   FitOptions fit;
   fit.epochs = 3;
   fit.initial_epoch = 1;
-  fit.batch_size = 4;
+  fit.loader.batch_size = 4;
   fit.steps_per_epoch = 5;  // longer than one pass of 3 batches: continues into the next pass
   fit.callbacks = {recorder};
   const History history = trainer.fit(p.train, fit);
@@ -202,7 +202,7 @@ TEST(HookOrder, AnAsyncCallbackSeesTheSameCallsInTheSameOrderAsASyncOne) {
   async->set_async(true);
   FitOptions fit;
   fit.epochs = 2;
-  fit.batch_size = 3;
+  fit.loader.batch_size = 3;
   fit.validation_data = std::make_shared<TensorDataset>(p.validation);
   fit.callbacks = {sync, async};
   Trainer trainer(torch::nn::Linear(4, 3));
@@ -223,7 +223,7 @@ TEST(HookOrder, AnErrorInAnAsyncCallbackFailsTheRunWithTheCallbackAndHookNamed) 
   failing->set_async(true);
   FitOptions fit;
   fit.epochs = 3;
-  fit.batch_size = 2;
+  fit.loader.batch_size = 2;
   fit.callbacks = {failing};
   Trainer trainer(torch::nn::Linear(4, 3));
   try {
@@ -242,7 +242,7 @@ TEST(CallbackTiming, EveryCallbackAndHookIsCountedByNameAndMode) {
   async->set_async(true);
   FitOptions fit;
   fit.epochs = 2;
-  fit.batch_size = 4;  // 3 batches an epoch
+  fit.loader.batch_size = 4;  // 3 batches an epoch
   fit.callbacks = {recorder, async};
   Trainer trainer(torch::nn::Linear(4, 3));
   trainer.fit(p.train, fit);
@@ -273,7 +273,7 @@ TEST(SlowCallbackWarning, NamesTheCallbackAndTheHookOnce) {
   Trainer trainer(torch::nn::Linear(4, 3), options);
   FitOptions fit;
   fit.epochs = 20;
-  fit.batch_size = 1;  // 200 steps: the check runs many times
+  fit.loader.batch_size = 1;  // 200 steps: the check runs many times
   fit.callbacks = {std::make_shared<LambdaCallback>(hooks, "SavePredictions")};
   trainer.fit(p.train, fit);
   ASSERT_EQ(warnings.size(), 1u);

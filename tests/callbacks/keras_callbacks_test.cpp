@@ -169,7 +169,7 @@ TEST(TerminateOnNaN, StopsAfterTheBatchWhoseLossIsNotFinite) {
   Trainer trainer(make_model(torch::nn::Linear(4, 3)), options);
   FitOptions fit;
   fit.epochs = 5;
-  fit.batch_size = 2;  // 5 steps an epoch
+  fit.loader.batch_size = 2;  // 5 steps an epoch
   fit.callbacks = {std::make_shared<TerminateOnNaN>()};
   const TensorDataset data(torch::randn({10, 4}), torch::randint(3, {10}, torch::kLong));
   trainer.fit(data, fit);
@@ -227,7 +227,7 @@ TEST(CSVLogger, AppendsToAnExistingFileWithoutASecondHeaderAndUsesTheSeparator) 
   Trainer trainer{torch::nn::Linear(4, 3)};
   const TensorDataset data(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong));
   FitOptions fit;
-  fit.workers = 0;
+  fit.loader.workers = 0;
   fit.callbacks = {std::make_shared<CSVLogger>(path, ';', /*append=*/true)};
   trainer.fit(data, fit);
   fit.initial_epoch = 1;
@@ -287,10 +287,10 @@ TEST(ModelCheckpoint, SavesEveryNBatchesWithTheBatchInTheName) {
   torch::manual_seed(0);
   Trainer trainer{torch::nn::Linear(4, 3)};
   FitOptions fit;
-  fit.workers = 0;
-  fit.batch_size = 2;
+  fit.loader.workers = 0;
+  fit.loader.batch_size = 2;
   fit.epochs = 2;
-  fit.shuffle = false;
+  fit.loader.shuffle = false;
   fit.callbacks = {checkpoint};
   trainer.fit(TensorDataset(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong)), fit);  // 4 steps an epoch
   std::vector<std::string> names;

@@ -146,7 +146,7 @@ TEST(TensorBoard, ARunsEventFilesHoldTheExpectedTagsStepsAndValues) {
   data.size = 400;
   FitOptions fit;
   fit.epochs = 2;
-  fit.workers = 0;
+  fit.loader.workers = 0;
   fit.validation_split = 0.2;  // 320 training examples: 10 steps an epoch
   TensorBoardOptions tb;
   tb.log_dir = dir.string();

@@ -79,8 +79,8 @@ struct MlpRun {
   FitOptions fit(std::vector<std::shared_ptr<Callback>> callbacks) const {
     FitOptions f;
     f.epochs = 3;
-    f.workers = 0;
-    f.seed = 5;
+    f.loader.workers = 0;
+    f.loader.seed = 5;
     f.callbacks = std::move(callbacks);
     return f;
   }

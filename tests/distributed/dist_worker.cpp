@@ -64,10 +64,10 @@ int main(int argc, char** argv) {
     options.learning_rate = 0.5;
     Trainer trainer(models::Mlp(64, 10), options);
     FitOptions fit;
-    fit.batch_size = std::stoll(argv[3]);
-    fit.shuffle = false;
+    fit.loader.batch_size = std::stoll(argv[3]);
+    fit.loader.shuffle = false;
     fit.steps_per_epoch = 1;
-    fit.workers = 0;
+    fit.loader.workers = 0;
     trainer.fit(examples(256, 1), fit);
     write_parameters(trainer.model(), prefix + ".bin");
     return 0;
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   const double whole_train = trainer.evaluate(train).get("accuracy").value();
   FitOptions fit;
   fit.epochs = 2;
-  fit.batch_size = 32;
+  fit.loader.batch_size = 32;
   fit.validation_data = validation;
   const History history = trainer.fit(train, fit);
   write_parameters(trainer.model(), prefix + ".bin");

@@ -42,7 +42,7 @@ TEST(Gpu, TheSteadyStateLoopNeverSynchronisesAndEventsTimeTheDevicePhases) {
   options.device = c10::Device(c10::kCUDA, 0);
   Trainer trainer(models::Cnn(28, 1, 10), options);
   FitOptions fit;
-  fit.batch_size = 64;
+  fit.loader.batch_size = 64;
   fit.steps_per_epoch = 60;
   fit.callbacks.push_back(std::make_shared<NoSyncBetween>(10, 50));  // the epoch's logs come after
   SyntheticOptions data;

@@ -32,7 +32,7 @@ TEST(ScriptModel, TrainsThroughTheSameTrainerAsACppModule) {
   data.size = 640;
   FitOptions fit;
   fit.epochs = 2;
-  fit.workers = 0;
+  fit.loader.workers = 0;
   const History history = trainer.fit(make_synthetic(data), fit);
   EXPECT_GT(module.attr("weight").toTensor().abs().sum().item<float>(), 0.0f);  // the module itself trained
   EXPECT_GT(history.last().get("accuracy").value_or(0), 0.3);

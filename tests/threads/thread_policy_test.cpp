@@ -33,8 +33,8 @@ TensorDataset images(int64_t size) {
 
 FitOptions short_fit() {
   FitOptions fit;
-  fit.batch_size = 32;
-  fit.workers = 1;
+  fit.loader.batch_size = 32;
+  fit.loader.workers = 1;
   fit.steps_per_epoch = 30;
   return fit;
 }

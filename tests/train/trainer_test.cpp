@@ -56,7 +56,7 @@ TEST(Trainer, EveryStepReachesTheSinksAndTheWarmupIsLeftOutOfTheStatistics) {
   auto sink = std::make_shared<CollectingSink>();
   FitOptions fit;
   fit.epochs = 2;
-  fit.batch_size = 50;  // 600 / 50 = 12 steps an epoch
+  fit.loader.batch_size = 50;  // 600 / 50 = 12 steps an epoch
   fit.step_sinks = {sink};
   trainer.fit(small_synthetic(), fit);
   ASSERT_EQ(sink->records.size(), 24u);
@@ -102,7 +102,7 @@ TEST(Trainer, ACustomTrainStepRunsInTheSameLoopAndIsTimedByTheSameClock) {
   };
   Trainer trainer(models::Mlp(), options);
   FitOptions fit;
-  fit.batch_size = 100;
+  fit.loader.batch_size = 100;
   trainer.fit(small_synthetic(), fit);
   EXPECT_EQ(calls, 6);
   EXPECT_EQ(trainer.step_stats().measured_steps(), 6);
@@ -132,14 +132,14 @@ TEST(Trainer, BadOptionsAreRejectedByName) {
   fit.epochs = 0;
   EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }), "epochs must be >= 1, got 0");
   fit = {};
-  fit.batch_size = 0;
+  fit.loader.batch_size = 0;
   EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }), "batch size must be >= 1, got 0");
   fit = {};
   fit.validation_split = 1.0;
   EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }), "validation split must be in [0, 1), got 1.000000");
   fit = {};
-  fit.batch_size = 200;
-  fit.drop_last = true;
+  fit.loader.batch_size = 200;
+  fit.loader.drop_last = true;
   EXPECT_EQ(message_of([&] { trainer.fit(data, fit); }),
             "a training set of 100 examples gives no batch of 200 with drop_last");
   TrainerOptions bad;

@@ -68,11 +68,12 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
                       "cifar10:DIR (data_batch_*.bin, test_batch.bin) or csv:FILE; a test set in the files is the validation set")
       ->capture_default_str();
   command->add_option("--label-column", o.label_column, "CSV: the label column, by header name or 0-based index (default: 'label', else 0)");
-  command->add_option("--workers", o.workers, "Loader threads (0 = batches built on the training thread)")
+  command->add_option("--workers", o.fit.loader.workers, "Loader threads (0 = batches built on the training thread)")
       ->check(CLI::Range(int64_t{0}, int64_t{256}))->capture_default_str();
-  command->add_option("--prefetch", o.prefetch, "Batches built ahead of the training step (at least --workers)")
+  command->add_option("--prefetch", o.fit.loader.prefetch, "Batches built ahead of the training step (at least --workers)")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))->capture_default_str();
-  command->add_option("--augment", o.augment, "Random augmentation in the loader: flip, brightness (comma-separated)")
+  command->add_option_function<std::string>("--augment", [&o](const std::string& v) { o.fit.loader.transforms = fitscope::parse_augment(v); },
+                                             "Random augmentation in the loader: flip, brightness (comma-separated)")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         try {
           fitscope::parse_augment(v);
@@ -81,15 +82,17 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
           return e.what();
         }
       }, "flip,brightness"));
-  command->add_flag("--cache", o.cache, "Keep examples in memory after their first use");
+  command->add_flag("--cache", o.fit.loader.cache, "Keep examples in memory after their first use");
   command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
       ->check(CLI::Range(int64_t{100}, int64_t{10'000'000}))->capture_default_str();
-  command->add_option("--epochs", o.epochs, "Epochs")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
-  command->add_option("--batch-size", o.batch_size, "Examples per step")
+  command->add_option("--epochs", o.fit.epochs, "Epochs")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  command->add_option("--batch-size", o.fit.loader.batch_size, "Examples per step")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
-  command->add_option("--lr", o.lr, "Learning rate")->check(number_above(0, false, "a number > 0"))->capture_default_str();
-  command->add_option("--optimizer", o.optimizer, "Optimizer")->check(CLI::IsMember({"adam", "sgd"}))->capture_default_str();
-  command->add_option("--validation-split", o.validation_split, "Fraction of the data held out for validation")
+  command->add_option("--lr", o.trainer.learning_rate, "Learning rate")->check(number_above(0, false, "a number > 0"))->capture_default_str();
+  command->add_option_function<std::string>("--optimizer", [&o](const std::string& v) {
+        o.trainer.optimizer = v == "sgd" ? fitscope::OptimizerKind::sgd : fitscope::OptimizerKind::adam;
+      }, "Optimizer: adam (the default) or sgd")->check(CLI::IsMember({"adam", "sgd"}));
+  command->add_option("--validation-split", o.fit.validation_split, "Fraction of the data held out for validation")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         try {
           std::size_t used = 0;
@@ -99,8 +102,8 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
         }
         return "expected a fraction in [0, 1), got '" + v + "'";
       }, "F in [0,1)"))->capture_default_str();
-  command->add_option("--seed", o.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
-  command->add_option("--warmup-steps", o.warmup_steps, "Steps left out of the statistics")
+  command->add_option("--seed", o.fit.loader.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
+  command->add_option("--warmup-steps", o.trainer.warmup_steps, "Steps left out of the statistics")
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
   // "auto" is 0 in the options (ThreadOptions)
   const auto auto_or_count = [](std::string& v) -> std::string {
@@ -114,11 +117,11 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
     }
     return "expected auto or a thread count in [1, 1024], got '" + v + "'";
   };
-  command->add_option("--threads", o.threads,
+  command->add_option("--threads", o.trainer.threads.intra_op,
                       "Intra-op threads, or auto: the candidates are measured on the first steps (counted as warm-up) "
                       "and the fastest is kept (default auto)")
       ->transform(CLI::Validator(auto_or_count, "auto|N"));
-  command->add_option("--blas-threads", o.blas_threads,
+  command->add_option("--blas-threads", o.trainer.threads.blas,
                       "BLAS pool threads, or auto: 1 with a fixed --threads (ATen parallelises above BLAS), "
                       "measured with --threads auto (default auto)")
       ->transform(CLI::Validator(auto_or_count, "auto|N"));
@@ -131,13 +134,16 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
         }
         return "expected auto, cpu, cuda or cuda:N, got '" + v + "'";
       }, "auto|cpu|cuda|cuda:N"))->capture_default_str();
-  command->add_option("--run-dir", o.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
-  command->add_flag("--quiet", o.quiet, "One progress line per epoch");
-  command->add_option("--load-delay-ms", o.load_delay_ms, "Artificial loader delay per batch, to reproduce a slow input pipeline")
+  command->add_option("--run-dir", o.run.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
+  command->add_flag("--quiet", o.run.one_line_per_epoch, "One progress line per epoch");
+  command->add_option("--load-delay-ms", o.fit.loader.delay_ms, "Artificial loader delay per batch, to reproduce a slow input pipeline")
       ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
   command->add_option("--slow-callback-ms", o.slow_callback_ms, "Add a callback costing this many ms per batch")
       ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
-  command->add_option("--metrics", o.metrics, "Comma-separated metrics besides the loss (accuracy, top_k_accuracy, precision, recall, f1[_macro|_micro], auc, mse, mae)")
+  command->add_option_function<std::vector<std::string>>(
+             "--metrics", [&o](const std::vector<std::string>& names) { o.trainer.metrics = std::vector<fitscope::MetricSpec>(names.begin(), names.end()); },
+             "Comma-separated metrics besides the loss (accuracy, top_k_accuracy, precision, recall, f1[_macro|_micro], auc, "
+             "mse, mae; default accuracy)")
       ->delimiter(',')
       ->check(CLI::Validator([](std::string& v) -> std::string {
         try {
@@ -146,19 +152,23 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
         } catch (const std::exception& e) {
           return e.what();
         }
-      }, "METRIC"))->capture_default_str();
-  command->add_option("--checkpoint-every", o.checkpoint_every,
-                      "Back the whole training state up into RUN_DIR/backup every epoch or every N batches")
+      }, "METRIC"));
+  command->add_option_function<std::string>("--checkpoint-every", [&o](const std::string& v) {
+        o.run.backup = true;
+        o.run.backup_every_batches = v == "epoch" ? 0 : std::stoll(v);
+      }, "Back the whole training state up into RUN_DIR/backup every epoch or every N batches")
       ->check(words_or_batches({"epoch"}));
-  command->add_option("--keep", o.keep, "Newest backups kept")->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
-  command->add_flag("--no-progress", o.no_progress, "No progress bar");
-  command->add_flag("--no-csv-logger", o.no_csv_logger, "Do not write metrics.csv (CSVLogger)");
-  command->add_flag("--no-tensorboard", o.no_tensorboard, "Do not write TensorBoard event files");
-  command->add_option("--tensorboard-freq", o.tensorboard_freq, "TensorBoard scalars every epoch, every batch, or every N batches")
-      ->check(words_or_batches({"epoch", "batch"}))->capture_default_str();
-  command->add_flag("--no-best-checkpoint", o.no_best_checkpoint, "Do not keep checkpoints/best.fitscope (ModelCheckpoint, save_best_only)");
-  command->add_option("--best-monitor", o.best_monitor, "Log key the best checkpoint watches (default val_loss, or loss without validation)");
-  command->add_flag("--resume", o.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
+  command->add_option("--keep", o.run.keep, "Newest backups kept")->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
+  command->add_flag_function("--no-progress", [&o](int64_t) { o.run.progress_bar = false; }, "No progress bar");
+  command->add_flag_function("--no-csv-logger", [&o](int64_t) { o.run.csv_logger = false; }, "Do not write metrics.csv (CSVLogger)");
+  command->add_flag_function("--no-tensorboard", [&o](int64_t) { o.run.tensorboard = false; }, "Do not write TensorBoard event files");
+  command->add_option_function<std::string>("--tensorboard-freq", [&o](const std::string& v) {
+        o.run.tensorboard_update_freq = v == "epoch" ? 0 : v == "batch" ? 1 : std::stoll(v);
+      }, "TensorBoard scalars every epoch (the default), every batch, or every N batches")
+      ->check(words_or_batches({"epoch", "batch"}));
+  command->add_flag_function("--no-best-checkpoint", [&o](int64_t) { o.run.best_checkpoint = false; }, "Do not keep checkpoints/best.fitscope (ModelCheckpoint, save_best_only)");
+  command->add_option("--best-monitor", o.run.best_monitor, "Log key the best checkpoint watches (default val_loss, or loss without validation)");
+  command->add_flag("--resume", o.run.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
   command->add_option("--dist-timeout", o.dist_timeout_s,
                       "Seconds a collective or the rendezvous may wait for the other ranks under launch or torchrun")
       ->check(number_above(0, false, "a number of seconds > 0"))->capture_default_str();
@@ -166,8 +176,9 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
                       "c10d backend under launch or torchrun: gloo, nccl (a GPU per rank; a world of one too), or auto "
                       "(nccl when the ranks train on GPUs and this build has it, else gloo)")
       ->check(CLI::IsMember({"auto", "gloo", "nccl"}))->capture_default_str();
-  command->add_option("--callback-mode", o.callback_mode, "How the observing callbacks run: sync, or async (off the training thread)")
-      ->check(CLI::IsMember({"sync", "async"}))->capture_default_str();
+  command->add_option_function<std::string>("--callback-mode", [&o](const std::string& v) { o.run.async_callbacks = v == "async"; },
+                                             "How the observing callbacks run: sync (the default), or async (off the training thread)")
+      ->check(CLI::IsMember({"sync", "async"}));
 }
 
 }  // namespace
@@ -185,9 +196,9 @@ int main(int argc, char** argv) {
   fitscope::cli::SweepCommandOptions sweep_options;
   CLI::App* sweep = app.add_subcommand("sweep", "Throughput and step time against batch size: short runs, a fit of fixed and per-example cost, the knee");
   add_train_options(sweep, sweep_options.train);
-  sweep->add_option("--batch-sizes", sweep_options.batch_sizes, "Comma-separated batch sizes")
+  sweep->add_option("--batch-sizes", sweep_options.sweep.batch_sizes, "Comma-separated batch sizes")
       ->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
-  sweep->add_option("--steps", sweep_options.steps, "Measured steps per batch size (after the warm-up steps)")
+  sweep->add_option("--steps", sweep_options.sweep.steps, "Measured steps per batch size (after the warm-up steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
   sweep->callback([&] { fitscope::cli::run_sweep(sweep_options, std::cout); });
 

@@ -48,7 +48,7 @@ FileData load_data(const TrainCommandOptions& o) {
     if (o.data == "synthetic") {
       SyntheticOptions data_options;
       data_options.size = o.synthetic_size;
-      data_options.seed = o.seed;
+      data_options.seed = o.fit.loader.seed;
       return {std::make_shared<TensorDataset>(make_synthetic(data_options)), nullptr};
     }
     if (auto dir = after_prefix(o.data, "idx")) return load_idx(*dir);
@@ -133,16 +133,10 @@ struct Session {
   }
 
   std::unique_ptr<Trainer> make_trainer(const TrainCommandOptions& o) const {
-    torch::manual_seed(o.seed);
-    TrainerOptions options;
-    options.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adam;
-    options.learning_rate = o.lr;
+    torch::manual_seed(o.fit.loader.seed);
+    TrainerOptions options = o.trainer;
     options.device = device;
-    options.warmup_steps = o.warmup_steps;
-    options.metrics = std::vector<MetricSpec>(o.metrics.begin(), o.metrics.end());
     options.context = ranks;
-    options.threads.intra_op = o.threads;
-    options.threads.blas = o.blas_threads;
     std::shared_ptr<Model> model =
         is_script_file(o.model) ? std::make_shared<ScriptModel>(load_script_module(o.model), o.model)
                                 : make_seed_model(o.model, o.data, data.train->example_shape(), classes);
@@ -167,20 +161,11 @@ struct Session {
 
   /// The fit settings of the command line, with the seed scenario's SlowCallback in --callback-mode.
   FitOptions fit_options(const TrainCommandOptions& o) const {
-    FitOptions fit;
-    fit.epochs = o.epochs;
-    fit.batch_size = o.batch_size;
-    fit.seed = o.seed;
-    fit.validation_split = o.validation_split;
-    fit.load_delay_ms = o.load_delay_ms;
-    fit.workers = o.workers;
-    fit.prefetch = o.prefetch;
-    fit.transforms = parse_augment(o.augment);
-    fit.cache = o.cache;
+    FitOptions fit = o.fit;
     if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
     if (o.slow_callback_ms > 0) {
       auto slow = std::make_shared<SlowCallback>(o.slow_callback_ms);
-      slow->set_async(o.callback_mode == "async");
+      slow->set_async(o.run.async_callbacks);
       fit.callbacks.push_back(slow);
     }
     return fit;
@@ -190,21 +175,8 @@ struct Session {
 
 /// The run directory's settings of the command line.
 RunOptions run_options(const TrainCommandOptions& o) {
-  RunOptions r;
-  r.run_dir = o.run_dir;
+  RunOptions r = o.run;
   r.name = o.model;
-  r.progress_bar = !o.no_progress;
-  r.one_line_per_epoch = o.quiet;
-  r.csv_logger = !o.no_csv_logger;
-  r.tensorboard = !o.no_tensorboard;
-  r.tensorboard_update_freq = o.tensorboard_freq == "epoch" ? 0 : o.tensorboard_freq == "batch" ? 1 : std::stoll(o.tensorboard_freq);
-  r.best_checkpoint = !o.no_best_checkpoint;
-  r.best_monitor = o.best_monitor;
-  r.async_callbacks = o.callback_mode == "async";
-  r.backup = !o.checkpoint_every.empty();
-  if (r.backup && o.checkpoint_every != "epoch") r.backup_every_batches = std::stoll(o.checkpoint_every);
-  r.keep = o.keep;
-  r.resume = o.resume;
   // test hook (documented in the README): SIGKILL the process once N bytes of checkpoint data are
   // written, to test a crash in the middle of a write
   if (const char* kill_after = std::getenv("FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES")) {
@@ -238,13 +210,11 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
   const Session session(s.train, dist::single_process_context(), resolve_device(s.train.device, 0));
-  SweepOptions options;
-  options.batch_sizes = s.batch_sizes;
-  options.steps = s.steps;
-  options.run_dir = s.train.run_dir;
+  SweepOptions options = s.sweep;
+  options.run_dir = s.train.run.run_dir;
   options.name = s.train.model;
-  options.callback_mode = s.train.callback_mode;
-  out << "Sweeping batch sizes: " << s.steps << " measured steps each after " << s.train.warmup_steps
+  options.callback_mode = s.train.run.async_callbacks ? "async" : "sync";
+  out << "Sweeping batch sizes: " << s.sweep.steps << " measured steps each after " << s.train.trainer.warmup_steps
       << " warm-up steps (and the thread search, with --threads auto)\n";
   const SweepResult result = sweep([&] { return session.make_trainer(s.train); }, session.data.train,
                                    session.fit_options(s.train), options, [&](const SweepRow& row) {

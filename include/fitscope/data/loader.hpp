@@ -33,7 +33,7 @@ struct LoaderOptions {
   uint64_t seed = 0;        ///< seed of the orders and of the random transforms
   bool drop_last = false;   ///< drop the last batch when it is smaller than batch_size
   double delay_ms = 0;      ///< artificial delay per batch, slept by whoever builds it (--load-delay-ms)
-  int64_t workers = 0;      ///< threads building batches (>= 0; 0 = the calling thread, in next())
+  int64_t workers = 1;      ///< threads building batches (>= 0; 0 = the calling thread, in next())
   int64_t prefetch = 8;     ///< batches built or being built ahead of the consumer (>= 1; at least workers)
   std::vector<std::shared_ptr<Transform>> transforms;  ///< applied in order to every batch
   bool cache = false;       ///< keep every example in memory after its first use (CachedDataset)

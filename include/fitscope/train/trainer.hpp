@@ -82,15 +82,11 @@ struct TrainerOptions {
 struct FitOptions {
   int64_t epochs = 1;          ///< index of the epoch to stop before (as in Keras, with initial_epoch)
   int64_t initial_epoch = 0;   ///< epoch to start at (for resuming)
-  int64_t batch_size = 32;     ///< examples per step (>= 1)
-  bool shuffle = true;         ///< reshuffle the training set every epoch
-  uint64_t seed = 0;           ///< seed of the shuffles
-  bool drop_last = false;      ///< drop the last, smaller training batch
-  double load_delay_ms = 0;    ///< artificial loader delay per batch, slept in the worker (a slow pipeline)
-  int64_t workers = 1;         ///< loader threads (0 = batches built on the training thread)
-  int64_t prefetch = 8;        ///< batches built or being built ahead of the step (>= 1; raised to workers)
-  std::vector<std::shared_ptr<Transform>> transforms;  ///< training-batch augmentation, in order
-  bool cache = false;          ///< keep examples in memory after their first use (CachedDataset)
+  /// How the training set is batched and loaded: batch size, shuffle and seed, drop_last, workers and
+  /// prefetch, the artificial delay, transforms (augmentation), cache. Validation uses its batch size,
+  /// workers, prefetch and cache, in order and unaugmented. The fit sets pin_memory (on a GPU) and the
+  /// sampler (each rank's shard) itself.
+  LoaderOptions loader;
   double validation_split = 0;  ///< fraction of the training set (its end) held out; 0 = none
   std::shared_ptr<const Dataset> validation_data;  ///< explicit validation set (wins over the split)
   /// Steps per epoch; unset = one pass over the training set. When larger than a pass, the epoch

@@ -8,7 +8,7 @@ int main() {
   data.size = 256;
   fitscope::Trainer trainer{fitscope::models::Mlp()};
   fitscope::FitOptions fit;
-  fit.batch_size = 64;
+  fit.loader.batch_size = 64;
   const fitscope::History history = trainer.fit(fitscope::make_synthetic(data), fit);
   std::cout << "outside project trained: steps=" << trainer.global_step()
             << " loss=" << history.last().at("loss") << "\n";
