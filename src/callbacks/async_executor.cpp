@@ -1,4 +1,4 @@
-#include "fitscope/callbacks/async_executor.hpp"
+#include "fitscope/callbacks/detail/async_executor.hpp"
 
 #include <algorithm>
 

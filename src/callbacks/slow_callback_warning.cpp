@@ -1,4 +1,4 @@
-#include "fitscope/callbacks/slow_callback_warning.hpp"
+#include "callbacks/slow_callback_warning.hpp"
 
 #include <cstdio>
 

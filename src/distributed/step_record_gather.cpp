@@ -1,4 +1,4 @@
-#include "fitscope/distributed/step_record_gather.hpp"
+#include "distributed/step_record_gather.hpp"
 
 #include <ATen/ATen.h>
 

@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "fitscope/checkpoint/atomic_file.hpp"
-#include "fitscope/report/svg.hpp"
+#include "report/svg.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/run_summary.hpp"
 

@@ -1,4 +1,4 @@
-#include "fitscope/report/svg.hpp"
+#include "report/svg.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "fitscope/distributed/metric_reduction.hpp"
-#include "fitscope/distributed/step_record_gather.hpp"
+#include "distributed/step_record_gather.hpp"
 
 namespace fitscope::detail {
 

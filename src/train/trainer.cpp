@@ -14,7 +14,7 @@
 #include <tuple>
 #include <utility>
 
-#include "fitscope/callbacks/slow_callback_warning.hpp"
+#include "callbacks/slow_callback_warning.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/subset_dataset.hpp"

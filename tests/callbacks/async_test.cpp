@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "fitscope/callbacks/async_callback.hpp"
-#include "fitscope/callbacks/async_executor.hpp"
+#include "fitscope/callbacks/detail/async_executor.hpp"
 
 using fitscope::AsyncExecutor;
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "fitscope/data/prefetcher.hpp"
+#include "fitscope/data/detail/prefetcher.hpp"
 #include "fitscope/data/sampler.hpp"
 
 using namespace fitscope;

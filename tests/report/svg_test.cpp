@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "fitscope/report/svg.hpp"
+#include "report/svg.hpp"
 
 using namespace fitscope::svg;
 

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include "fitscope/callbacks/async_executor.hpp"
+#include "fitscope/callbacks/detail/async_executor.hpp"
 #include "fitscope/callbacks/callback.hpp"
 
 namespace fitscope {

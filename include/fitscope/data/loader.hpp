@@ -21,7 +21,7 @@
 #include "fitscope/data/batch.hpp"
 #include "fitscope/data/dataset.hpp"
 #include "fitscope/data/loader_stats.hpp"
-#include "fitscope/data/prefetcher.hpp"
+#include "fitscope/data/detail/prefetcher.hpp"
 #include "fitscope/data/sampler.hpp"
 #include "fitscope/data/transforms.hpp"
 

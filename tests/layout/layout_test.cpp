@@ -1,0 +1,122 @@
+// The tree's architecture, read from the includes: the areas (include/fitscope/<area>, src/<area>)
+// form layers with no cycle between them, and the umbrella header holds every public header and no
+// internal one.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kRoot = FITSCOPE_SOURCE_DIR;
+
+/// area -> area it includes -> a file that does it
+using Graph = std::map<std::string, std::map<std::string, std::string>>;
+
+/// The fitscope headers `file` includes, as "area/..." paths ("fitscope/" dropped), and the internal
+/// ones of src/ ("report/svg.hpp").
+std::vector<std::string> includes_of(const fs::path& file) {
+  static const std::regex include(R"re(^\s*#\s*include\s+"(?:fitscope/)?([a-z_]+)/[^"]+")re");
+  std::ifstream in(file);
+  std::vector<std::string> areas;
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, include)) areas.push_back(m[1]);
+  }
+  return areas;
+}
+
+Graph area_graph() {
+  Graph g;
+  for (const fs::path base : {kRoot / "include" / "fitscope", kRoot / "src"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(base)) {
+      const fs::path rel = fs::relative(entry.path(), base);
+      if (!entry.is_regular_file() || std::distance(rel.begin(), rel.end()) < 2) continue;  // fitscope.hpp, CMakeLists
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".hpp" && ext != ".cpp") continue;
+      const std::string area = rel.begin()->string();
+      g[area];
+      for (const std::string& to : includes_of(entry.path())) {
+        if (to != area && fs::is_directory(base / to)) g[area].emplace(to, fs::relative(entry.path(), kRoot).string());
+      }
+    }
+  }
+  return g;
+}
+
+/// A cycle of areas, with the file behind each step; empty when there is none.
+std::vector<std::string> find_cycle(const Graph& g) {
+  std::map<std::string, int> state;  // 1 = on the path, 2 = done
+  std::vector<std::string> path, cycle;
+  std::function<bool(const std::string&)> visit = [&](const std::string& a) {
+    state[a] = 1;
+    path.push_back(a);
+    for (const auto& [b, file] : g.at(a)) {
+      if (!g.count(b)) continue;
+      if (state[b] == 1) {
+        const auto from = std::find(path.begin(), path.end(), b);
+        for (auto it = from; it != path.end(); ++it) {
+          const std::string& next = it + 1 == path.end() ? b : *(it + 1);
+          cycle.push_back(*it + " -> " + next + " (" + g.at(*it).at(next) + ")");
+        }
+        return true;
+      }
+      if (state[b] == 0 && visit(b)) return true;
+    }
+    path.pop_back();
+    state[a] = 2;
+    return false;
+  };
+  for (const auto& [a, edges] : g) {
+    if (state[a] == 0 && visit(a)) break;
+  }
+  return cycle;
+}
+
+TEST(Layout, NoIncludeCycleJoinsTwoAreas) {
+  const Graph g = area_graph();
+  ASSERT_GE(g.size(), 10u) << "the areas were not found under " << kRoot;
+  std::string cycle;
+  for (const std::string& step : find_cycle(g)) cycle += "\n  " + step;
+  EXPECT_TRUE(cycle.empty()) << "a cycle of areas:" << cycle;
+}
+
+TEST(Layout, TheCycleCheckFindsACycle) {
+  Graph g;
+  g["a"]["b"] = "a.cpp";
+  g["b"]["c"] = "b.cpp";
+  g["c"]["a"] = "c.cpp";
+  g["c"]["d"] = "c.cpp";
+  g["d"];
+  EXPECT_EQ(find_cycle(g), (std::vector<std::string>{"a -> b (a.cpp)", "b -> c (b.cpp)", "c -> a (c.cpp)"}));
+  g["c"].erase("a");
+  EXPECT_TRUE(find_cycle(g).empty());
+}
+
+TEST(Layout, TheUmbrellaHeaderHoldsEveryPublicHeaderAndNoInternalOne) {
+  std::set<std::string> umbrella;
+  std::ifstream in(kRoot / "include" / "fitscope" / "fitscope.hpp");
+  static const std::regex include(R"re(^#include "([^"]+)")re");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, include)) umbrella.insert(m[1]);
+  }
+  const fs::path base = kRoot / "include";
+  for (const auto& entry : fs::recursive_directory_iterator(base / "fitscope")) {
+    if (!entry.is_regular_file() || entry.path().filename() == "fitscope.hpp") continue;
+    const std::string header = fs::relative(entry.path(), base).string();
+    const bool internal = header.find("/detail/") != std::string::npos;
+    EXPECT_EQ(umbrella.count(header), internal ? 0u : 1u) << header << (internal ? " is internal" : " is public");
+  }
+}
+
+}  // namespace
