@@ -6,6 +6,9 @@ install(TARGETS fitscope EXPORT fitscopeTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# the installed CLI finds the installed library beside it, and libtorch where it was linked from
+set_target_properties(fitscope_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
+                                              INSTALL_RPATH_USE_LINK_PATH TRUE)
 install(TARGETS fitscope_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fitscope DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT fitscopeTargets NAMESPACE fitscope:: DESTINATION ${FITSCOPE_CMAKE_DIR})
