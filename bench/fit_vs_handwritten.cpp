@@ -92,8 +92,10 @@ struct HandThreads {
   ThreadSetting setting;
 };
 
+/// Only on a change, as fit does: ATen's setter rebuilds its thread pools, whose new threads would
+/// then start inside the timed round.
 void set_by_hand(const ThreadSetting& s) {
-  at::set_num_threads(static_cast<int>(s.intra_op));
+  if (at::get_num_threads() != s.intra_op) at::set_num_threads(static_cast<int>(s.intra_op));
   loaded_blas().set_threads(s.blas);
 }
 
@@ -165,6 +167,14 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
               static_cast<long long>(fit_threads.intra_op), static_cast<long long>(fit_threads.blas),
               trainer.measured().threads.chosen_by.c_str(), with_fit * 1e3, with_fit * 1e6 / steps, median(ratios),
               1 / median(ratios), goal);
+  if (!trainer.measured().threads.candidates.empty()) {
+    std::printf("     the search's medians:");
+    for (const ThreadCandidate& c : trainer.measured().threads.candidates) {
+      std::printf(" %lldx%lld %.1f us", static_cast<long long>(c.setting.intra_op), static_cast<long long>(c.setting.blas),
+                  c.step_ms * 1e3);
+    }
+    std::printf("\n");
+  }
 }
 
 }  // namespace
@@ -182,6 +192,7 @@ int main(int argc, char** argv) {
   // a round: one pass of 200 steps for the MLP; 10 steps for the CNN, whose step is ~200x longer
   if (only.empty() || only == "mlp") {
     compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.02, mlp_best);
+    compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.02, mlp_best, /*workers=*/0);
     compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.0, defaults);
   }
   if (only.empty() || only == "cnn") {

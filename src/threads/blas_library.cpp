@@ -37,7 +37,11 @@ int64_t BlasLibrary::threads() const { return get_ ? get_() : 1; }
 
 void BlasLibrary::set_threads(int64_t threads) const {
   if (!set_) return;
-  set_(static_cast<int>(threads < 1 ? 1 : threads));
+  threads = threads < 1 ? 1 : threads;
+  // unchanged: nothing to do (a pool at 1 is not woken by single-threaded calls, so it does not spin),
+  // and a shutdown of a pool already down costs tens of microseconds on every fit
+  if (get_ && get_() == threads) return;
+  set_(static_cast<int>(threads));
   if (threads <= 1 && shutdown_) shutdown_();
 }
 

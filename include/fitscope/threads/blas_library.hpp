@@ -24,7 +24,7 @@ class BlasLibrary {
   int64_t threads() const;
   /// Sets the pool's thread count (>= 1). At 1, OpenBLAS's pthread pool is also shut down: its idle
   /// threads spin for about 0.1 s after each use, taking a core from the training; a larger count
-  /// starts them again at the next multiplication.
+  /// starts them again at the next multiplication. Does nothing when the count is already `threads`.
   void set_threads(int64_t threads) const;
   /// Runs a single-precision n x n x n matrix product through the library's own cblas_sgemm (no-op
   /// without one): work that only the BLAS pool's threads share with the caller.
