@@ -42,7 +42,8 @@ void BackupAndRestore::on_train_batch_end(int64_t, Logs&) {
 }
 
 void BackupAndRestore::on_epoch_end(int64_t, Logs&) {
-  if (writer_ && !options_.save_freq) request_backup();
+  // an interrupted epoch is not done: its backup was taken where it stopped
+  if (writer_ && !options_.save_freq && !interrupted_) request_backup();
 }
 
 void BackupAndRestore::interrupt() {

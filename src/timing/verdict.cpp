@@ -150,7 +150,9 @@ std::string outside_steps(const VerdictContext& ctx) {
        std::string("validate on fewer examples: a smaller validation split (--validation-split ") + split +
            " now) or a smaller validation set"},
       {"epoch ends", r.epoch_end, "look at the epoch hooks and checkpoints in the callback table"},
-      {"start-up", r.startup, "a longer run amortises it; --cache keeps decoded examples after their first use"},
+      {"start-up", r.startup,
+       "it holds loading the model and the data, the ranks' rendezvous and the first step's set-up; a longer run "
+       "amortises it"},
       {"shutdown", r.shutdown, "look at on_train_end in the callback table and the files written at the end"},
   };
   const Part* largest = nullptr;

@@ -49,9 +49,16 @@ bool DataParallelFit::end_step(StepClock& clock, bool stop_requested) {
   if (!active_) return stop_requested;
   int64_t agreement_ns = 0;
   if (agree_each_step_) {
+    // one step late: the flags of the step before were summed behind this step's compute, and every
+    // rank reads that sum at the same step, so all stop together; this step's flag goes out now
     clock.enter(Phase::comm);
     const int64_t start = StepClock::now_ns();
-    stop_requested = any_rank(stop_requested);
+    const bool agreed = take_agreement();
+    if (!agreed) {
+      pending_flag_ = at::full({1}, stop_requested ? 1.0f : 0.0f);
+      pending_ = context_->all_reduce_async(pending_flag_);
+    }
+    stop_requested = agreed;
     agreement_ns = StepClock::now_ns() - start;
   }
   const int64_t communication = reducer_->communication_ns();  // -1: not known on the host (NCCL)
@@ -59,9 +66,16 @@ bool DataParallelFit::end_step(StepClock& clock, bool stop_requested) {
   return stop_requested;
 }
 
+bool DataParallelFit::take_agreement() {
+  if (!pending_) return false;
+  pending_->wait();
+  pending_.reset();
+  return pending_flag_.item<float>() > 0;
+}
+
 bool DataParallelFit::end_epoch(bool stop_requested, MetricSet& metrics, const std::vector<std::shared_ptr<StepSink>>& sinks) {
   if (!active_) return stop_requested;
-  stop_requested = any_rank(stop_requested);
+  stop_requested = any_rank(take_agreement() || stop_requested);
   for (const StepRecord& r : dist::all_gather_records(*context_, records_)) {
     timings_.add(r);
     if (r.rank == context_->rank()) continue;  // the sinks had this rank's records step by step

@@ -34,8 +34,10 @@ class DataParallelFit {
   void start(Model& model);
   /// The reducer of StepContext (null in a single process).
   dist::GradientReducer* reducer() const { return reducer_.get(); }
-  /// After a step's callbacks: whether any rank asked to stop (agreed after every step when a callback
-  /// may stop mid-epoch, in phase `comm`), and the step's communication.
+  /// After a step's callbacks: whether the ranks agreed to stop (when a callback may stop mid-epoch:
+  /// agreed one step late, each step's flags summed in the background during the next step, in phase
+  /// `comm`; a stop asked at step k ends the fit after step k + 1 on every rank), and the step's
+  /// communication.
   bool end_step(StepClock& clock, bool stop_requested);
   /// Leaves `steps` more steps out of every rank's timings and the communication (while the warm-up
   /// lasts).
@@ -55,6 +57,8 @@ class DataParallelFit {
 
  private:
   bool any_rank(bool stop_requested);
+  /// Waits for the last step's flags; whether any rank asked to stop. False when none is pending.
+  bool take_agreement();
 
   std::shared_ptr<dist::Context> context_;
   dist::GradientReducerOptions buckets_;
@@ -66,6 +70,8 @@ class DataParallelFit {
   StreamingQuantiles& communication_;
   std::unique_ptr<dist::GradientReducer> reducer_;
   std::vector<StepRecord> records_;  // this rank's, this epoch
+  at::Tensor pending_flag_;          // the stop flags being summed across ranks
+  std::unique_ptr<dist::PendingCollective> pending_;
 };
 
 }  // namespace fitscope::detail

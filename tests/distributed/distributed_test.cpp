@@ -303,6 +303,43 @@ TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
   EXPECT_EQ(read_file(whole + "/model.weights.pt"), read_file(killed + "/model.weights.pt"));
 }
 
+/// Ctrl-C at the launcher reaches every rank (it passes the signal on): they agree to stop at the same
+/// step, the chief writes the run directory and a backup, the launcher exits 130, and the run resumes
+/// to the uninterrupted run's weights.
+TEST(Distributed, ASignalToTheLauncherStopsEveryRankTogetherAndTheRunResumes) {
+  TempDir dir;
+  const std::string whole = dir.path() + "/whole", stopped = dir.path() + "/stopped";
+  auto train = [&](const std::string& run_dir, std::vector<std::string> extra) {
+    std::vector<std::string> cmd = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "10", "--synthetic-size", "3200",
+                                    "--workers", "0", "--quiet", "--checkpoint-every", "20", "--seed", "4",
+                                    "--dist-timeout", "20", "--run-dir", run_dir};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    return launch(2, cmd, 10);
+  };
+  ASSERT_EQ(run_process(train(whole, {})).exit_code, 0);
+  fitscope::testing::Child child(train(stopped, {}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!std::filesystem::exists(stopped + "/backup/ckpt-000000000040.fitscope") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the file, not waiting "enough"
+  }
+  child.signal(SIGINT);
+  const ProcessResult r = child.wait();
+  ASSERT_EQ(r.exit_code, 130) << r.err;
+  const auto summary = nlohmann::json::parse(read_file(stopped + "/summary.json"));
+  EXPECT_TRUE(summary.at("interrupted").get<bool>());
+  const int64_t steps = summary.at("steps").get<int64_t>();
+  EXPECT_LT(steps, 800) << "the run ended before the signal";
+  const ProcessResult resumed = run_process(train(stopped, {"--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  // the chief backs up where it saw the signal; the ranks stop together at most one step later
+  const bool from_stop = resumed.out.find("[rank 0] Resumed from the backup of step " + std::to_string(steps) + "\n") != std::string::npos;
+  const bool from_step_before =
+      resumed.out.find("[rank 0] Resumed from the backup of step " + std::to_string(steps - 1) + "\n") != std::string::npos;
+  EXPECT_TRUE(from_stop || from_step_before) << resumed.out;
+  EXPECT_EQ(read_file(whole + "/model.weights.pt"), read_file(stopped + "/model.weights.pt"));
+}
+
 /// Two machines: two network namespaces joined by a veth pair, one launcher in each.
 TEST(Distributed, TwoHostsOverAVethPairTrainTogether) {
   const std::string ns = "fitscope" + std::to_string(::getpid());

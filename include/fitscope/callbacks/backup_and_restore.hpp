@@ -34,13 +34,7 @@ class BackupAndRestore : public Callback {
   /// Throws std::invalid_argument for an empty directory or save_freq < 1.
   explicit BackupAndRestore(BackupAndRestoreOptions options);
   std::string name() const override { return "BackupAndRestore"; }
-  CallbackTraits traits() const override {
-    CallbackTraits t;
-    t.changes_training = true;
-    t.stops_mid_epoch = false;
-    t.reads_batch_logs = false;
-    return t;
-  }
+  CallbackTraits traits() const override { return CallbackTraits::acts_at_epoch_end(); }
   void on_train_begin(Logs& logs) override;
   void on_train_batch_end(int64_t batch, Logs& logs) override;
   void on_epoch_end(int64_t epoch, Logs& logs) override;

@@ -44,6 +44,15 @@ struct CallbackTraits {
   bool reads_batch_logs = true;
 
   bool may_stop_mid_epoch() const { return stops_mid_epoch.value_or(changes_training); }
+
+  /// Changes training at epoch ends only, from the epoch logs (EarlyStopping, ReduceLROnPlateau, ...).
+  static CallbackTraits acts_at_epoch_end() {
+    CallbackTraits t;
+    t.changes_training = true;
+    t.stops_mid_epoch = false;
+    t.reads_batch_logs = false;
+    return t;
+  }
 };
 
 class Callback {

@@ -29,13 +29,7 @@ struct EarlyStoppingOptions {
 
 class EarlyStopping : public Callback, public StatefulCallback {
  public:
-  CallbackTraits traits() const override {
-    CallbackTraits t;
-    t.changes_training = true;
-    t.stops_mid_epoch = false;
-    t.reads_batch_logs = false;
-    return t;
-  }
+  CallbackTraits traits() const override { return CallbackTraits::acts_at_epoch_end(); }
   explicit EarlyStopping(EarlyStoppingOptions options = {});
   void on_train_begin(Logs& logs) override;
   void on_epoch_end(int64_t epoch, Logs& logs) override;

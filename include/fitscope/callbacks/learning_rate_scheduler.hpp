@@ -10,13 +10,7 @@ namespace fitscope {
 
 class LearningRateScheduler : public Callback {
  public:
-  CallbackTraits traits() const override {
-    CallbackTraits t;
-    t.changes_training = true;
-    t.stops_mid_epoch = false;
-    t.reads_batch_logs = false;
-    return t;
-  }
+  CallbackTraits traits() const override { return CallbackTraits::acts_at_epoch_end(); }
   using Schedule = std::function<double(int64_t epoch, double lr)>;
   explicit LearningRateScheduler(Schedule schedule) : schedule_(std::move(schedule)) {}
   void on_epoch_begin(int64_t epoch, Logs& logs) override;

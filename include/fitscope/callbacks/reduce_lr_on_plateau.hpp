@@ -22,13 +22,7 @@ struct ReduceLROnPlateauOptions {
 
 class ReduceLROnPlateau : public Callback, public StatefulCallback {
  public:
-  CallbackTraits traits() const override {
-    CallbackTraits t;
-    t.changes_training = true;
-    t.stops_mid_epoch = false;
-    t.reads_batch_logs = false;
-    return t;
-  }
+  CallbackTraits traits() const override { return CallbackTraits::acts_at_epoch_end(); }
   /// Throws std::invalid_argument for a factor outside (0, 1).
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
   void on_train_begin(Logs& logs) override;
