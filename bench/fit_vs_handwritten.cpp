@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   std::printf("fit vs hand-written libtorch loop, %d alternating rounds, medians; threads as intra-op x BLAS (%s)\n",
               rounds, loaded_blas().name().c_str());
   const std::string only = argc > 2 ? argv[2] : "";
-  // a round: one pass of 200 steps for the MLP; 10 steps for the CNN, whose step is ~200x longer
+  // a round: one pass of 200 steps for the MLP; 10 steps (and 50) for the CNN, whose step is ~100x longer
   if (only.empty() || only == "mlp") {
     compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.02, mlp_best);
     compare<models::Mlp>("mlp", 32, 6400, 200, rounds, 1.02, mlp_best, /*workers=*/0);
@@ -197,6 +197,9 @@ int main(int argc, char** argv) {
   }
   if (only.empty() || only == "cnn") {
     compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1.005, cnn_best);
+    // the same with rounds of 50 steps: the loader's start (8 batches prefetched at once beside the
+    // first steps) weighs on a round of 10
+    compare<models::Cnn>("cnn", 128, 6400, 50, rounds, 1.005, cnn_best);
     compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1.005, cnn_best, /*workers=*/0);
     compare<models::Cnn>("cnn", 128, 6400, 10, rounds, 1 / 1.25, defaults);
   }
