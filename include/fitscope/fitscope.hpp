@@ -84,6 +84,7 @@
 #include "fitscope/timing/step_sink.hpp"
 #include "fitscope/timing/steps_csv.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
+#include "fitscope/timing/summary_printout.hpp"
 #include "fitscope/timing/trace_writer.hpp"
 #include "fitscope/timing/verdict.hpp"
 #include "fitscope/train/history.hpp"

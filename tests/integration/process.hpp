@@ -49,6 +49,10 @@ class Child {
   int pid_ = -1;
 };
 
+/// Polls (every 5 ms) until `path` exists or `timeout` passes; whether it exists. For a condition a
+/// test must see before it acts, never to wait "long enough".
+bool wait_for_file(const std::string& path, double timeout_s = 120);
+
 /// The whole content of a file.
 std::string read_file(const std::string& path);
 

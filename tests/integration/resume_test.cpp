@@ -131,11 +131,7 @@ void interrupt_and_resume(int signal) {
   const std::string whole = tmp.path() + "/whole", stopped = tmp.path() + "/stopped";
   ASSERT_EQ(run_process(train_into(whole)).exit_code, 0);
   fitscope::testing::Child child(train_into(stopped));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  while (!std::filesystem::exists(stopped + "/backup/ckpt-000000000040.fitscope") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the file, not waiting "enough"
-  }
+  ASSERT_TRUE(fitscope::testing::wait_for_file(stopped + "/backup/ckpt-000000000040.fitscope"));
   child.signal(signal);
   const ProcessResult r = child.wait();
   ASSERT_EQ(r.exit_code, 128 + signal) << r.err;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fitscope/timing/run_summary.hpp"
+#include "fitscope/timing/summary_printout.hpp"
 
 namespace fitscope {
 namespace {

@@ -2,8 +2,8 @@
 /// RunSummary: summary.json as a type, the one schema its writer, the report and the tests share
 /// (fields and meanings fixed by DESIGN.md). Made from a fit's measurements and the run's own facts by
 /// summarize(); written by to_json(); read back by from_json(), which rejects a file of an older or
-/// broken run naming the first key that is missing or of the wrong type. format_summary() is the
-/// printout at a run's end. Values; pure functions; thread-safe.
+/// broken run naming the first key that is missing or of the wrong type. Values; pure functions;
+/// thread-safe.
 
 #include <cstdint>
 #include <map>
@@ -112,16 +112,5 @@ struct RunFacts {
 
 /// The summary of a fit: its measurements, the verdict on them, and the run's facts.
 RunSummary summarize(const FitMeasurements& measured, const RunFacts& facts);
-
-/// The printout at a run's end: threads and CPU, the step breakdown, the costliest callbacks and the
-/// verdict, the ranks, the loader, the GPU, and where the wall time went.
-std::string format_summary(const RunSummary& summary);
-
-/// Parts of the printout, for programs that print less.
-std::string format_threads(const RunSummary& summary);
-std::string format_breakdown(const RunSummary& summary);
-std::string format_ranks(const RunSummary& summary);
-std::string format_gpu(const RunSummary& summary);
-std::string format_run_time(const RunSummary& summary);
 
 }  // namespace fitscope

@@ -1,0 +1,145 @@
+#include "fitscope/timing/summary_printout.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace fitscope {
+
+std::string format_gpu(const RunSummary& s) {
+  char part[160];
+  std::string out;
+  if (s.gpu_utilization) {
+    std::snprintf(part, sizeof part, "GPU: %.1f %% busy (mean of %lld NVML samples), %.0f MiB peak memory in use (every process's)\n",
+                  *s.gpu_utilization, static_cast<long long>(s.gpu_samples), s.gpu_memory_peak_mb.value_or(0));
+    out += part;
+  } else if (!s.gpu_why_not.empty()) {
+    out += "GPU: utilization not sampled: " + s.gpu_why_not + "\n";
+  }
+  if (!s.device_timing) return out;
+  std::snprintf(part, sizeof part, "On the GPU (CUDA events, read lazily): step %.3f ms;", s.device_timing->step_ms_mean);
+  out += part;
+  for (const std::string& name : s.device_timing->phases_measured) {
+    std::snprintf(part, sizeof part, " %s %.3f", name.c_str(), s.device_timing->phases.at(name).mean_ms);
+    out += part;
+  }
+  return out + " ms (means)\n";
+}
+
+std::string format_threads(const RunSummary& s) {
+  const ThreadChoice& t = s.threads;
+  char part[160];
+  std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld cores, %s",
+                static_cast<long long>(t.setting.intra_op), static_cast<long long>(t.setting.blas), t.blas_library.c_str(),
+                static_cast<long long>(t.cores), t.chosen_by == "auto" ? "measured in warm-up:" : "set by --threads");
+  std::string out = part;
+  for (const ThreadCandidate& c : t.candidates) {
+    std::snprintf(part, sizeof part, " %lldx%lld %.3f ms%s", static_cast<long long>(c.setting.intra_op),
+                  static_cast<long long>(c.setting.blas), c.step_ms, c.setting == t.setting ? " (kept)" : "");
+    out += part;
+  }
+  out += "\n";
+  if (s.cpu.pools.empty()) return out;
+  std::snprintf(part, sizeof part, "CPU: %.2f of %lld cores busy:", s.cpu.process_cores, static_cast<long long>(s.cpu.cores));
+  out += part;
+  for (const PoolCpu& p : s.cpu.pools) {
+    if (p.threads == 0 && p.cores < 0.005) continue;
+    std::snprintf(part, sizeof part, " %s %.2f (%lld)", p.pool.c_str(), p.cores, static_cast<long long>(p.threads));
+    out += part;
+  }
+  return out + "  (cores, threads)\n";
+}
+
+std::string format_ranks(const RunSummary& s) {
+  if (s.ranks.size() < 2) return {};
+  std::string out = "Ranks (step p50 / p99, busy p50 = step without comm):\n";
+  char line[160];
+  for (const RankSummary& r : s.ranks) {
+    const bool straggles = std::find(s.stragglers.begin(), s.stragglers.end(), r.rank) != s.stragglers.end();
+    std::snprintf(line, sizeof line, "  rank %-4lld %9.3f ms %9.3f ms   busy %9.3f ms%s\n", static_cast<long long>(r.rank),
+                  r.step_ms_p50, r.step_ms_p99, r.busy_ms_p50, straggles ? "   straggler" : "");
+    out += line;
+  }
+  if (const auto& c = s.communication) {
+    std::snprintf(line, sizeof line,
+                  "Communication: %.3f ms in flight per step, %.3f ms of it exposed (%.0f%%), the rest hidden behind backward\n",
+                  c->total_ms_mean, c->exposed_ms_mean, 100 * c->exposed_fraction);
+    out += line;
+    if (!c->bucket_bytes.empty()) {
+      out += "  gradient buckets, in launch order:";
+      for (int64_t bytes : c->bucket_bytes) {
+        std::snprintf(line, sizeof line, " %.1f KiB", static_cast<double>(bytes) / 1024);
+        out += line;
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string format_breakdown(const RunSummary& s) {
+  std::string out;
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "Step time over %lld steps (%lld warm-up steps left out): p50 %.3f ms  p90 %.3f ms  "
+                "p99 %.3f ms  max %.3f ms  -  %.0f samples/s\n",
+                static_cast<long long>(s.measured_steps), static_cast<long long>(s.warmup_steps), s.step_ms.p50,
+                s.step_ms.p90, s.step_ms.p99, s.step_ms.max, s.samples_per_s);
+  out += line;
+  std::snprintf(line, sizeof line, "  %-11s %10s %10s %10s %7s\n", "phase", "mean ms", "p50 ms", "p99 ms", "share");
+  out += line;
+  for (Phase p : all_phases()) {
+    const std::string name(phase_name(p));
+    const PhaseSummary& d = s.phases.at(name);
+    std::snprintf(line, sizeof line, "  %-11s %10.3f %10.3f %10.3f %6.1f%%\n", name.c_str(), d.mean_ms, d.p50_ms,
+                  d.p99_ms, d.share * 100);
+    out += line;
+  }
+  if (!s.callbacks.empty()) out += "Callbacks by total time (mode, calls, mean ms, p99 ms, total ms):\n";
+  for (std::size_t i = 0; i < s.callbacks.size() && i < 5; ++i) {
+    const CallbackSummary& c = s.callbacks[i];
+    std::snprintf(line, sizeof line, "  %-40s %-5s %8lld %10.3f %10.3f %10.1f\n", (c.name + "." + c.hook).c_str(),
+                  c.mode.c_str(), static_cast<long long>(c.calls), c.mean_ms, c.p99_ms, c.total_ms);
+    out += line;
+  }
+  const Verdict& v = s.verdict;
+  out += "Verdict: " + v.level + " " + v.bound + "-bound (" + std::to_string(static_cast<int>(v.share * 100 + 0.5)) +
+         "%). " + v.advice + "\n";
+  if (!v.contention.empty()) out += "Contention: " + v.contention + "\n";
+  if (!v.outside_steps.empty()) out += "Outside the steps: " + v.outside_steps + "\n";
+  return out;
+}
+
+std::string format_run_time(const RunSummary& s) {
+  const RunTime& r = s.run;
+  const double wall = s.wall_s > 0 ? s.wall_s : 1;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "Wall time %.2f s: start-up %.2f s (%.0f%%), training steps %.2f s (%.0f%%), validation %.2f s (%.0f%%), "
+                "epoch ends %.2f s (%.0f%%), shutdown %.2f s (%.0f%%), unaccounted %.2f s (%.1f%%)%s\n",
+                s.wall_s, r.startup, 100 * r.startup / wall, r.training_steps, 100 * r.training_steps / wall,
+                r.validation, 100 * r.validation / wall, r.epoch_end, 100 * r.epoch_end / wall, r.shutdown,
+                100 * r.shutdown / wall, r.unaccounted, 100 * r.unaccounted / wall,
+                s.interrupted ? "; interrupted by a signal" : "");
+  return line;
+}
+
+std::string format_summary(const RunSummary& s) {
+  std::string out = format_threads(s) + format_breakdown(s) + format_ranks(s);
+  char line[200];
+  if (s.loader.workers > 0) {
+    std::snprintf(line, sizeof line, "Loader: %lld %s, mean queue depth %g of %lld batches when the step asked\n",
+                  static_cast<long long>(s.loader.workers), s.loader.workers == 1 ? "worker" : "workers",
+                  s.loader.mean_queue_depth, static_cast<long long>(s.loader.prefetch));
+    out += line;
+  } else {
+    out += "Loader: batches built on the training thread (--workers 0)\n";
+  }
+  out += format_gpu(s) + format_run_time(s);
+  if (const auto acc = s.logs.get("val_accuracy")) {
+    std::snprintf(line, sizeof line, "Final validation accuracy: %g\n", *acc);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace fitscope

@@ -1,0 +1,365 @@
+// Trainer::fit: the loop, as a sequence of named steps (Trainer::Fit), and the fit's wall time around
+// its steps (FitClock).
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
+
+#include "callbacks/slow_callback_warning.hpp"
+#include "data_parallel_fit.hpp"
+#include "fitscope/data/loader.hpp"
+#include "fitscope/data/subset_dataset.hpp"
+#include "fitscope/train/trainer.hpp"
+#include "trainer_support.hpp"
+
+namespace fitscope {
+
+using detail::Attached;
+using detail::callback_key;
+using detail::require_positive;
+using detail::to_device;
+
+namespace {
+
+/// Cost of one step's worth of clock operations (begin, ten boundaries, end), in ns.
+double calibrate_clock() {
+  constexpr int kRounds = 2000;
+  StepClock probe;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRounds; ++i) {
+    probe.begin_step(0, i);
+    for (Phase p : all_phases()) {
+      if (p != Phase::other) probe.enter(p);
+    }
+    probe.end_step();
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  return std::chrono::duration<double, std::nano>(elapsed).count() / kRounds;
+}
+
+
+/// The fit's wall time around its steps (FitTime): a clock read at each epoch's loop boundaries and
+/// around validation, never per step (the step clock's records give the steps).
+class FitClock {
+ public:
+  using Clock = FitTime::Clock;
+  explicit FitClock(FitTime& time) : time_(time) {
+    time_ = FitTime{};
+    time_.start = Clock::now();
+  }
+  /// An epoch's batches begin: the time since the last epoch's batches ended is an epoch boundary.
+  void loop_begins() {
+    if (last_loop_end_) boundaries_s_ += seconds(*last_loop_end_, Clock::now());
+  }
+  /// A step ended (its record, on steady_clock).
+  void step(const StepRecord& record) {
+    if (!time_.first_step_end) {
+      time_.first_step_end = Clock::time_point(std::chrono::nanoseconds(record.start_ns + record.step_ns));
+    } else {
+      time_.steps_s += static_cast<double>(record.step_ns) * 1e-9;
+    }
+  }
+  void loop_ends() { last_loop_end_ = Clock::now(); }
+  void validation_begins() { validation_start_ = Clock::now(); }
+  void validation_ends() { time_.validation_s += seconds(validation_start_, Clock::now()); }
+  /// The last epoch was handled.
+  void finish() {
+    time_.loop_end = Clock::now();
+    loop_begins();  // the last epoch's end counts as a boundary too
+    time_.epoch_end_s = std::max(0.0, boundaries_s_ - time_.validation_s);
+  }
+
+ private:
+  static double seconds(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double>(to - from).count();
+  }
+  FitTime& time_;
+  std::optional<Clock::time_point> last_loop_end_;
+  Clock::time_point validation_start_;
+  double boundaries_s_ = 0;
+};
+
+}  // namespace
+
+/// One fit's running state: the loaders, the callbacks, the rank agreement, the pending step records.
+/// fit() is its loop; each member function is one named step of it.
+struct Trainer::Fit {
+  Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const FitOptions& o);
+
+  Trainer& t;
+  const FitOptions& o;
+  std::shared_ptr<const Dataset> train, validation;
+  std::unique_ptr<Loader> loader, validation_loader;
+  int64_t steps = 0;
+  std::unique_ptr<detail::DataParallelFit> ranks;
+  CallbackList callbacks;
+  std::unique_ptr<SlowCallbackWarning> slow_callbacks;
+  FitClock clock;
+  bool batch_logs = false, has_callbacks = false, transfer = false;
+  static constexpr std::size_t kFoldEvery = 16;
+  std::vector<StepRecord> pending;
+
+  /// Folds the pending records into the distributions (in groups: the histograms are touched in
+  /// bursts, not once per step between the model's kernels).
+  void fold() {
+    for (const StepRecord& r : pending) t.measured_.stats.add(r);
+    pending.clear();
+    if (has_callbacks) slow_callbacks->check(callbacks, t.measured_.stats);
+  }
+  bool train_step(int64_t epoch, int64_t b, StepContext& context);
+  void record_step(const StepRecord& record, int64_t epoch, int64_t b);
+  Logs end_epoch(int64_t epoch);
+  /// Flushes the sinks and keeps what the fit measured (also when it fails).
+  void finish();
+};
+
+Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const FitOptions& options)
+    : t(trainer), o(options), train(data), validation(options.validation_data), clock(trainer.measured_.time) {
+  if (!validation && o.validation_split > 0) std::tie(train, validation) = split_dataset(data, o.validation_split);
+  loader = std::make_unique<Loader>(train, t.sharded_loader_options(o, /*training=*/true, train->size()));
+  if (validation) {
+    validation_loader = std::make_unique<Loader>(validation, t.sharded_loader_options(o, /*training=*/false, validation->size()));
+  }
+  if (loader->num_batches() == 0) {
+    throw std::invalid_argument("a training set of " + std::to_string(train->size()) + " examples gives no batch of " +
+                                std::to_string(o.loader.batch_size) + " with drop_last");
+  }
+  steps = o.steps_per_epoch.value_or(loader->num_batches());
+  t.params_ = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
+
+  const int64_t warmup = t.warmup_steps();
+  t.threads_.apply();
+  t.cpu_.start();
+  FitMeasurements& m = t.measured_;
+  m.stats = PhaseStats(warmup);
+  m.world_size = t.ranks().world_size();
+  m.ranks = RankTimings(m.world_size, warmup);
+  m.communication = StreamingQuantiles();
+  m.gradient_buckets.clear();
+  m.warnings.clear();
+  m.callbacks.clear();
+  ranks = std::make_unique<detail::DataParallelFit>(t.options_.context, t.options_.buckets, warmup, m.ranks, m.communication);
+  callbacks = CallbackList(ranks->callbacks_of_this_rank(o.callbacks));
+  batch_logs = callbacks.reads_batch_logs();
+  has_callbacks = !callbacks.empty();
+  transfer = !t.options_.device.is_cpu();
+  t.clock_.set_rank(t.ranks().rank());
+  t.clock_.set_enabled(t.options_.timing);
+  t.device_timer_.reset();
+  if (t.options_.timing && t.options_.device.is_cuda()) {
+    if (auto events = make_cuda_event_source(t.options_.device.has_index() ? t.options_.device.index() : 0)) {
+      t.device_timer_ = std::make_shared<DeviceTimer>(std::move(events), warmup);
+    }
+  }
+  m.device_timer = t.device_timer_;
+  t.clock_.set_listener(t.device_timer_.get());
+  slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { t.warn(text); },
+                                                         t.options_.slow_callback_threshold);
+  if (m.clock_overhead_ns_per_step == 0) m.clock_overhead_ns_per_step = calibrate_clock();  // once per trainer
+  pending.reserve(kFoldEvery);
+}
+
+/// One training step: batch hooks, the batch, the user's step, metrics, requested checkpoints, the
+/// ranks' agreement on stopping. Returns whether to stop.
+bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
+  StepClock& clock_ = t.clock_;
+  // phases that cannot take time here (no callbacks, no transfer on the CPU) are not entered: every
+  // clock read counts against the step
+  clock_.begin_step(epoch, b, has_callbacks ? Phase::callbacks : Phase::data_wait);
+  Logs logs;
+  if (has_callbacks) {
+    callbacks.on_train_batch_begin(b, logs);
+    clock_.enter(Phase::data_wait);
+  }
+  if (t.cursor_ == loader->num_batches()) {  // steps_per_epoch beyond a pass: the next shuffled pass
+    loader->set_epoch(++t.pass_);
+    t.cursor_ = 0;
+  }
+  Batch batch = loader->next();
+  ++t.cursor_;
+  if (transfer) {
+    clock_.enter(Phase::h2d);
+    batch.inputs = to_device(batch.inputs, t.options_.device);
+    batch.targets = to_device(batch.targets, t.options_.device);
+  }
+  clock_.set_samples(batch.size());
+  clock_.leave();
+
+  const StepOutput out = t.options_.train_step(batch, context);
+  ++t.global_step_;  // as Keras's iterations: the batch hooks see this step counted
+
+  clock_.enter(Phase::metrics);
+  t.train_metrics_->update(out.outputs, batch.targets, out.loss);
+  if (has_callbacks) {
+    if (batch_logs) logs = t.train_metrics_->logs();
+    clock_.enter(Phase::callbacks);
+    callbacks.on_train_batch_end(b, logs);
+  }
+  if (!t.saves_.empty()) {  // requested by a callback
+    clock_.enter(Phase::checkpoint);
+    t.checkpoint_if_requested(epoch, b + 1);
+  }
+  t.stop_requested_ = ranks->end_step(clock_, t.stop_requested_);
+  record_step(clock_.end_step(), epoch, b);
+  return t.stop_requested_;
+}
+
+/// Feeds a finished step to the thread search, the rank timings, the distributions and the sinks.
+void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t b) {
+  if (!t.options_.timing) return;
+  clock.step(record);
+  if (t.threads_.searching()) {
+    const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
+    const int64_t cooldown = t.threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
+                                                   [&](std::vector<double>& v) { ranks->sum(v); });
+    t.measured_.stats.extend_warmup(cooldown);  // the search's last pools still spin: warm-up too
+    ranks->extend_warmup(cooldown);
+    if (t.device_timer_) t.device_timer_->extend_warmup(cooldown);
+  }
+  ranks->keep(record);
+  pending.push_back(record);
+  if (pending.size() == kFoldEvery) fold();
+  for (auto& sink : o.step_sinks) sink->on_step(record);
+}
+
+/// After an epoch's batches: the ranks' records and metrics gathered, validation, on_epoch_end and
+/// its checkpoints. Returns the epoch's logs.
+Logs Trainer::Fit::end_epoch(int64_t epoch) {
+  fold();  // epoch-level hooks (TensorBoard's timing scalars) see every step of the epoch
+  t.stop_requested_ = ranks->end_epoch(t.stop_requested_, *t.train_metrics_, o.step_sinks);
+  Logs logs = t.train_metrics_->logs();
+  const auto warn = [this](const std::string& text) { t.warn(text); };
+  t.train_metrics_->warn_undefined(warn, "");
+  if (validation) {
+    clock.validation_begins();
+    validation_loader->set_epoch(0);
+    logs.merge(t.run_evaluation(*validation_loader, callbacks, /*reduce=*/true).with_prefix("val_"));
+    t.test_metrics_->warn_undefined(warn, "val_");
+    t.model_->train(true);
+    clock.validation_ends();
+  }
+  logs.set("lr", t.learning_rate());
+  callbacks.on_epoch_end(epoch, logs);
+  if (!t.saves_.empty() && !o.steps_per_epoch) {  // a resume at the next epoch starts a new pass
+    t.pass_ = epoch + 1;
+    t.cursor_ = 0;
+  }
+  t.checkpoint_if_requested(epoch + 1, 0);
+  return logs;
+}
+
+void Trainer::Fit::finish() {
+  t.callbacks_ = nullptr;
+  t.clock_.set_listener(nullptr);
+  fold();
+  FitMeasurements& m = t.measured_;
+  for (const CallbackTiming* timing : callbacks.timings()) m.callbacks.push_back(*timing);
+  const std::vector<CallbackSpan> spans = callbacks.take_spans();
+  for (auto& sink : o.step_sinks) {
+    sink->on_callback_spans(spans);
+    sink->finish();
+  }
+  m.loader = loader->stats();
+  m.threads = t.threads_.choice();
+  m.cpu = t.cpu_.stop();  // before the loader's threads exit
+}
+
+History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
+  if (!data) throw std::invalid_argument("fit needs a training set, got null");
+  require_positive(o.epochs, "epochs");
+  require_positive(o.loader.batch_size, "batch size");
+  if (o.initial_epoch < 0) {
+    throw std::invalid_argument("initial epoch must be >= 0, got " + std::to_string(o.initial_epoch));
+  }
+  if (o.steps_per_epoch) require_positive(*o.steps_per_epoch, "steps per epoch");
+  if (o.validation_split < 0 || o.validation_split >= 1) {
+    throw std::invalid_argument("validation split must be in [0, 1), got " + std::to_string(o.validation_split));
+  }
+  if (o.metrics) {  // built first: an unknown name leaves the trainer as it was
+    auto train_metrics = std::make_unique<MetricSet>(*o.metrics);
+    test_metrics_ = std::make_unique<MetricSet>(*o.metrics);
+    train_metrics_ = std::move(train_metrics);
+    options_.metrics = *o.metrics;
+  }
+
+  Fit fit(*this, std::move(data), o);
+  Attached attached(fit.callbacks, this);
+  stop_requested_ = false;
+  saves_.clear();
+  callbacks_ = &fit.callbacks;
+  pass_ = o.steps_per_epoch ? o.initial_epoch : 0;  // a continuing stream of shuffled passes
+  cursor_ = 0;
+  StepContext context{*model_, *optimizer_, options_.loss, clock_};
+  History history;
+  try {
+    model_->train(true);
+    Logs logs;
+    fit.callbacks.on_train_begin(logs);
+    const auto resumed = resume_callbacks(fit.callbacks);
+    fit.ranks->start(*model_);  // from the chief's weights (after a restore, if any)
+    context.reducer = fit.ranks->reducer();
+    const int64_t first_epoch = resumed ? resumed->first : o.initial_epoch;
+    for (int64_t epoch = first_epoch; epoch < o.epochs && !stop_requested_; ++epoch) {
+      const bool continuing = resumed && epoch == first_epoch;
+      train_metrics_->reset();
+      if (!o.steps_per_epoch && !continuing) {
+        pass_ = epoch;
+        cursor_ = 0;
+      }
+      if (cursor_ == 0 || continuing) fit.loader->set_epoch(pass_, cursor_);
+      logs = Logs();
+      fit.callbacks.on_epoch_begin(epoch, logs);
+      fit.clock.loop_begins();
+      for (int64_t b = continuing ? resumed->second : 0; b < fit.steps; ++b) {
+        if (fit.train_step(epoch, b, context)) break;
+      }
+      fit.clock.loop_ends();
+      logs = fit.end_epoch(epoch);
+      history.append(epoch, logs);
+    }
+    fit.clock.finish();
+    measured_.gradient_buckets = fit.ranks->reducer() ? fit.ranks->reducer()->bucket_bytes() : std::vector<int64_t>{};
+    logs = history.epochs().empty() ? Logs() : history.last();
+    fit.callbacks.on_train_end(logs);
+  } catch (...) {
+    try {
+      fit.finish();
+    } catch (...) {
+      // the first error is the one to report
+    }
+    throw;
+  }
+  if (device_timer_) device_timer_->finish();  // the steps the device had not passed yet: one wait
+  fit.finish();
+  return history;
+}
+
+std::optional<std::pair<int64_t, int64_t>> Trainer::resume_callbacks(CallbackList& callbacks) {
+  if (!resume_) return std::nullopt;  // restore() was not called: nothing to continue
+  pass_ = resume_->pass;
+  cursor_ = resume_->cursor;
+  const auto& list = callbacks.callbacks();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto it = resume_->callbacks.find(callback_key(*list[i], i));
+    auto* stateful = dynamic_cast<StatefulCallback*>(list[i].get());
+    if (it != resume_->callbacks.end() && stateful) stateful->load_state(it->second);
+  }
+  const std::pair<int64_t, int64_t> position{resume_->epoch, resume_->batch};
+  resume_.reset();
+  return position;
+}
+
+void Trainer::request_checkpoint(Save save) {
+  if (is_chief() && save) saves_.push_back(std::move(save));
+}
+
+void Trainer::checkpoint_if_requested(int64_t epoch, int64_t batch) {
+  for (Save& save : std::exchange(saves_, {})) save(epoch, batch);
+}
+
+}  // namespace fitscope
