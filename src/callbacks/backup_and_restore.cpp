@@ -17,6 +17,9 @@ BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options) : options_(s
 void BackupAndRestore::on_train_begin(Logs&) {
   restored_step_.reset();
   interrupted_ = false;
+  // a retry in the same process (Keras's own example: fit fails, fit again with this callback): the
+  // failed fit's last backup may still be in flight; wait for it, or the newest backup is missed
+  writer_.reset();
   if (options_.restore) {
     const auto warn = [this](const std::string& text) { options_.warn ? options_.warn(text) : context().warn(text); };
     if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, warn)) {
@@ -24,7 +27,6 @@ void BackupAndRestore::on_train_begin(Logs&) {
       restored_step_ = state->global_step;
     }
   }
-  writer_.reset();
   if (!context().is_chief()) return;  // every rank restores; the chief alone writes
   CheckpointWriterOptions w;
   w.dir = options_.backup_dir;

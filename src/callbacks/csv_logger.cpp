@@ -1,5 +1,8 @@
 #include "fitscope/callbacks/csv_logger.hpp"
 
+#include <charconv>
+#include <string_view>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -34,8 +37,9 @@ void CSVLogger::on_epoch_end(int64_t epoch, Logs& logs) {
   for (const auto& key : keys_) {
     const auto value = logs.get(key);
     if (value) {
-      std::snprintf(cell, sizeof cell, "%.17g", *value);
-      out_ << separator_ << cell;
+      // the shortest text that reads back as the same double (5.2, not 5.2000000000000002)
+      const auto end = std::to_chars(cell, cell + sizeof cell, *value).ptr;
+      out_ << separator_ << std::string_view(cell, static_cast<std::size_t>(end - cell));
     } else {
       out_ << separator_ << "NA";
     }

@@ -44,21 +44,30 @@ void EarlyStopping::on_epoch_end(int64_t epoch, Logs& logs) {
     context().warn("EarlyStopping watches '" + monitor_.key() + "', which the logs do not have (keys: " + keys + ")");
     return;
   }
-  if (options_.restore_best_weights && best_weights_.empty()) save_weights();
   if (epoch < options_.start_from_epoch) return;
+  // as Keras 3: until something improves, the first watched epoch's weights are the best
+  if (options_.restore_best_weights && best_weights_.empty()) {
+    save_weights();
+    best_epoch_ = epoch;
+  }
   ++wait_;
   if (monitor_.improves(*current, best_, options_.min_delta)) {
     best_ = *current;
     best_epoch_ = epoch;
     if (options_.restore_best_weights) save_weights();
-    if (!options_.baseline || monitor_.improves(*current, *options_.baseline, 0)) wait_ = 0;
+    // the baseline is beaten by min_delta too (Keras 3's _is_improvement)
+    if (!options_.baseline || monitor_.improves(*current, *options_.baseline, options_.min_delta)) wait_ = 0;
     return;
   }
   if (wait_ >= options_.patience && epoch > 0) {
     stopped_epoch_ = epoch;
     context().request_stop();
-    if (options_.restore_best_weights && !best_weights_.empty()) restore_weights();
   }
+}
+
+void EarlyStopping::on_train_end(Logs&) {
+  // Keras 3: the best weights come back at the end of training, stopped early or not
+  if (options_.restore_best_weights && !best_weights_.empty()) restore_weights();
 }
 
 std::string EarlyStopping::state() const {

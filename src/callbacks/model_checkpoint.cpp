@@ -29,13 +29,17 @@ std::string format_checkpoint_path(const std::string& pattern, int64_t epoch, in
     const std::string spec = colon == std::string::npos ? "" : field.substr(colon + 1);
     char buf[128];
     if (key == "epoch" || key == "batch") {
-      const long long v = key == "epoch" ? epoch + 1 : batch;  // Keras numbers epochs from 1 in names
+      const long long v = (key == "epoch" ? epoch : batch) + 1;  // Keras numbers both from 1 in names
       const std::string fmt = "%" + (spec.empty() ? std::string("d") : spec);
       if (fmt.back() != 'd') throw std::invalid_argument("checkpoint path " + pattern + ": {" + field + "} needs an integer format like 02d");
       std::snprintf(buf, sizeof buf, (fmt.substr(0, fmt.size() - 1) + "lld").c_str(), v);
     } else {
       const std::optional<double> v = logs.get(key);
-      if (!v) throw std::invalid_argument("checkpoint path " + pattern + ": the logs have no '" + key + "'");
+      if (!v) {
+        std::string keys;
+        for (const std::string& k : logs.keys()) keys += (keys.empty() ? "" : ", ") + k;
+        throw std::invalid_argument("checkpoint path " + pattern + ": the logs have no '" + key + "' (they have: " + keys + ")");
+      }
       const std::string fmt = "%" + (spec.empty() ? std::string("g") : spec);
       const char conv = fmt.back();
       if (conv != 'f' && conv != 'g' && conv != 'e') {
@@ -72,21 +76,17 @@ void ModelCheckpoint::on_epoch_end(int64_t epoch, Logs& logs) {
 void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
   if (options_.save_best_only) {
     const std::optional<double> current = monitor_.read(logs);
-    if (!current) {
+    if (!current) {  // Keras 3: a warning, and the model is saved anyway
       warn("ModelCheckpoint: can save the best model only with " + monitor_.key() +
-                    " available, skipping (the logs have no such key)");
+           " available (the logs have no such key): saving anyway");
+    } else if (!monitor_.improves(*current, best_, 0)) {
       return;
+    } else {
+      best_ = *current;
     }
-    if (!monitor_.improves(*current, best_, 0)) return;
-    best_ = *current;
   }
-  std::string path;
-  try {
-    path = format_checkpoint_path(options_.filepath, epoch, batch, logs);
-  } catch (const std::invalid_argument& e) {
-    warn(std::string("ModelCheckpoint: ") + e.what() + ", skipping");
-    return;
-  }
+  // a key the template names but the logs lack fails the fit, as Keras's KeyError does
+  const std::string path = format_checkpoint_path(options_.filepath, epoch, batch, logs);
   // written from the checkpoint phase (after the hook's callbacks), at the position a resume continues from
   context().request_checkpoint([this, path](int64_t next_epoch, int64_t next_batch) {
     const std::string parent = std::filesystem::path(path).parent_path().string();

@@ -22,6 +22,7 @@ void ReduceLROnPlateau::on_train_begin(Logs&) {
 }
 
 void ReduceLROnPlateau::on_epoch_end(int64_t, Logs& logs) {
+  logs.set("learning_rate", context().learning_rate());  // as Keras 3: the rate the epoch ran with
   const auto current = monitor_.read(logs);
   if (!current) return;
   if (cooldown_counter_ > 0) {

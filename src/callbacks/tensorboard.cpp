@@ -65,9 +65,10 @@ void TensorBoard::on_epoch_end(int64_t epoch, Logs& logs) {
     if (key.rfind("val_", 0) == 0) {
       validation.emplace_back("epoch_" + key.substr(4), value);
     } else {
-      train.emplace_back(key == "lr" ? "epoch_learning_rate" : "epoch_" + key, value);
+      if (key != "learning_rate") train.emplace_back("epoch_" + key, value);
     }
   }
+  train.emplace_back("epoch_learning_rate", context().learning_rate());  // as Keras's TensorBoard, always
   const PhaseStats& stats = context().step_stats();
   if (stats.measured_steps() > 0) {
     train.emplace_back("time/step_ms_p50", stats.step().p50_ms);

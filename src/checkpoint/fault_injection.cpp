@@ -1,6 +1,7 @@
 #include "fitscope/checkpoint/fault_injection.hpp"
 
 #include <algorithm>
+#include <thread>
 
 namespace fitscope {
 namespace {
@@ -54,7 +55,18 @@ void FaultInjectingFileSystem::alive() {
   if (crashed_) throw SimulatedCrash();
 }
 
+void FaultInjectingFileSystem::slow_down(FaultOp op, std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  delays_[static_cast<int>(op)] = delay;
+}
+
 void FaultInjectingFileSystem::check(FaultOp op, const std::string& path) {
+  std::chrono::milliseconds delay;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    delay = delays_[static_cast<int>(op)];
+  }
+  if (delay.count() > 0) std::this_thread::sleep_for(delay);  // outside the lock: other calls go on
   std::lock_guard<std::mutex> lock(mutex_);
   if (crashed_) throw SimulatedCrash();
   int& count = counts_[static_cast<int>(op)];

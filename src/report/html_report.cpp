@@ -346,7 +346,7 @@ std::string train_report(const fs::path& dir) {
       o.x_label = "epoch";
       o.y_label = base;
       o.height = 240;
-      o.y_from_zero = base != "lr";
+      o.y_from_zero = base != "learning_rate";
       body << svg::line_chart(series, o);
     }
   } else {

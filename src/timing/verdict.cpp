@@ -22,10 +22,6 @@ std::string ratio(double r) {
   return text;
 }
 
-std::string setting_text(const ThreadSetting& s) {
-  return "intra-op " + std::to_string(s.intra_op) + ", BLAS " + std::to_string(s.blas);
-}
-
 /// The measured candidate of `setting`; null when it was not measured.
 const ThreadCandidate* measured(const ThreadChoice& t, const ThreadSetting& setting) {
   for (const auto& c : t.candidates) {
@@ -113,7 +109,7 @@ std::string advice_for(const std::string& bound, double share, const VerdictCont
            ctx.callback_mode + " -> async) or log every 50 batches instead of every batch";
   }
   if (bound == "checkpoint") {
-    return "checkpointing takes " + of_step + ": checkpoint less often (--checkpoint-every)";
+    return "checkpointing takes " + of_step + ": checkpoint less often (--checkpoint-every, or ModelCheckpoint's save_freq)";
   }
   if (bound == "communication") {
     return "gradient communication takes " + of_step +

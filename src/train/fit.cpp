@@ -243,7 +243,6 @@ Logs Trainer::Fit::end_epoch(int64_t epoch) {
     t.model_->train(true);
     clock.validation_ends();
   }
-  logs.set("lr", t.learning_rate());
   callbacks.on_epoch_end(epoch, logs);
   if (!t.saves_.empty() && !o.steps_per_epoch) {  // a resume at the next epoch starts a new pass
     t.pass_ = epoch + 1;
@@ -304,7 +303,9 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     fit.ranks->start(*model_);  // from the chief's weights (after a restore, if any)
     context.reducer = fit.ranks->reducer();
     const int64_t first_epoch = resumed ? resumed->first : o.initial_epoch;
-    for (int64_t epoch = first_epoch; epoch < o.epochs && !stop_requested_; ++epoch) {
+    // as Keras, the stop is looked at after each batch and each epoch: one asked for in
+    // on_train_begin still runs the first batch
+    for (int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
       const bool continuing = resumed && epoch == first_epoch;
       train_metrics_->reset();
       if (!o.steps_per_epoch && !continuing) {
@@ -321,6 +322,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       fit.clock.loop_ends();
       logs = fit.end_epoch(epoch);
       history.append(epoch, logs);
+      if (stop_requested_) break;
     }
     fit.clock.finish();
     measured_.gradient_buckets = fit.ranks->reducer() ? fit.ranks->reducer()->bucket_bytes() : std::vector<int64_t>{};

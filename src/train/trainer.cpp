@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <stdexcept>
 #include <utility>
@@ -75,7 +76,10 @@ void Trainer::warn(const std::string& text) {
 double Trainer::learning_rate() const { return optimizer_->param_groups().front().options().get_lr(); }
 
 void Trainer::set_learning_rate(double lr) {
-  if (!(lr > 0)) throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(lr));
+  // 0 is allowed, as in Keras: warm-up schedules start there
+  if (!(lr >= 0) || !std::isfinite(lr)) {
+    throw std::invalid_argument("learning rate must be a finite number >= 0, got " + std::to_string(lr));
+  }
   for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
 }
 
@@ -221,6 +225,10 @@ at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {
     const int64_t count = std::min(o.batch_size, n - begin);
     outputs.push_back(model_->forward(to_device(inputs.narrow(0, begin, count), options_.device)));
     logs = Logs();
+    struct Shown {  // the outputs are the hook's to read, and only its
+      const at::Tensor*& at;
+      ~Shown() { at = nullptr; }
+    } shown{batch_outputs_ = &outputs.back()};
     callbacks.on_predict_batch_end(b, logs);
   }
   logs = Logs();

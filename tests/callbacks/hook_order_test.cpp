@@ -54,7 +54,7 @@ struct TinyProblem {
 };
 
 const std::string kBatchKeys = "[loss,accuracy]";
-const std::string kEpochKeys = "[loss,accuracy,val_loss,val_accuracy,lr]";
+const std::string kEpochKeys = "[loss,accuracy,val_loss,val_accuracy]";
 
 std::vector<std::string> expected_epoch(int64_t epoch, int64_t train_batches, int64_t test_batches) {
   std::vector<std::string> out = {"epoch_begin " + std::to_string(epoch) + " []"};
@@ -161,7 +161,38 @@ TEST(HookOrder, BatchLogsAreLeftEmptyWhenNoCallbackReadsThem) {
   fit.callbacks = {blind};
   trainer.fit(p.train, fit);
   EXPECT_EQ(blind->calls[3], "train_batch_end 0 []");
-  EXPECT_EQ(blind->calls.back(), "train_end [loss,accuracy,lr]");
+  EXPECT_EQ(blind->calls.back(), "train_end [loss,accuracy]");
+}
+
+TEST(HookOrder, PredictBatchHooksSeeTheBatchOutputsLikeKerasLogsOutputs) {
+  Trainer trainer(torch::nn::Linear(4, 3));
+  std::vector<int64_t> rows;
+  LambdaCallback::Hooks hooks;
+  std::shared_ptr<LambdaCallback> callback;  // the hooks read the context through it
+  hooks.on_predict_batch_end = [&](int64_t, const Logs&) {
+    const at::Tensor* outputs = callback->context().batch_outputs();
+    rows.push_back(outputs ? outputs->size(0) : -1);
+  };
+  hooks.on_predict_end = [&](const Logs&) { rows.push_back(callback->context().batch_outputs() ? -2 : 0); };
+  callback = std::make_shared<LambdaCallback>(hooks);
+  PredictOptions o;
+  o.batch_size = 4;
+  o.callbacks = {callback};
+  trainer.predict(torch::randn({10, 4}), o);
+  EXPECT_EQ(rows, (std::vector<int64_t>{4, 4, 2, 0}));  // three batches' outputs; none outside the batch hook
+}
+
+TEST(HookOrder, AStopAskedInOnTrainBeginStillRunsOneBatchLikeKeras) {
+  TinyProblem p;
+  Trainer trainer(torch::nn::Linear(4, 3));
+  LambdaCallback::Hooks hooks;
+  hooks.on_train_begin = [&trainer](const Logs&) { trainer.request_stop(); };
+  FitOptions fit;
+  fit.epochs = 3;
+  fit.callbacks = {std::make_shared<LambdaCallback>(hooks)};
+  const History history = trainer.fit(p.train, fit);
+  EXPECT_EQ(trainer.global_step(), 1);
+  EXPECT_EQ(history.epochs().size(), 1u);  // the stopped epoch still ends: validation and on_epoch_end
 }
 
 TEST(HookOrder, ACallbackCanChangeTheLearningRateAndTheEpochLogsShowIt) {
@@ -171,11 +202,12 @@ TEST(HookOrder, ACallbackCanChangeTheLearningRateAndTheEpochLogsShowIt) {
   hooks.on_epoch_begin = [&trainer](int64_t epoch, const Logs&) {
     trainer.set_learning_rate(0.1 / (epoch + 1));
   };
+  hooks.on_epoch_end = [&trainer](int64_t, Logs& logs) { logs.set("learning_rate", trainer.learning_rate()); };
   FitOptions fit;
   fit.epochs = 2;
   fit.callbacks = {std::make_shared<LambdaCallback>(hooks)};
   const History history = trainer.fit(p.train, fit);
-  EXPECT_EQ(history.at("lr"), (std::vector<double>{0.1, 0.05}));
+  EXPECT_EQ(history.at("learning_rate"), (std::vector<double>{0.1, 0.05}));
 }
 
 TEST(HookOrder, InitialEpochAndStepsPerEpochFollowKeras) {

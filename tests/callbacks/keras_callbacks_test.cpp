@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <limits>
 #include <sstream>
 
@@ -41,6 +42,7 @@ class DrivenContext : public TrainingContext {
   void request_checkpoint(Save save) override { save(epoch_ + 1, 0); }
   void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override { t_.capture_state(into, epoch, batch); }
   void restore(const TrainingState& state) override { t_.restore(state); }
+  const at::Tensor* batch_outputs() const override { return t_.batch_outputs(); }
   int64_t epoch_ = 0;
 
  private:
@@ -103,25 +105,39 @@ TEST(EarlyStopping, MinDeltaBaselineModeAndStartFromEpoch) {
   EXPECT_THROW(EarlyStopping({"val_loss", 0, 0, "up"}), std::invalid_argument);
 }
 
-TEST(EarlyStopping, RestoresTheBestWeightsWhenItStops) {
+TEST(EarlyStopping, RestoresTheBestWeightsAtTheEndOfTrainingStoppedEarlyOrNotLikeKeras3) {
+  for (const bool stops : {true, false}) {
+    Driver d;
+    EarlyStoppingOptions o{"val_loss", 0, stops ? 1 : 5};
+    o.restore_best_weights = true;
+    EarlyStopping es(o);
+    es.set_context(&d.trainer);
+    es.on_train_begin(lvalue({}));
+    auto weight = d.trainer.model().named_state().front().second;
+    auto set_weight = [&](float v) {
+      torch::NoGradGuard g;
+      weight.fill_(v);
+    };
+    set_weight(1);
+    es.on_epoch_end(0, lvalue(Logs{{"val_loss", 0.5}}));  // best
+    set_weight(2);
+    es.on_epoch_end(1, lvalue(Logs{{"val_loss", 0.9}}));  // worse: stops with patience 1
+    EXPECT_EQ(d.trainer.stop_requested(), stops);
+    EXPECT_EQ(weight.max().item<float>(), 2.0f) << "the stopping epoch's later callbacks see its own weights";
+    es.on_train_end(lvalue({}));
+    EXPECT_EQ(weight.min().item<float>(), 1.0f);
+    EXPECT_EQ(weight.max().item<float>(), 1.0f);
+  }
+}
+
+TEST(EarlyStopping, AnImprovementBeatsTheBaselineByMinDeltaToResetTheCount) {
   Driver d;
-  EarlyStoppingOptions o{"val_loss", 0, 1};
-  o.restore_best_weights = true;
+  EarlyStoppingOptions o{"val_loss", 0.1, 2};
+  o.baseline = 0.5;
   EarlyStopping es(o);
-  es.set_context(&d.trainer);
-  es.on_train_begin(lvalue({}));
-  auto weight = d.trainer.model().named_state().front().second;
-  auto set_weight = [&](float v) {
-    torch::NoGradGuard g;
-    weight.fill_(v);
-  };
-  set_weight(1);
-  es.on_epoch_end(0, lvalue(Logs{{"val_loss", 0.5}}));  // best
-  set_weight(2);
-  es.on_epoch_end(1, lvalue(Logs{{"val_loss", 0.9}}));  // worse: stops, restores
-  EXPECT_TRUE(d.trainer.stop_requested());
-  EXPECT_EQ(weight.min().item<float>(), 1.0f);
-  EXPECT_EQ(weight.max().item<float>(), 1.0f);
+  // 0.45 improves on the best by more than 0.1 but beats the baseline by less: the count runs on, and
+  // stops at epoch 2 (comparing with the bare baseline, it would reset and run a third epoch)
+  EXPECT_EQ(d.run(es, "val_loss", {1.0, 0.45, 0.44}), 2);
 }
 
 TEST(ReduceLROnPlateau, ReducesAfterPatienceThenCoolsDownAndStopsAtMinLr) {
@@ -152,10 +168,42 @@ TEST(LearningRateScheduler, SetsTheRateAtEachEpochStartAndTheLogsShowIt) {
     return epoch == 0 ? 0.1 : lr / 10;
   })};
   const History h = trainer.fit(TensorDataset(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong)), fit);
-  ASSERT_EQ(h.at("lr").size(), 3u);
-  EXPECT_NEAR(h.at("lr")[0], 0.1, 1e-12);
-  EXPECT_NEAR(h.at("lr")[1], 0.01, 1e-12);
-  EXPECT_NEAR(h.at("lr")[2], 0.001, 1e-12);
+  ASSERT_EQ(h.at("learning_rate").size(), 3u);  // Keras 3's key, added by the scheduler
+  EXPECT_NEAR(h.at("learning_rate")[0], 0.1, 1e-12);
+  EXPECT_NEAR(h.at("learning_rate")[1], 0.01, 1e-12);
+  EXPECT_NEAR(h.at("learning_rate")[2], 0.001, 1e-12);
+}
+
+TEST(LearningRateScheduler, AcceptsARateOfZeroAndNamesANegativeOrNonFiniteOne) {
+  torch::manual_seed(0);
+  Trainer trainer{torch::nn::Linear(4, 3)};
+  const TensorDataset data(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong));
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.callbacks = {std::make_shared<LearningRateScheduler>([](int64_t epoch, double) { return epoch == 0 ? 0.0 : 0.01; })};
+  const History h = trainer.fit(data, fit);  // a warm-up from 0, as Keras allows
+  EXPECT_EQ(h.at("learning_rate"), (std::vector<double>{0.0, 0.01}));
+  for (const double bad : {-1.0, std::nan("")}) {
+    fit.callbacks = {std::make_shared<LearningRateScheduler>([bad](int64_t, double) { return bad; })};
+    try {
+      trainer.fit(data, fit);
+      FAIL() << "accepted " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("learning rate must be a finite number >= 0, got ", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(ReduceLROnPlateau, AddsTheLearningRateToTheLogsWhichHaveNoneWithoutIt) {
+  torch::manual_seed(0);
+  Trainer trainer{torch::nn::Linear(4, 3)};
+  const TensorDataset data(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong));
+  EXPECT_FALSE(trainer.fit(data).last().get("learning_rate"));
+  ReduceLROnPlateauOptions o;
+  o.monitor = "loss";
+  FitOptions fit;
+  fit.callbacks = {std::make_shared<ReduceLROnPlateau>(o)};
+  EXPECT_EQ(trainer.fit(data, fit).last().get("learning_rate"), trainer.learning_rate());
 }
 
 TEST(TerminateOnNaN, StopsAfterTheBatchWhoseLossIsNotFinite) {
@@ -199,7 +247,7 @@ TEST(CSVLogger, WritesTheHeaderAndOneRowPerEpochWithSortedKeys) {
   std::getline(in, row0);
   std::getline(in, row1);
   EXPECT_FALSE(std::getline(in, extra));
-  EXPECT_EQ(header, "epoch,accuracy,loss,lr,val_accuracy,val_loss");
+  EXPECT_EQ(header, "epoch,accuracy,loss,val_accuracy,val_loss");
   EXPECT_EQ(row0.substr(0, 2), "0,");
   EXPECT_EQ(row1.substr(0, 2), "1,");
   std::istringstream cells(row1);
@@ -207,6 +255,21 @@ TEST(CSVLogger, WritesTheHeaderAndOneRowPerEpochWithSortedKeys) {
   std::getline(cells, cell, ',');
   std::getline(cells, cell, ',');
   EXPECT_DOUBLE_EQ(std::stod(cell), h.at("accuracy")[1]);
+  std::filesystem::remove(path);
+}
+
+TEST(CSVLogger, WritesTheShortestNumberThatReadsBackExactly) {
+  const auto path = (std::filesystem::temp_directory_path() / "fitscope_csv_logger_shortest.csv").string();
+  CSVLogger logger(path);
+  logger.on_train_begin(lvalue({}));
+  logger.on_epoch_end(0, lvalue(Logs{{"a", 5.2}, {"b", 0.1 + 0.2}, {"c", 1e-30}}));
+  logger.on_train_end(lvalue({}));
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_EQ(row, "0,5.2,0.30000000000000004,1e-30");  // not 5.2000000000000002
+  EXPECT_EQ(std::stod("0.30000000000000004"), 0.1 + 0.2);
   std::filesystem::remove(path);
 }
 
@@ -237,7 +300,7 @@ TEST(CSVLogger, AppendsToAnExistingFileWithoutASecondHeaderAndUsesTheSeparator) 
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], "epoch;accuracy;loss;lr");
+  EXPECT_EQ(lines[0], "epoch;accuracy;loss");
   EXPECT_EQ(lines[1].substr(0, 2), "0;");
   EXPECT_EQ(lines[2].substr(0, 2), "1;");
   std::filesystem::remove(path);
@@ -246,12 +309,12 @@ TEST(CSVLogger, AppendsToAnExistingFileWithoutASecondHeaderAndUsesTheSeparator) 
 TEST(ModelCheckpoint, FillsTheTemplateLikeKeras) {
   const Logs logs{{"val_accuracy", 0.91234}, {"loss", 0.5}};
   EXPECT_EQ(format_checkpoint_path("ckpt-{epoch:02d}-{val_accuracy:.4f}.pt", 2, 0, logs), "ckpt-03-0.9123.pt");
-  EXPECT_EQ(format_checkpoint_path("b{epoch}-{batch:03d}-{loss}", 0, 7, logs), "b1-007-0.5");
+  EXPECT_EQ(format_checkpoint_path("b{epoch}-{batch:03d}-{loss}", 0, 7, logs), "b1-008-0.5");  // both 1-based
   try {
     format_checkpoint_path("x-{val_loss:.2f}", 0, 0, logs);
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "checkpoint path x-{val_loss:.2f}: the logs have no 'val_loss'");
+    EXPECT_STREQ(e.what(), "checkpoint path x-{val_loss:.2f}: the logs have no 'val_loss' (they have: val_accuracy, loss)");
   }
 }
 
@@ -271,9 +334,18 @@ TEST(ModelCheckpoint, SaveBestOnlyWritesWhenTheMonitoredValueImproves) {
   for (const auto& p : checkpoint.saved()) names.push_back(std::filesystem::path(p).filename().string());
   EXPECT_EQ(names, (std::vector<std::string>{"w-01-0.90.pt", "w-02-0.70.pt", "w-05-0.50.pt"}));
   for (const auto& p : checkpoint.saved()) EXPECT_TRUE(std::filesystem::exists(p)) << p;
-  checkpoint.on_epoch_end(5, lvalue(Logs{{"loss", 0.1}}));  // the monitored key is missing: a warning, no crash
+  // the monitored key is missing: a warning, and a save anyway (Keras 3), which the template's
+  // {val_loss} then fails, naming the key (Keras's KeyError)
+  EXPECT_THROW(checkpoint.on_epoch_end(5, lvalue(Logs{{"loss", 0.1}})), std::invalid_argument);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("val_loss"), std::string::npos);
+  EXPECT_NE(warnings[0].find("val_loss available (the logs have no such key): saving anyway"), std::string::npos);
+  ModelCheckpointOptions anyway = o;
+  anyway.filepath = (dir / "w-{epoch:02d}.pt").string();
+  ModelCheckpoint saves(anyway);
+  Driver other;
+  other.run(saves, "loss", {0.1});
+  ASSERT_EQ(saves.saved().size(), 1u);
+  EXPECT_EQ(std::filesystem::path(saves.saved()[0]).filename(), "w-01.pt");
   std::filesystem::remove_all(dir);
 }
 
@@ -295,6 +367,6 @@ TEST(ModelCheckpoint, SavesEveryNBatchesWithTheBatchInTheName) {
   trainer.fit(TensorDataset(torch::randn({8, 4}), torch::randint(3, {8}, torch::kLong)), fit);  // 4 steps an epoch
   std::vector<std::string> names;
   for (const auto& p : checkpoint->saved()) names.push_back(std::filesystem::path(p).filename().string());
-  EXPECT_EQ(names, (std::vector<std::string>{"s-01-02.fitscope", "s-02-01.fitscope"}));  // global steps 3 and 6
+  EXPECT_EQ(names, (std::vector<std::string>{"s-01-03.fitscope", "s-02-02.fitscope"}));  // global steps 3 and 6
   std::filesystem::remove_all(dir);
 }

@@ -4,6 +4,7 @@
 #include <torch/utils.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -243,6 +244,30 @@ TEST_F(Checkpoints, AResumedRunEndsWithTheWeightsOfAnUninterruptedOneBitForBit) 
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], expected[i])) << i;
   EXPECT_EQ(resumed.trainer.global_step(), 60);
   EXPECT_TRUE(checkpoint_files(*posix_file_system(), dir_).empty());  // delete_checkpoint at the end
+}
+
+TEST_F(Checkpoints, ARetryInTheSameProcessWaitsForTheLastBackupAndResumesFromTheNewest) {
+  MlpRun uninterrupted;
+  uninterrupted.trainer.fit(uninterrupted.data, uninterrupted.fit({}));
+  const std::vector<at::Tensor> expected = uninterrupted.weights();
+
+  auto slow = std::make_shared<FaultInjectingFileSystem>(posix_file_system());
+  slow->slow_down(FaultOp::rename, std::chrono::milliseconds(300));  // slow storage: the last backup lags
+  BackupAndRestoreOptions backup;
+  backup.backup_dir = dir_;
+  backup.save_freq = 7;
+  backup.warn = warn_;
+  backup.fs = slow;
+  auto restore = std::make_shared<BackupAndRestore>(backup);
+  MlpRun run;
+  EXPECT_THROW(run.trainer.fit(run.data, run.fit({restore, std::make_shared<CrashAt>(31)})), std::runtime_error);
+  // Keras's own example: fit again, same model, same callback object
+  run.trainer.fit(run.data, run.fit({restore}));
+  EXPECT_EQ(restore->restored_step(), 28);  // the newest backup, whose rename was still under way
+  const std::vector<at::Tensor> got = run.weights();
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], expected[i])) << i;
+  EXPECT_EQ(run.trainer.global_step(), 60);
 }
 
 TEST_F(Checkpoints, CallbackCountersTravelWithTheCheckpoint) {

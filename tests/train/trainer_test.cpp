@@ -167,7 +167,7 @@ TEST(Trainer, MetricsChosenInFitOptionsReplaceTheTrainersAndGetValidationTwins) 
   fit.validation_split = 0.25;
   const History h = trainer.fit(small_synthetic(400), fit);
   EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss", "precision", "top_3_accuracy", "val_loss",
-                                                       "val_precision", "val_top_3_accuracy", "lr"}));
+                                                       "val_precision", "val_top_3_accuracy"}));
   fit.metrics = std::vector<MetricSpec>{"f9"};
   EXPECT_EQ(message_of([&] { trainer.fit(small_synthetic(400), fit); }).rfind("unknown metric 'f9'", 0), 0u);
 }
@@ -190,7 +190,7 @@ TEST(Trainer, AUserMetricIsLoggedWithItsValidationTwinAndEvaluated) {
   fit.epochs = 2;
   const History h = trainer.fit(small_synthetic(400), fit);
   EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss", "accuracy", "mean_top_logit", "val_loss", "val_accuracy",
-                                                       "val_mean_top_logit", "lr"}));
+                                                       "val_mean_top_logit"}));
   EXPECT_EQ(h.epochs().size(), 2u);
   EXPECT_NE(h.last().at("mean_top_logit"), 0.0);
   const auto [train, validation] = small_synthetic(400).split(0.25);
@@ -211,11 +211,11 @@ TEST(Trainer, ARegressionLossGetsNoAccuracyByDefaultAndAskingForItIsNamed) {
   options.loss = Loss::mean_squared_error;
   Trainer trainer(torch::nn::Linear(4, 1), options);
   const History h = trainer.fit(data);
-  EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss", "lr"}));
+  EXPECT_EQ(h.last().keys(), (std::vector<std::string>{"loss"}));
   FitOptions fit;
   fit.metrics = std::vector<MetricSpec>{"accuracy"};
   EXPECT_NE(message_of([&] { trainer.fit(data, fit); }).find("need class-index targets (integers), got Float targets"),
             std::string::npos);
   fit.metrics = std::vector<MetricSpec>{"mae"};
-  EXPECT_EQ(trainer.fit(data, fit).last().keys(), (std::vector<std::string>{"loss", "mean_absolute_error", "lr"}));
+  EXPECT_EQ(trainer.fit(data, fit).last().keys(), (std::vector<std::string>{"loss", "mean_absolute_error"}));
 }

@@ -1,9 +1,10 @@
 #pragma once
 /// EarlyStopping: Keras's EarlyStopping. At each epoch end from `start_from_epoch` on, counts epochs
 /// without an improvement of `monitor` by more than `min_delta` (an improvement that does not beat
-/// `baseline` does not reset the count) and stops training once the count reaches `patience` (never at
-/// epoch 0). With `restore_best_weights` the model gets back the weights of its best epoch when it
-/// stops. Changes training: runs on the training thread.
+/// `baseline` by more than `min_delta` does not reset the count) and stops training once the count
+/// reaches `patience` (never at epoch 0). With `restore_best_weights` the model gets back the weights of
+/// its best epoch at the end of training, whether it stopped early or not (Keras 3). Changes training:
+/// runs on the training thread.
 
 #include <optional>
 #include <string>
@@ -23,7 +24,7 @@ struct EarlyStoppingOptions {
   int64_t patience = 0;              ///< epochs without improvement before stopping
   std::string mode = "auto";         ///< auto | min | max
   std::optional<double> baseline;    ///< a value the monitor must beat to count as improving
-  bool restore_best_weights = false;  ///< restore the best epoch's weights when stopping
+  bool restore_best_weights = false;  ///< restore the best epoch's weights at on_train_end
   int64_t start_from_epoch = 0;      ///< epochs of warm-up before watching
 };
 
@@ -33,6 +34,7 @@ class EarlyStopping : public Callback, public StatefulCallback {
   explicit EarlyStopping(EarlyStoppingOptions options = {});
   void on_train_begin(Logs& logs) override;
   void on_epoch_end(int64_t epoch, Logs& logs) override;
+  void on_train_end(Logs& logs) override;
   /// The counters and best value (JSON), for checkpoints.
   std::string state() const override;
   void load_state(const std::string& state) override;

@@ -1,9 +1,10 @@
 #pragma once
 /// ModelCheckpoint: Keras's callback saving the model every epoch (or every N batches), or only when
-/// the monitored value improves. `filepath` is a template: `{epoch:02d}` is the 1-based epoch (as
-/// Keras), `{batch}` the batch, and any log key with an optional printf-like spec
-/// (`{val_accuracy:.4f}`). Mode auto means max for accuracy-like keys, min otherwise; a missing
-/// monitored key is a warning and nothing is saved. save_weights_only writes the weights export
+/// the monitored value improves. `filepath` is a template: `{epoch:02d}` is the 1-based epoch and
+/// `{batch}` the 1-based batch in the epoch (as Keras), and any log key with an optional printf-like
+/// spec (`{val_accuracy:.4f}`); a key the logs lack fails the fit, naming the keys there are (Keras
+/// raises KeyError). Mode auto means max for accuracy-like keys, min otherwise; with save_best_only a
+/// missing monitored key is a warning and the model is saved anyway (Keras 3). save_weights_only writes the weights export
 /// (model.weights.pt's format, loadable by torch.load); otherwise the whole training state in the
 /// checkpoint format (resumable). Writes go atomically through the FileSystem with the checkpoint
 /// writer's retries. Changes nothing in training, but reads the model: runs on the training thread.
@@ -69,8 +70,8 @@ class ModelCheckpoint : public Callback, public StatefulCallback {
   std::vector<std::string> saved_;
 };
 
-/// Fills a ModelCheckpoint file name template; throws std::invalid_argument naming a key the logs lack
-/// or a malformed placeholder.
+/// Fills a ModelCheckpoint file name template (`epoch` and `batch` 0-based, written 1-based); throws
+/// std::invalid_argument naming a key the logs lack (and the keys they have) or a malformed placeholder.
 std::string format_checkpoint_path(const std::string& pattern, int64_t epoch, int64_t batch, const Logs& logs);
 
 }  // namespace fitscope

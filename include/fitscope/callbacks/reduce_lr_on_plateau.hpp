@@ -1,7 +1,8 @@
 #pragma once
 /// ReduceLROnPlateau: Keras's ReduceLROnPlateau. When `monitor` has not improved by more than
 /// `min_delta` for `patience` epochs, multiplies the learning rate by `factor` (not below `min_lr`),
-/// then waits `cooldown` epochs before counting again. Changes training: runs on the training thread.
+/// then waits `cooldown` epochs before counting again. Adds `learning_rate` (the rate the epoch ran
+/// with) to the epoch's logs, as Keras 3. Changes training: runs on the training thread.
 
 #include <string>
 

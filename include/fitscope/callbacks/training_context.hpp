@@ -10,6 +10,10 @@
 #include <functional>
 #include <string>
 
+namespace at {
+class Tensor;
+}
+
 namespace fitscope {
 
 class Model;
@@ -39,7 +43,8 @@ class TrainingContext {
   virtual bool stop_requested() const = 0;
   /// The learning rate of the first parameter group.
   virtual double learning_rate() const = 0;
-  /// Sets the learning rate of every parameter group (> 0; std::invalid_argument otherwise).
+  /// Sets the learning rate of every parameter group: finite and >= 0 (0 as a warm-up schedule's
+  /// start, as Keras accepts); std::invalid_argument otherwise.
   virtual void set_learning_rate(double lr) = 0;
   /// Steps run since the trainer was made (in on_train_batch_end, the current one included).
   virtual int64_t global_step() const = 0;
@@ -60,6 +65,9 @@ class TrainingContext {
   /// Fills `into` with what a checkpoint of "now" holds (weights, optimizer, learning rate, random
   /// generator, loader position, the callbacks' states) at position (epoch, batch).
   virtual void capture_state(TrainingState& into, int64_t epoch, int64_t batch) = 0;
+  /// In on_predict_batch_end: the batch's model outputs (Keras passes them as logs["outputs"]; fitscope's
+  /// logs hold numbers only). Null in every other hook.
+  virtual const at::Tensor* batch_outputs() const = 0;
   /// Restores a checkpoint (weights, optimizer, learning rate, random generator now; the position and
   /// the callbacks' states when the fit begins). From on_train_begin or before fit. Throws
   /// std::invalid_argument when the state does not fit the model.

@@ -2,10 +2,12 @@
 /// FaultInjectingFileSystem: a forwarding FileSystem that fails chosen operations with an errno
 /// (ENOSPC or EIO on write, fsync or rename, the next `count` times), or "crashes" after a number of
 /// bytes: the write stops there and every later operation throws SimulatedCrash, as if the process had
-/// died mid-write. For tests of the checkpoint writer (LevelDB's fault-injection Env, in spirit).
+/// died mid-write; or slows an operation down (slow storage). For tests of the checkpoint writer
+/// (LevelDB's fault-injection Env, in spirit).
 /// Thread-safe.
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,6 +32,8 @@ class FaultInjectingFileSystem final : public FileSystem {
   /// After `bytes` more bytes are appended, the write stops and the "process" is dead: `on_crash` is
   /// called then (e.g. to really kill the process), and SimulatedCrash thrown if it returns.
   void crash_after(int64_t bytes, std::function<void()> on_crash = {});
+  /// Every later call of `op` first sleeps `delay` (slow storage); zero = no delay.
+  void slow_down(FaultOp op, std::chrono::milliseconds delay);
   /// Undo the crash (a restarted process).
   void restart();
 
@@ -54,6 +58,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   std::mutex mutex_;
   int errors_[3] = {0, 0, 0};
   int counts_[3] = {0, 0, 0};
+  std::chrono::milliseconds delays_[3] = {};
   int64_t crash_budget_ = -1;  // -1: no crash planned
   std::function<void()> on_crash_;
   bool crashed_ = false;

@@ -142,6 +142,7 @@ class Trainer : public TrainingContext {
   void request_checkpoint(Save save) override;
   void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override;
   void restore(const TrainingState& state) override;
+  const at::Tensor* batch_outputs() const override { return batch_outputs_; }
 
   /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
   void set_timing(bool on) { options_.timing = on; }
@@ -185,6 +186,7 @@ class Trainer : public TrainingContext {
   std::vector<Save> saves_;                    // checkpoints requested by callbacks, not yet taken
   std::optional<TrainingState> resume_;        // set by restore(), consumed by fit
   CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
+  const at::Tensor* batch_outputs_ = nullptr;  // predict's batch, during on_predict_batch_end
   int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
   TrainerThreads threads_;
   CpuUsage cpu_;
