@@ -33,8 +33,10 @@ struct CallbackTraits {
   /// training thread, whatever Callback::async() says.
   bool changes_training = false;
   /// May stop training in the middle of an epoch (from a batch hook). In a data-parallel run the
-  /// ranks then agree on stopping after every step (a small all-reduce); for the others they agree at
-  /// the epoch's end. Unset = changes_training, the safe answer for a callback that does not say.
+  /// ranks then agree on stopping after every step, one step late (a small all-reduce hidden behind
+  /// the next step, so a stop asked at step k ends the fit after step k + 1 on every rank, unlike
+  /// Keras's immediate stop on one process); for the others they agree at the epoch's end. Unset =
+  /// changes_training, the safe answer for a callback that does not say.
   std::optional<bool> stops_mid_epoch;
   /// Only has side effects (files, the terminal): runs on the chief (rank 0) alone in a data-parallel
   /// run. Callbacks that change training run on every rank, on the same reduced epoch logs.
