@@ -57,6 +57,16 @@ std::vector<std::string> launch(int ranks, const std::vector<std::string>& comma
   return args;
 }
 
+/// Two ranks training the seed MLP for 10 epochs with a backup every 20 steps into `run_dir`.
+std::vector<std::string> backed_up_mlp(const std::string& run_dir, const std::string& dist_timeout,
+                                       std::vector<std::string> extra) {
+  std::vector<std::string> cmd = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "10", "--synthetic-size", "3200",
+                                  "--workers", "0", "--quiet", "--checkpoint-every", "20", "--seed", "4",
+                                  "--dist-timeout", dist_timeout, "--run-dir", run_dir};
+  cmd.insert(cmd.end(), extra.begin(), extra.end());
+  return launch(2, cmd, 10);
+}
+
 std::vector<float> parameters(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::vector<float> values;
@@ -283,12 +293,8 @@ TEST(Distributed, StoppedRankIsNamedBySurvivorWithinTheTimeoutAndTheLauncherClea
 TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
   TempDir dir;
   const std::string whole = dir.path() + "/whole", killed = dir.path() + "/killed";
-  auto train = [&](const std::string& run_dir, std::vector<std::string> extra) {
-    std::vector<std::string> cmd = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "10", "--synthetic-size", "3200",
-                                    "--workers", "0", "--quiet", "--checkpoint-every", "20", "--seed", "4",
-                                    "--dist-timeout", "5", "--run-dir", run_dir};
-    cmd.insert(cmd.end(), extra.begin(), extra.end());
-    return launch(2, cmd, 10);
+  auto train = [](const std::string& run_dir, std::vector<std::string> extra) {
+    return backed_up_mlp(run_dir, "5", std::move(extra));
   };
   ASSERT_EQ(run_process(train(whole, {})).exit_code, 0);
   // the chief kills itself inside its third backup (each is ~95 kB); rank 1 loses its peer
@@ -309,12 +315,8 @@ TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
 TEST(Distributed, ASignalToTheLauncherStopsEveryRankTogetherAndTheRunResumes) {
   TempDir dir;
   const std::string whole = dir.path() + "/whole", stopped = dir.path() + "/stopped";
-  auto train = [&](const std::string& run_dir, std::vector<std::string> extra) {
-    std::vector<std::string> cmd = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "10", "--synthetic-size", "3200",
-                                    "--workers", "0", "--quiet", "--checkpoint-every", "20", "--seed", "4",
-                                    "--dist-timeout", "20", "--run-dir", run_dir};
-    cmd.insert(cmd.end(), extra.begin(), extra.end());
-    return launch(2, cmd, 10);
+  auto train = [](const std::string& run_dir, std::vector<std::string> extra) {
+    return backed_up_mlp(run_dir, "20", std::move(extra));
   };
   ASSERT_EQ(run_process(train(whole, {})).exit_code, 0);
   fitscope::testing::Child child(train(stopped, {}));
