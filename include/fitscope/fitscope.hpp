@@ -45,6 +45,8 @@
 #include "fitscope/distributed/gloo_context.hpp"
 #include "fitscope/distributed/gradient_reducer.hpp"
 #include "fitscope/distributed/launch.hpp"
+#include "fitscope/distributed/launcher_channel.hpp"
+#include "fitscope/distributed/restart_history.hpp"
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/distributed/nccl_context.hpp"
 #include "fitscope/metrics/auc.hpp"

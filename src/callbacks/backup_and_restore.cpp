@@ -34,6 +34,7 @@ void BackupAndRestore::on_train_begin(Logs&) {
   w.retry = options_.retry;
   w.fs = options_.fs;
   w.warn = options_.warn;  // the writer warns from its own thread: empty = stderr
+  w.written = options_.written;
   writer_ = std::make_unique<CheckpointWriter>(w);
 }
 

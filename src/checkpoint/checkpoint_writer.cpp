@@ -185,9 +185,12 @@ std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
       options_.warn(std::string("could not delete an old checkpoint: ") + e.what());
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.written;
-  stats_.last_path = path;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.written;
+    stats_.last_path = path;
+  }
+  if (options_.written) options_.written(state.global_step, path);
   return path;
 }
 

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include "fitscope/distributed/context.hpp"
+#include "fitscope/distributed/launcher_channel.hpp"
 
 namespace fitscope::dist::detail {
 
@@ -16,8 +18,21 @@ std::string first_line(const std::exception& e) {
 
 Rendezvous::Rendezvous(const Environment& env, std::chrono::milliseconds timeout, const std::string& bind)
     : env_(env), timeout_(timeout), bind_(bind) {
+  tell_launcher_timeout(timeout);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   try {
     store_ = connect(true);
+    // after a restart on several hosts, the store of the failed attempt may still be up (its host, the
+    // old rank 0, is still naming the failure): that store has seen this rank before; wait for the new one
+    while (env.rank != 0 && store_->add("fitscope/joined/" + std::to_string(env.rank), 1) > 1) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        throw std::runtime_error("the store is still the one of an earlier attempt (rank " + std::to_string(env.rank) +
+                                 " had joined it already)");
+      }
+      store_.reset();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      store_ = connect(true);
+    }
     const auto interval = std::clamp(timeout / 10, std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
     auto beat_store = connect(false);
     beat_store->setTimeout(2 * interval);
@@ -35,10 +50,12 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::store(const std::string& prefix) con
 
 void Rendezvous::setup_failed(const std::exception& e) const {
   const std::string where = env_.master_addr + ":" + std::to_string(env_.master_port);
-  throw PeerFailure("rank " + std::to_string(env_.rank) + ": the rendezvous of " + std::to_string(env_.world_size) +
+  const std::string what = "rank " + std::to_string(env_.rank) + ": the rendezvous of " + std::to_string(env_.world_size) +
                     " ranks at " + where + (bind_.empty() ? "" : " (binding to " + bind_ + ")") +
                     " did not complete within " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
-                    " s: " + first_line(e));
+                    " s: " + first_line(e);
+  tell_launcher_peer_failure(what);
+  throw PeerFailure(what);
 }
 
 void Rendezvous::fail(const char* what, const std::exception& e) {
@@ -48,6 +65,7 @@ void Rendezvous::fail(const char* what, const std::exception& e) {
     if (who.empty()) who = "a peer";
     failure_ = who + " stopped taking part: " + what + " failed on rank " + std::to_string(env_.rank) + " (timeout " +
                std::to_string(timeout_.count()) + " ms): " + first_line(e);
+    tell_launcher_peer_failure(failure_);
   }
   throw PeerFailure(failure_);
 }

@@ -19,6 +19,9 @@
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
+#include "fitscope/distributed/environment.hpp"
+#include "fitscope/distributed/launcher_channel.hpp"
+#include "fitscope/distributed/restart_history.hpp"
 #include "fitscope/models/script_model.hpp"
 #include "fitscope/report/html_report.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
@@ -56,6 +59,26 @@ class StopOnSignal : public Callback {
   std::shared_ptr<BackupAndRestore> backup_;
 };
 
+/// Tells `fitscope launch` the step the run resumed from and when it trained its first step again.
+class TellLauncher : public Callback {
+ public:
+  std::string name() const override { return "TellLauncher"; }
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.reads_batch_logs = false;
+    return t;
+  }
+  void on_train_begin(Logs&) override { dist::tell_launcher(dist::LauncherEvent::resumed, context().global_step()); }
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (told_training_) return;
+    told_training_ = true;
+    dist::tell_launcher(dist::LauncherEvent::training, context().global_step());
+  }
+
+ private:
+  bool told_training_ = false;
+};
+
 double seconds(FitTime::Clock::time_point from, FitTime::Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
@@ -85,6 +108,32 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   facts.validation_split = fit.validation_split;
   facts.device = trainer.options().device.str();
   return facts;
+}
+
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+/// summary.json's `restarts`: the launcher's history of the job, completed by this attempt.
+RestartsSummary account_restarts(const dist::RestartHistory& history, std::optional<int64_t> resumed_from,
+                                 std::optional<FitTime::Clock::time_point> first_step_end) {
+  const double now = unix_now();
+  // this attempt's first step, on the launcher's (wall) clock
+  const double trained_again = first_step_end ? now - seconds(*first_step_end, FitTime::Clock::now()) : now;
+  RestartsSummary summary;
+  for (std::size_t i = 0; i < history.restarts.size(); ++i) {
+    const dist::RestartRecord& record = history.restarts[i];
+    const bool this_attempt = i + 1 == history.restarts.size();
+    RestartEvent event;
+    event.reason = record.reason;
+    event.failed_at_step = record.failed_at_step;
+    event.resumed_from_step = record.resumed_from_step.value_or(this_attempt ? resumed_from.value_or(0) : 0);
+    event.lost_s = std::max(0.0, record.lost_s.value_or(this_attempt ? trained_again - record.lost_since_unix_s : 0.0));
+    if (event.failed_at_step) summary.steps_redone += std::max<int64_t>(0, *event.failed_at_step - event.resumed_from_step);
+    summary.lost_s += event.lost_s;
+    summary.events.push_back(std::move(event));
+  }
+  summary.job_wall_s = now - history.job_started_unix_s;
+  summary.lost_fraction = summary.job_wall_s > 0 ? summary.lost_s / summary.job_wall_s : 0;
+  return summary;
 }
 
 }  // namespace
@@ -177,22 +226,32 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     throw std::invalid_argument("--resume: no checkpoint in " + backup_dir +
                                 " (expected the --run-dir of a run started with --checkpoint-every)");
   }
-  if (!options_.resume && has_backups) {
+  // `fitscope launch --max-restarts` started the group again: it resumes from the newest backup
+  const auto launched = dist::read_environment();
+  const int64_t restart = launched ? launched->restart_count : 0;
+  const bool resume = options_.resume || (restart > 0 && has_backups);
+  if (restart > 0 && !has_backups) {
+    trainer.warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
+                 (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
+  }
+  if (!resume && has_backups) {
     throw std::invalid_argument("--run-dir " + dir.string() + " holds the backups of an interrupted run in " + backup_dir +
                                 ": pass --resume to continue it, or choose another --run-dir");
   }
-  if (options_.backup || options_.resume) {
+  if (options_.backup || resume) {
     BackupAndRestoreOptions b;
     b.backup_dir = backup_dir;
     if (options_.backup_every_batches > 0) b.save_freq = options_.backup_every_batches;
     b.delete_checkpoint = true;  // as Keras: a run that ends normally needs no backup
-    b.restore = options_.resume;
+    b.restore = resume;
     b.keep = options_.keep;
     b.fs = options_.file_system;
+    if (dist::has_launcher()) b.written = [](int64_t step, const std::string&) { dist::tell_launcher(dist::LauncherEvent::backup, step); };
     backup = std::make_shared<BackupAndRestore>(b);
     first.push_back(backup);
   }
   if (signals_) first.push_back(std::make_shared<StopOnSignal>(backup));
+  if (dist::has_launcher()) first.push_back(std::make_shared<TellLauncher>());
   if (chief && options_.progress_bar) {
     ProgressBarOptions bar;
     bar.one_line_per_epoch = options_.one_line_per_epoch;
@@ -223,9 +282,15 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   const c10::Device device = trainer.options().device;
   if (chief && device.is_cuda()) gpu.emplace(nvml_index_of(device.index(), std::getenv("CUDA_VISIBLE_DEVICES")));
   history_ = History();
+  resumed_from_step_.reset();
+  auto note_resume = [&] {
+    if (backup && backup->restored()) resumed_from_step_ = backup->restored_step();
+  };
   try {
     history_ = trainer.fit(std::move(train), fit);
   } catch (...) {
+    dist::tell_launcher(dist::LauncherEvent::failed, trainer.global_step());
+    note_resume();
     if (chief) {
       try {
         finish(trainer, fit, /*failed=*/true);
@@ -235,7 +300,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     }
     throw;
   }
-  if (backup && backup->restored()) resumed_from_step_ = backup->restored_step();
+  note_resume();
   GpuUtilization gpu_use;
   if (gpu) gpu_use = gpu->stop();
   if (!chief) {  // the chief writes for every rank, and leaves last (it hosts the rendezvous store)
@@ -266,6 +331,9 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, bool failed) {
   facts.run = account(start_, end, trainer.measured().time);
   RunSummary summary = summarize(trainer.measured(), facts);
   if (failed) summary.warnings.push_back("the fit failed: the files hold the steps it ran");
+  if (const auto restarts = dist::restart_history_from_environment()) {
+    summary.restarts = account_restarts(*restarts, resumed_from_step_, trainer.measured().time.first_step_end);
+  }
   write_file_atomically((dir / "summary.json").string(), summary.to_json());
   if (options_.report) report_path_ = write_html_report(dir.string());
   return summary;

@@ -161,6 +161,19 @@ std::string RunSummary::to_json() const {
                    {"steps_resolved_in_loop", device_timing->steps_resolved_in_loop},
                    {"steps_resolved_at_end", device_timing->steps_resolved_at_end}};
   }
+  json restarts_json = nullptr;
+  if (restarts) {
+    json events = json::array();
+    for (const RestartEvent& e : restarts->events) {
+      events.push_back({{"reason", e.reason},
+                        {"failed_at_step", e.failed_at_step ? json(*e.failed_at_step) : json(nullptr)},
+                        {"resumed_from_step", e.resumed_from_step},
+                        {"lost_s", e.lost_s}});
+    }
+    restarts_json = {{"count", restarts->events.size()},     {"steps_redone", restarts->steps_redone},
+                     {"lost_s", restarts->lost_s},           {"job_wall_s", restarts->job_wall_s},
+                     {"lost_fraction", restarts->lost_fraction}, {"events", events}};
+  }
   json candidates = json::array();
   for (const ThreadCandidate& c : threads.candidates) {
     candidates.push_back({{"intra_op", c.setting.intra_op}, {"blas", c.setting.blas}, {"step_ms", c.step_ms}});
@@ -222,6 +235,7 @@ std::string RunSummary::to_json() const {
       {"phases_across_ranks", across},
       {"communication", communication_json},
       {"device_timing", device_json},
+      {"restarts", restarts_json},
       {"clock_overhead_ns_per_step", clock_overhead_ns_per_step},
       {"verdict",
        {{"bound", verdict.bound},
@@ -416,6 +430,21 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
     t.steps_resolved_in_loop = d->get<int64_t>("steps_resolved_in_loop");
     t.steps_resolved_at_end = d->get<int64_t>("steps_resolved_at_end");
     s.device_timing = t;
+  }
+  if (const auto k = r.nullable_object("restarts")) {
+    RestartsSummary t;
+    const json& events = k->array("events");
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const Reader e = k->element(events[i], i, "events");
+      const auto failed = e.optional_number("failed_at_step");
+      t.events.push_back({e.get<std::string>("reason"), failed ? std::optional<int64_t>(static_cast<int64_t>(*failed)) : std::nullopt,
+                          e.get<int64_t>("resumed_from_step"), e.get<double>("lost_s")});
+    }
+    t.steps_redone = k->get<int64_t>("steps_redone");
+    t.lost_s = k->get<double>("lost_s");
+    t.job_wall_s = k->get<double>("job_wall_s");
+    t.lost_fraction = k->get<double>("lost_fraction");
+    s.restarts = t;
   }
   s.clock_overhead_ns_per_step = r.get<double>("clock_overhead_ns_per_step");
   const Reader verdict = r.object("verdict");

@@ -120,7 +120,19 @@ std::string format_run_time(const RunSummary& s) {
                 r.validation, 100 * r.validation / wall, r.epoch_end, 100 * r.epoch_end / wall, r.shutdown,
                 100 * r.shutdown / wall, r.unaccounted, 100 * r.unaccounted / wall,
                 s.interrupted ? "; interrupted by a signal" : "");
-  return line;
+  std::string out = line;
+  if (s.restarts && !s.restarts->events.empty()) {
+    const RestartsSummary& k = *s.restarts;
+    std::snprintf(line, sizeof line, "Restarts: %zu, %lld steps redone, %.2f s lost (%.1f%% of the job's %.2f s)\n",
+                  k.events.size(), static_cast<long long>(k.steps_redone), k.lost_s, 100 * k.lost_fraction, k.job_wall_s);
+    out += line;
+    for (std::size_t i = 0; i < k.events.size(); ++i) {
+      const RestartEvent& e = k.events[i];
+      out += "  restart " + std::to_string(i + 1) + ": resumed from step " + std::to_string(e.resumed_from_step) +
+             (e.failed_at_step ? " (failed at step " + std::to_string(*e.failed_at_step) + ")" : "") + " after: " + e.reason + "\n";
+    }
+  }
+  return out;
 }
 
 std::string format_summary(const RunSummary& s) {

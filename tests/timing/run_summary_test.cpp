@@ -38,7 +38,15 @@ RunSummary filled() {
   facts.wall_s = 10;
   facts.run = {1, 6, 2, 0.5, 0.4, 0.1};
   facts.interrupted = true;
-  return summarize(m, facts);
+  RunSummary s = summarize(m, facts);
+  RestartsSummary restarts;
+  restarts.events = {{"rank 1 (pid 7) was killed by signal 9 (SIGKILL)", 57, 40, 2.5}, {"rank 0 failed", std::nullopt, 60, 1.5}};
+  restarts.steps_redone = 17;
+  restarts.lost_s = 4;
+  restarts.job_wall_s = 20;
+  restarts.lost_fraction = 0.2;
+  s.restarts = restarts;
+  return s;
 }
 
 TEST(RunSummary, ReadsBackWhatItWrites) {
@@ -51,6 +59,13 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
   EXPECT_EQ(back.logs.get("my_metric"), 3.0);
   EXPECT_EQ(back.threads.candidates.size(), 2u);
   EXPECT_EQ(back.measured_steps, 3);
+  ASSERT_TRUE(back.restarts);
+  ASSERT_EQ(back.restarts->events.size(), 2u);
+  EXPECT_EQ(back.restarts->events[0].failed_at_step, 57);
+  EXPECT_FALSE(back.restarts->events[1].failed_at_step);
+  EXPECT_NE(format_summary(back).find("Restarts: 2, 17 steps redone, 4.00 s lost (20.0% of the job's 20.00 s)"),
+            std::string::npos)
+      << format_summary(back);
 }
 
 TEST(RunSummary, TheRunPartsAddUpToTheWallTimeAndALargeOneIsNamed) {

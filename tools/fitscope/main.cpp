@@ -223,8 +223,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   launch->add_option("--master-port", launch_options.master_port, "Port of the rendezvous store")
       ->check(CLI::Range(int64_t{1}, int64_t{65535}))->capture_default_str();
-  launch->add_option("--grace", launch_options.grace_s, "Seconds the other ranks get to exit after one fails, before SIGTERM")
-      ->check(number_above(0, true, "a number of seconds >= 0"))->capture_default_str();
+  launch->add_option("--grace", launch_options.grace_s,
+                     "Seconds the other ranks get to exit after one fails by itself, before SIGTERM (default: the job's "
+                     "--dist-timeout + 1; none when a rank fails naming a peer)")
+      ->check(number_above(0, true, "a number of seconds >= 0"));
+  launch->add_option("--max-restarts", launch_options.max_restarts,
+                     "Restarts of the whole group after a rank fails; each resumes from the newest valid backup")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
   launch->add_option("COMMAND", launch_command, "The command every rank runs, after --")->required();
   launch->callback([&] { launch_status = fitscope::dist::launch(launch_options, launch_command, std::cout, std::cerr); });
 

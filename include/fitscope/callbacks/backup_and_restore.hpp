@@ -27,6 +27,8 @@ struct BackupAndRestoreOptions {
   std::shared_ptr<FileSystem> fs;          ///< default: the real file system
   /// Default: the trainer's warnings when restoring, stderr for the background writer's retries.
   std::function<void(const std::string&)> warn;
+  /// Called on the writing thread once a backup is durable, with its global step and path.
+  std::function<void(int64_t global_step, const std::string& path)> written;
 };
 
 class BackupAndRestore : public Callback {

@@ -45,6 +45,8 @@ struct CheckpointWriterOptions {
   std::shared_ptr<FileSystem> fs;           ///< default: the real file system
   std::function<void(double ms)> sleep;     ///< default: sleep; tests record the backoff instead
   std::function<void(const std::string&)> warn;  ///< default: stderr
+  /// Called on the writing thread once a checkpoint is durable, with its global step and path.
+  std::function<void(int64_t global_step, const std::string& path)> written;
 };
 
 struct CheckpointStats {

@@ -1,6 +1,7 @@
 #pragma once
 /// The environment protocol of torchrun (and of `fitscope launch`): MASTER_ADDR, MASTER_PORT,
-/// WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE. Pure parsing; thread-safe.
+/// WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, and fitscope launch's FITSCOPE_RESTART_COUNT (torchrun's
+/// TORCHELASTIC_RESTART_COUNT). Pure parsing; thread-safe.
 
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@ struct Environment {
   int64_t rank = 0;                       ///< RANK
   int64_t local_rank = 0;                 ///< LOCAL_RANK (default: RANK)
   int64_t local_world_size = 1;           ///< LOCAL_WORLD_SIZE (default: WORLD_SIZE)
+  int64_t restart_count = 0;              ///< FITSCOPE_RESTART_COUNT: the group's restarts before this one
 };
 
 /// Reads the protocol through `get` (std::getenv by default). Nothing when WORLD_SIZE is unset (not

@@ -1,15 +1,29 @@
 #pragma once
 /// `fitscope launch`: starts this node's ranks of a data-parallel run with torchrun's environment
 /// (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK) and watches
-/// them.
+/// them; with `max_restarts`, starts the group again when a rank fails, as torchrun does.
 ///
 /// Each rank runs `command` in a process group of its own; its output lines come out prefixed with
 /// "[rank R] " (stdout to stdout, stderr to stderr). SIGINT and SIGTERM are forwarded to every rank (a
-/// second one kills them). When a rank fails (non-zero exit or a signal), the others get `grace_s` to
-/// notice and exit on their own (they name the missing rank), then SIGTERM (with SIGCONT, so a stopped
-/// rank dies too), then SIGKILL 5 s later. libtorch-free; call from one thread.
+/// second one kills them). Each rank also gets a socket (FITSCOPE_LAUNCH_FD, launcher_channel.hpp)
+/// on which it tells its collective timeout, its progress and, when it fails because of a peer, whom
+/// it names. When a rank fails (non-zero exit or a signal), the others are stopped as soon as their
+/// diagnosis cannot add anything: at once when a rank failed naming a peer; otherwise after `grace_s`,
+/// by default the job's timeout + 1 s (the longest a survivor takes to name a peer; 30 s when no rank
+/// told one). Stopping is SIGTERM (with SIGCONT, so a stopped rank dies too), then SIGKILL 5 s later.
+///
+/// Restarts: once every rank of a failed attempt has exited, the group starts again, up to
+/// `max_restarts` times, with FITSCOPE_RESTART_COUNT (the restarts so far: `Run` then resumes from the
+/// run directory's newest valid backup) and FITSCOPE_RESTARTS (restart_history.hpp, for the accounting).
+/// The new group meets at the same address and port, in a fresh store hosted by the new rank 0. A
+/// rank that exits with status 2 (bad usage or input: it would fail alike every time) is not restarted.
+/// Several nodes agree on a restart through the failure itself: any rank's failure fails every rank's
+/// collectives, so each node's launcher sees its own ranks fail and starts them again; the new ranks
+/// meet in the rendezvous, which waits up to the job's timeout for the slower nodes.
+/// libtorch-free; call from one thread.
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -22,11 +36,14 @@ struct LaunchOptions {
   int64_t node_rank = 0;                  ///< this machine's index, in [0, nnodes)
   std::string master_addr = "127.0.0.1";  ///< the machine of rank 0 (it hosts the rendezvous store)
   int64_t master_port = 29500;            ///< its port
-  double grace_s = 30;                    ///< after a rank fails, how long the others may take to exit
+  /// After a rank fails by itself, how long the others may take to exit; unset = the job's timeout + 1 s.
+  std::optional<double> grace_s;
+  int64_t max_restarts = 0;  ///< restarts of the group after a failure (>= 0)
 };
 
-/// Runs the ranks until all have exited; returns 0 when every rank exited with 0, 1 when one failed
-/// (the first failure is named on `err`), 128 + signal when interrupted. Throws
+/// Runs the ranks until all have exited; returns 0 when every rank of the last attempt exited with 0,
+/// 1 when one failed and no restart is left (the failure is named on `err`'s last line), 128 + signal
+/// when interrupted. Throws
 /// std::invalid_argument for bad options (naming the flag) and std::runtime_error when a process
 /// cannot be started.
 int launch(const LaunchOptions& options, const std::vector<std::string>& command, std::ostream& out, std::ostream& err);

@@ -56,6 +56,23 @@ struct DeviceTimingSummary {
   int64_t steps_resolved_in_loop = 0, steps_resolved_at_end = 0;
 };
 
+/// One restart of a job under `fitscope launch --max-restarts`.
+struct RestartEvent {
+  std::string reason;                     ///< the failure, as the launcher named it
+  std::optional<int64_t> failed_at_step;  ///< the furthest step a rank reported; unset when none could
+  int64_t resumed_from_step = 0;          ///< the backup's step the next attempt started from (0: none)
+  double lost_s = 0;                      ///< from first reaching that step to training again after it
+};
+
+/// The job's restarts, as the chief of its last attempt saw them (count 0: launched, never restarted).
+struct RestartsSummary {
+  std::vector<RestartEvent> events;
+  int64_t steps_redone = 0;   ///< steps run twice: each failure's step less the step resumed from
+  double lost_s = 0;          ///< the events' lost time
+  double job_wall_s = 0;      ///< from the launcher's first start to this summary
+  double lost_fraction = 0;   ///< lost_s / job_wall_s
+};
+
 struct RunSummary {
   std::string model;  ///< "cnn", "mlp", a file, or the name RunOptions gave
   int64_t epochs = 0;
@@ -84,6 +101,7 @@ struct RunSummary {
   std::map<std::string, std::pair<double, double>> phases_across_ranks;  ///< phase -> (mean_ms, max_ms)
   std::optional<CommunicationSummary> communication;
   std::optional<DeviceTimingSummary> device_timing;
+  std::optional<RestartsSummary> restarts;  ///< set under `fitscope launch`
   double clock_overhead_ns_per_step = 0;
   Verdict verdict;
 
