@@ -195,6 +195,36 @@ std::string run_time_section(const RunSummary& s) {
   return out.str();
 }
 
+/// The job's restarts (`fitscope launch --max-restarts`): the share of its wall time they cost, and each one.
+std::string restarts_section(const RunSummary& s) {
+  if (!s.restarts || s.restarts->events.empty()) return "";
+  const RestartsSummary& k = *s.restarts;
+  const double job = k.job_wall_s > 0 ? k.job_wall_s : 1;
+  const double earlier = std::max(0.0, k.job_wall_s - k.lost_s - s.wall_s);
+  const std::vector<svg::Part> parts = {
+      {"lost to restarts", k.lost_s / job, "redone steps and restarting: " + fixed(k.lost_s, 2) + " s, " + percent(k.lost_s / job)},
+      {"earlier attempts, kept", earlier / job, "work of earlier attempts that their backups kept: " + fixed(earlier, 2) + " s"},
+      {"this attempt", s.wall_s / job, "the attempt that wrote this run directory: " + fixed(s.wall_s, 2) + " s"}};
+  svg::ChartOptions bar;
+  bar.title = "Where the job's wall time goes";
+  bar.height = 150;
+  std::ostringstream out;
+  out << "<h2>Restarts</h2><p>The job ran " << fixed(k.job_wall_s, 2) << " s and restarted " << k.events.size()
+      << (k.events.size() == 1 ? " time" : " times") << ": " << fixed(k.lost_s, 2) << " s (" << percent(k.lost_s / job)
+      << ") were lost, " << k.steps_redone << " steps redone. A restart's loss runs from when the state it resumed "
+      << "from was first reached to the first step after it.</p>"
+      << svg::stacked_bar(parts, bar)
+      << "<table><tr><th>restart</th><th>after</th><th>failed at step</th><th>resumed from step</th><th>lost s</th></tr>";
+  for (std::size_t i = 0; i < k.events.size(); ++i) {
+    const RestartEvent& e = k.events[i];
+    out << "<tr><td>" << i + 1 << "</td><td>" << svg::escape(e.reason) << "</td><td>"
+        << (e.failed_at_step ? std::to_string(*e.failed_at_step) : "unknown") << "</td><td>" << e.resumed_from_step
+        << "</td><td>" << fixed(e.lost_s, 2) << "</td></tr>";
+  }
+  out << "</table>";
+  return out.str();
+}
+
 std::string train_report(const fs::path& dir) {
   const fs::path summary_path = dir / "summary.json";
   const RunSummary s = RunSummary::from_json(read_text(summary_path), summary_path.string());
@@ -225,7 +255,7 @@ std::string train_report(const fs::path& dir) {
   body << "<h2>Where each step's time goes</h2>" << svg::stacked_bar(parts, bar)
        << "<table><tr><th>phase</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th><th>share</th></tr>"
        << phase_rows.str() << "</table>";
-  body << run_time_section(s);
+  body << run_time_section(s) << restarts_section(s);
 
   // step time over the run
   body << "<h2>Step time over the run</h2>";
@@ -248,6 +278,11 @@ std::string train_report(const fs::path& dir) {
     o.x_label = "step";
     o.y_label = "step time (ms)";
     if (warmup > 0) o.markers.push_back({warmup, "end of warm-up"});
+    if (s.restarts && !s.restarts->events.empty()) {  // steps.csv holds the steps of the last attempt
+      const auto restarts = s.restarts->events.size();
+      o.markers.push_back({0, "restart " + std::to_string(restarts) + " of the job: resumed from step " +
+                                  std::to_string(s.restarts->events.back().resumed_from_step)});
+    }
     body << svg::line_chart({p50, raw}, o);
     // data wait
     body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share)

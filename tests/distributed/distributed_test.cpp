@@ -384,6 +384,9 @@ void restart_after_killing(int victim) {
   EXPECT_GT(event.at("lost_s").get<double>(), 0);
   EXPECT_GT(restarts.at("lost_fraction").get<double>(), 0);
   EXPECT_LT(restarts.at("lost_fraction").get<double>(), 1);
+  const std::string report = read_file(killed + "/report.html");
+  EXPECT_NE(report.find("<h2>Restarts</h2>"), std::string::npos);
+  EXPECT_NE(report.find("restart 1 of the job: resumed from step " + again->first), std::string::npos);
 }
 
 TEST(Distributed, AKilledRankIsRestartedWithTheGroupAndTheJobEndsWithTheUninterruptedWeights) { restart_after_killing(1); }
