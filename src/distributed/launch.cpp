@@ -106,22 +106,45 @@ struct Outcome {
 /// One start of this node's ranks, watched until every one has exited.
 class Attempt {
  public:
-  Attempt(const LaunchOptions& o, const std::vector<std::string>& command, int64_t restart, const std::string& history,
-          std::ostream& out, std::ostream& err)
-      : o_(o), out_(out), err_(err), restart_(restart) {
+  Attempt(const LaunchOptions& o, int64_t restart, std::ostream& out, std::ostream& err)
+      : o_(o), out_(out), err_(err), restart_(restart) {}
+
+  /// Stops and reaps the ranks still running (a later rank could not be started, or watch() threw).
+  ~Attempt() {
+    for (auto& r : ranks_) {
+      for (int fd : {r.fds[0], r.fds[1], r.channel}) {
+        if (fd >= 0) ::close(fd);
+      }
+      if (r.pid > 0 && !r.status) {
+        ::kill(-r.pid, SIGKILL);
+        ::waitpid(r.pid, nullptr, 0);
+      }
+    }
+  }
+
+  /// Starts this node's ranks, each running `command`; `history` is FITSCOPE_RESTARTS.
+  void start(const std::vector<std::string>& command, const std::string& history) {
+    const LaunchOptions& o = o_;
+    std::ostream& err = err_;
     const int64_t world = o.nnodes * o.nproc_per_node;
     std::vector<char*> argv;
     for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
-    ranks_.resize(static_cast<std::size_t>(o.nproc_per_node));
+    ranks_.reserve(static_cast<std::size_t>(o.nproc_per_node));
     for (int64_t local = 0; local < o.nproc_per_node; ++local) {
-      Rank& r = ranks_[static_cast<std::size_t>(local)];
+      Rank& r = ranks_.emplace_back();
       r.rank = o.node_rank * o.nproc_per_node + local;
-      int pipes[2][2], channel[2];
-      if (::pipe2(pipes[0], O_CLOEXEC) != 0 || ::pipe2(pipes[1], O_CLOEXEC) != 0 ||
-          ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
-        throw std::runtime_error("launch: pipe: " + std::string(std::strerror(errno)));
-      }
+      int pipes[2][2] = {{-1, -1}, {-1, -1}}, channel[2] = {-1, -1};
+      auto cannot_start = [&](const std::string& call) {  // the destructor stops the ranks started
+        const std::string why = std::strerror(errno);
+        for (int fd : {pipes[0][0], pipes[0][1], pipes[1][0], pipes[1][1], channel[0], channel[1]}) {
+          if (fd >= 0) ::close(fd);
+        }
+        throw std::runtime_error("fitscope launch: cannot start rank " + std::to_string(r.rank) + " of " +
+                                 std::to_string(world) + ": " + call + ": " + why + " (the ranks already started are stopped)");
+      };
+      if (::pipe2(pipes[0], O_CLOEXEC) != 0 || ::pipe2(pipes[1], O_CLOEXEC) != 0) cannot_start("pipe");
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) cannot_start("socketpair");
       // the rank's environment and error text are made before fork: the child of a process with
       // threads may only make async-signal-safe calls (no allocation) until exec
       std::vector<std::string> env = {
@@ -129,7 +152,7 @@ class Attempt {
           "WORLD_SIZE=" + std::to_string(world),    "RANK=" + std::to_string(r.rank),
           "LOCAL_RANK=" + std::to_string(local),    "LOCAL_WORLD_SIZE=" + std::to_string(o.nproc_per_node),
           "GROUP_RANK=" + std::to_string(o.node_rank), "FITSCOPE_LAUNCH_FD=" + std::to_string(channel[1]),
-          "FITSCOPE_RESTART_COUNT=" + std::to_string(restart), "FITSCOPE_RESTARTS=" + history};
+          "FITSCOPE_RESTART_COUNT=" + std::to_string(restart_), "FITSCOPE_RESTARTS=" + history};
       std::vector<char*> envp;
       for (char** e = environ; *e; ++e) {
         const std::string_view entry(*e);
@@ -142,7 +165,7 @@ class Attempt {
       envp.push_back(nullptr);
       const std::string cannot_run = "fitscope launch: cannot run " + command[0] + ": ";
       r.pid = ::fork();
-      if (r.pid < 0) throw std::runtime_error("launch: fork: " + std::string(std::strerror(errno)));
+      if (r.pid < 0) cannot_start("fork");
       if (r.pid == 0) {  // the rank: only async-signal-safe calls until exec
         ::setpgid(0, 0);
         ::dup2(pipes[0][1], STDOUT_FILENO);
@@ -169,18 +192,6 @@ class Attempt {
       err << "fitscope launch: rank " << r.rank << " of " << world << ": pid " << r.pid << "\n";
     }
     err.flush();
-  }
-
-  ~Attempt() {
-    for (auto& r : ranks_) {
-      for (int fd : {r.fds[0], r.fds[1], r.channel}) {
-        if (fd >= 0) ::close(fd);
-      }
-      if (!r.status) {  // only when an exception left the watch early
-        ::kill(-r.pid, SIGKILL);
-        ::waitpid(r.pid, nullptr, 0);
-      }
-    }
   }
 
   /// Watches the ranks until every one has exited and their output is read.
@@ -417,7 +428,9 @@ int launch(const LaunchOptions& o, const std::vector<std::string>& command, std:
   RestartHistory history;
   history.job_started_unix_s = unix_now();
   for (int64_t restart = 0;; ++restart) {
-    const Outcome outcome = Attempt(o, command, restart, history.to_json(), out, err).watch();
+    Attempt attempt(o, restart, out, err);
+    attempt.start(command, history.to_json());
+    const Outcome outcome = attempt.watch();
     if (outcome.interrupted) return 128 + outcome.interrupted;
     if (!outcome.failure) return 0;
     if (!outcome.restartable || restart == o.max_restarts) {

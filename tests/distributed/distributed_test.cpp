@@ -418,6 +418,23 @@ TEST(Distributed, BadUsageIsNotRestarted) {
   EXPECT_NE(r.err.find("(bad usage or input: not restarted)"), std::string::npos) << r.err;
 }
 
+/// Out of file descriptors after a few ranks started: the launcher fails naming the rank it could not
+/// start, and stops and reaps the ones it had started.
+TEST(Distributed, RanksAlreadyStartedAreStoppedWhenALaterOneCannotStart) {
+  std::string cmd = "ulimit -n 20; exec";
+  for (const auto& arg : launch(8, {"/bin/sh", "-c", "exec sleep 60"})) cmd += " '" + arg + "'";
+  const ProcessResult r = run_process({"/bin/sh", "-c", cmd});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot start rank"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Too many open files (the ranks already started are stopped)"), std::string::npos) << r.err;
+  const std::regex started(R"(rank \d+ of 8: pid (\d+))");
+  int count = 0;
+  for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), started); it != std::sregex_iterator(); ++it, ++count) {
+    EXPECT_FALSE(alive(std::stoi((*it)[1].str()))) << "rank left running: " << (*it)[0].str();
+  }
+  EXPECT_GE(count, 1) << "no rank started before the descriptors ran out: " << r.err;
+}
+
 /// Two machines: two network namespaces ("hosts" 10.213.0.1 and .2) joined by a veth pair, removed by
 /// the destructor; `why_not` says why this machine cannot make them.
 class TwoHosts {
