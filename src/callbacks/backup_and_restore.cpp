@@ -22,8 +22,9 @@ void BackupAndRestore::on_train_begin(Logs&) {
   writer_.reset();
   if (options_.restore) {
     const auto warn = [this](const std::string& text) { options_.warn ? options_.warn(text) : context().warn(text); };
-    if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, warn)) {
-      context().restore(*state);
+    // restore() checks a state whole before it copies: a refused one leaves the model as it was
+    const auto restore = [this](const TrainingState& state) { context().restore(state); };
+    if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, warn, restore)) {
       restored_step_ = state->global_step;
     }
   }

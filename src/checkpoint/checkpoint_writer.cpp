@@ -176,8 +176,10 @@ std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
   const std::string path = options_.dir + "/" + file_name(state.global_step);
   fitscope::write_with_retries(*options_.fs, path, bytes, options_.retry, options_.sleep, options_.warn,
                                static_cast<uint64_t>(state.global_step) * 7919 + 17, &stats_, &mutex_);
-  // keep the newest `keep`
-  const std::vector<std::string> files = checkpoint_files(*options_.fs, options_.dir);
+  // keep the newest `keep`, counting from the file just written: a newer file (left by another run, or
+  // one this run resumed behind) is not vouched for, and the file just written is never deleted
+  std::vector<std::string> files = checkpoint_files(*options_.fs, options_.dir);
+  files.erase(files.begin(), std::find(files.begin(), files.end(), path));
   for (std::size_t i = static_cast<std::size_t>(options_.keep); i < files.size(); ++i) {
     try {
       options_.fs->remove(files[i]);
@@ -205,14 +207,38 @@ std::vector<std::string> checkpoint_files(FileSystem& fs, const std::string& dir
 }
 
 std::optional<TrainingState> load_latest_checkpoint(FileSystem& fs, const std::string& dir,
-                                                    const std::function<void(const std::string&)>& warn) {
+                                                    const std::function<void(const std::string&)>& warn,
+                                                    const std::function<void(const TrainingState&)>& accept) {
+  std::string refused;  // every file and why
   for (const std::string& path : checkpoint_files(fs, dir)) {
+    std::optional<TrainingState> state;
     try {
-      return decode_state(unframe_checkpoint(fs.read(path), path), path);
+      state = decode_state(unframe_checkpoint(fs.read(path), path), path);
     } catch (const std::exception& e) {
-      warn(std::string("skipping an unreadable checkpoint: ") + e.what());
+      std::string where = "left in place";
+      try {
+        const std::string corrupt = dir + "/corrupt";
+        fs.create_dirs(corrupt);
+        fs.rename(path, corrupt + "/" + path.substr(path.rfind('/') + 1));
+        fs.sync_dir(dir);
+        where = "moved to " + corrupt;
+      } catch (const IoError& io) {
+        where = std::string("left in place (") + io.what() + ")";
+      }
+      warn(std::string("skipping an unreadable checkpoint, ") + where + ": " + e.what());
+      refused += std::string(refused.empty() ? "" : "; ") + e.what();
+      continue;
+    }
+    try {
+      if (accept) accept(*state);
+      return state;
+    } catch (const std::invalid_argument& e) {
+      const std::string why = path + ": " + e.what();
+      warn("skipping a checkpoint that does not fit this run: " + why);
+      refused += (refused.empty() ? "" : "; ") + why;
     }
   }
+  if (!refused.empty()) throw std::invalid_argument("no checkpoint in " + dir + " could be restored: " + refused);
   return std::nullopt;
 }
 

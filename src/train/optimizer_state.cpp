@@ -83,15 +83,36 @@ void copy_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, std::ve
   }
 }
 
-void load_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, const std::vector<at::Tensor>& tensors,
-                          const std::vector<int64_t>& counts) {
+void check_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, const std::vector<at::Tensor>& tensors,
+                           const std::vector<int64_t>& counts) {
   const std::vector<at::Tensor> params = all_parameters(optimizer);
   const std::size_t per = adam ? 3 : 1;
   if (counts.size() != params.size() || tensors.size() != params.size() * per) {
-    throw std::invalid_argument("the checkpoint's optimizer state holds " + std::to_string(counts.size()) +
-                                " parameters, the model has " + std::to_string(params.size()) +
-                                " (a checkpoint of another model or optimizer?)");
+    throw std::invalid_argument("the optimizer state holds " + std::to_string(counts.size()) + " parameters and " +
+                                std::to_string(tensors.size()) + " tensors, the model has " + std::to_string(params.size()) +
+                                " parameters (" + std::to_string(per) + " tensors each for " + (adam ? "Adam" : "SGD") + ")");
   }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (counts[i] < 0) continue;
+    for (std::size_t k = 0; k < per; ++k) {
+      const at::Tensor& t = tensors[i * per + k];
+      const bool required = adam && k < 2;  // exp_avg and exp_avg_sq
+      if (!required && (!t.defined() || t.numel() == 0)) continue;
+      if (!t.defined() || !t.sizes().equals(params[i].sizes()) || !at::isFloatingType(t.scalar_type())) {
+        throw std::invalid_argument("field optimizer[" + std::to_string(i * per + k) + "]: " +
+                                    (t.defined() ? "sizes " + c10::str(t.sizes()) + " of " + c10::toString(t.scalar_type())
+                                                 : std::string("no tensor")) +
+                                    " for parameter " + std::to_string(i) + " of sizes " + c10::str(params[i].sizes()));
+      }
+    }
+  }
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, const std::vector<at::Tensor>& tensors,
+                          const std::vector<int64_t>& counts) {
+  check_optimizer_state(optimizer, adam, tensors, counts);
+  const std::vector<at::Tensor> params = all_parameters(optimizer);
+  const std::size_t per = adam ? 3 : 1;
   const auto device_copy = [](const at::Tensor& t, const at::Tensor& like) {
     return t.numel() == 0 && like.numel() != 0 ? at::Tensor() : t.to(like.device(), false, true);
   };

@@ -15,7 +15,11 @@ namespace fitscope::detail {
 /// Copies into `tensors` (reusing its buffers when shapes match) and `counts`.
 void copy_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, std::vector<at::Tensor>& tensors,
                           std::vector<int64_t>& counts);
-/// Replaces the optimizer's state. Throws std::invalid_argument when the layout does not fit.
+/// Throws std::invalid_argument naming the field when `tensors` and `counts` do not fit the optimizer's
+/// parameters (counts, and each state tensor's sizes and dtype).
+void check_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, const std::vector<at::Tensor>& tensors,
+                           const std::vector<int64_t>& counts);
+/// Replaces the optimizer's state, after check_optimizer_state.
 void load_optimizer_state(torch::optim::Optimizer& optimizer, bool adam, const std::vector<at::Tensor>& tensors,
                           const std::vector<int64_t>& counts);
 

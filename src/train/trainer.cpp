@@ -122,6 +122,9 @@ void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
   s.cursor = cursor_;
   s.global_step = global_step_;
   s.learning_rate = learning_rate();
+  s.batch_size = params_.batch_size;
+  s.world_size = ranks().world_size();
+  s.optimizer_kind = options_.optimizer == OptimizerKind::adam ? "adam" : "sgd";
   const auto named = model_->named_state();
   s.model.resize(named.size());
   for (std::size_t i = 0; i < named.size(); ++i) {
@@ -143,15 +146,40 @@ void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
 }
 
 void Trainer::restore(const TrainingState& s) {
+  // everything is checked before anything is copied: a state that does not fit leaves the trainer as it was
+  const std::string kind = options_.optimizer == OptimizerKind::adam ? "adam" : "sgd";
+  if (s.batch_size > 0 && params_.batch_size > 0 && s.batch_size != params_.batch_size) {
+    throw std::invalid_argument("it was written with batch size " + std::to_string(s.batch_size) + ", this fit has " +
+                                std::to_string(params_.batch_size));
+  }
+  if (s.world_size > 0 && s.world_size != ranks().world_size()) {
+    throw std::invalid_argument("it was written by " + std::to_string(s.world_size) + " ranks, this run has " +
+                                std::to_string(ranks().world_size()));
+  }
+  if (!s.optimizer_kind.empty() && s.optimizer_kind != kind) {
+    throw std::invalid_argument("it holds the state of optimizer " + s.optimizer_kind + ", this fit uses " + kind);
+  }
   const auto named = model_->named_state();
   if (named.size() != s.model.size()) {
-    throw std::invalid_argument("the checkpoint holds " + std::to_string(s.model.size()) + " tensors, the model " +
-                                std::to_string(named.size()));
+    throw std::invalid_argument("it holds " + std::to_string(s.model.size()) + " model tensors, the model " +
+                                std::to_string(named.size()) + " (a backup of another model?)");
   }
   for (std::size_t i = 0; i < named.size(); ++i) {
-    if (named[i].first != s.model[i].first || !named[i].second.sizes().equals(s.model[i].second.sizes())) {
-      throw std::invalid_argument("the checkpoint's tensor " + s.model[i].first + " does not fit the model's " +
-                                  named[i].first);
+    const at::Tensor& mine = named[i].second;
+    const at::Tensor& theirs = s.model[i].second;
+    if (named[i].first != s.model[i].first || !mine.sizes().equals(theirs.sizes()) || mine.scalar_type() != theirs.scalar_type()) {
+      throw std::invalid_argument("its model tensor " + s.model[i].first + " " + c10::str(theirs.sizes()) + " of " +
+                                  c10::toString(theirs.scalar_type()) + " does not fit the model's " + named[i].first + " " +
+                                  c10::str(mine.sizes()) + " of " + c10::toString(mine.scalar_type()));
+    }
+  }
+  detail::check_optimizer_state(*optimizer_, options_.optimizer == OptimizerKind::adam, s.optimizer, s.optimizer_counts);
+  if (s.rng.defined()) {
+    const at::Tensor now = at::detail::getDefaultCPUGenerator().get_state();
+    if (s.rng.scalar_type() != now.scalar_type() || s.rng.numel() != now.numel()) {
+      throw std::invalid_argument("field rng holds " + std::to_string(s.rng.numel()) + " elements of " +
+                                  c10::toString(s.rng.scalar_type()) + ", libtorch's CPU generator " +
+                                  std::to_string(now.numel()) + " of " + c10::toString(now.scalar_type()));
     }
   }
   torch::NoGradGuard no_grad;

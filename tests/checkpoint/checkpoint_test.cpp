@@ -7,6 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <zlib.h>
+#include <cstring>
+#include <limits>
 
 #include "fitscope/callbacks/backup_and_restore.hpp"
 #include "fitscope/callbacks/callback.hpp"
@@ -113,6 +116,73 @@ TEST_F(Checkpoints, AStateRoundTripsThroughTheFileFormat) {
   EXPECT_EQ(back.optimizer.size(), 6u);
   EXPECT_EQ(back.optimizer_counts, s.optimizer_counts);
   EXPECT_EQ(back.callbacks.at("1:EarlyStopping"), "{\"wait\":2}");
+}
+
+uint32_t read_u32(const std::string& s, std::size_t at) {
+  uint32_t v = 0;
+  std::memcpy(&v, s.data() + at, 4);
+  return v;
+}
+
+/// The payload of a state whose one model tensor of 37 floats is pickled as (offset 0, sizes (37,),
+/// strides (1,)), with that record's bytes replaced by `record` (same length) and the zip archive's
+/// CRC-32 of data.pkl fixed, as a hostile writer would.
+std::string with_tensor_record(const std::string& record) {
+  TrainingState s = small_state(7, 1);
+  s.model = {{"w", at::arange(37, at::kFloat)}};
+  std::string payload = encode_state(s);
+  const std::string original("K\x00(K%t(K\x01t", 10);  // offset 0, MARK 37 TUPLE, MARK 1 TUPLE
+  const auto at = payload.find(original);
+  EXPECT_NE(at, std::string::npos) << "libtorch pickles a tensor record differently";
+  if (at == std::string::npos || record.size() != original.size()) return payload;
+  payload.replace(at, original.size(), record);
+  // the central directory's entry of archive/data.pkl: its CRC at +16, size at +24, local header at +42
+  const auto central = payload.find(std::string("PK\x01\x02", 4));
+  for (auto c = central; c != std::string::npos; c = payload.find(std::string("PK\x01\x02", 4), c + 4)) {
+    if (payload.compare(c + 46, 16, "archive/data.pkl") != 0) continue;
+    const uint32_t size = read_u32(payload, c + 24), local = read_u32(payload, c + 42);
+    const uint16_t name = static_cast<uint16_t>(read_u32(payload, local + 26) & 0xffff);
+    const uint16_t extra = static_cast<uint16_t>(read_u32(payload, local + 28) & 0xffff);
+    const std::size_t data = local + 30 + name + extra;
+    const uint32_t crc = static_cast<uint32_t>(
+        ::crc32(0, reinterpret_cast<const Bytef*>(payload.data() + data), static_cast<uInt>(size)));
+    std::memcpy(payload.data() + c + 16, &crc, 4);
+    std::memcpy(payload.data() + data + size + 4, &crc, 4);  // the data descriptor after it
+  }
+  return payload;
+}
+
+std::string decode_error(const std::string& payload) {
+  try {
+    decode_state(payload, "ckpt.fitscope");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST_F(Checkpoints, ACraftedTensorRecordIsRejectedBeforeAnyDataIsReadNamingTheField) {
+  EXPECT_EQ(decode_error(with_tensor_record(std::string("K\x00(K%t(K\x01t", 10))), "(accepted)");
+  const std::string stride = decode_error(with_tensor_record(std::string("K\x00(K%t(K\x05t", 10)));
+  EXPECT_NE(stride.find("ckpt.fitscope: field model_tensors[0] (w): sizes [37], strides [5] and storage offset 0 reach "
+                        "element 180 of a storage of 37 elements"),
+            std::string::npos)
+      << stride;
+  const std::string offset = decode_error(with_tensor_record(std::string("K\x20(K%t(K\x01t", 10)));
+  EXPECT_NE(offset.find("storage offset 32 reach element 68 of a storage of 37 elements"), std::string::npos) << offset;
+  const std::string count = decode_error(with_tensor_record(std::string("K\x00(Kdt(K\x01t", 10)));
+  EXPECT_NE(count.find("sizes [100], strides [1] and storage offset 0 reach element 99"), std::string::npos) << count;
+}
+
+TEST_F(Checkpoints, ANegativeEpochOrStepOrANonFiniteRateIsRejectedNamingTheField) {
+  TrainingState s = small_state(7, 1);
+  s.epoch = -5;
+  EXPECT_EQ(decode_error(encode_state(s)), "ckpt.fitscope: field epoch is -5, expected >= 0");
+  s = small_state(-3, 1);
+  EXPECT_EQ(decode_error(encode_state(s)), "ckpt.fitscope: field global_step is -3, expected >= 0");
+  s = small_state(7, 1);
+  s.learning_rate = std::numeric_limits<double>::infinity();
+  EXPECT_NE(decode_error(encode_state(s)).find("field learning_rate is inf, expected a finite number >= 0"), std::string::npos);
 }
 
 TEST_F(Checkpoints, ATruncatedAFlippedAndAForeignFileAreRejectedClearly) {

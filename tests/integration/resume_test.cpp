@@ -15,8 +15,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "fitscope/checkpoint/checkpoint_file.hpp"
+#include "fitscope/checkpoint/training_state.hpp"
 #include "fitscope/timing/run_summary.hpp"
 #include "process.hpp"
 
@@ -107,7 +110,77 @@ void kill_mid_write_and_resume(const std::string& model) {
   expect_same_weights(whole, killed);
 }
 
+/// Rewrites a backup as a hostile or buggy writer could: well framed, checksums right, epoch -5.
+void craft_negative_epoch(const std::string& path) {
+  fitscope::TrainingState state = fitscope::decode_state(fitscope::unframe_checkpoint(read_file(path), path), path);
+  state.epoch = -5;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << fitscope::frame_checkpoint(fitscope::encode_state(state));
+}
+
+/// Killed inside its third backup (each ~95 kB): backups of steps 20 and 40 are left.
+ProcessResult train_killed_in_third_backup(const std::string& dir, std::vector<std::string> extra = {}) {
+  return run_process({"/bin/sh", "-c", "FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES=250000 " + shell_words(train_into(dir, extra)) +
+                                           "> /dev/null 2>&1; echo status=$?"});
+}
+
+std::string ckpt(const std::string& dir, int step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/backup/ckpt-%012d.fitscope", step);
+  return dir + name;
+}
+
 }  // namespace
+
+/// A crafted newest backup is set aside (backup/corrupt/), the resume falls back to the one before, and
+/// retention with --keep 1 keeps the new backups (it used to keep the crafted file, newest by name, and
+/// delete each new backup as it was written): a second kill resumes from a new backup, not from scratch.
+TEST(Resume, ACraftedNewestBackupIsSetAsideAndRetentionKeepsTheNewBackups) {
+  TempDir tmp;
+  const std::string whole = tmp.path() + "/whole", killed = tmp.path() + "/killed";
+  ASSERT_EQ(run_process(train_into(whole)).exit_code, 0);
+  ASSERT_EQ(train_killed_in_third_backup(killed).out, "status=137\n");
+  craft_negative_epoch(ckpt(killed, 40));
+  const ProcessResult second = run_process({"/bin/sh", "-c", "FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES=250000 " +
+                                                                 shell_words(train_into(killed, {"--resume", "--keep", "1"})) +
+                                                                 "> /dev/null 2> " + tmp.path() + "/err; echo status=$?"});
+  EXPECT_EQ(second.out, "status=137\n");
+  const std::string err = read_file(tmp.path() + "/err");
+  EXPECT_NE(err.find(ckpt(killed, 40) + ": field epoch is -5, expected >= 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("moved to " + killed + "/backup/corrupt"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::exists(killed + "/backup/corrupt/ckpt-000000000040.fitscope"));
+  EXPECT_TRUE(std::filesystem::exists(ckpt(killed, 60)));  // resumed from 20, wrote 40 and 60, died inside 80
+  const ProcessResult third = run_process(train_into(killed, {"--resume"}));
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_NE(third.out.find("Resumed from the backup of step 60"), std::string::npos) << third.out;
+  expect_same_weights(whole, killed);
+}
+
+/// When no backup can be restored the resume is refused (exit 2) naming each file and why; corrupt
+/// files are moved aside, never deleted; backups of another batch size are refused and left in place.
+TEST(Resume, IsRefusedNamingEachBackupWhenNoneCanBeRestored) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  ASSERT_EQ(train_killed_in_third_backup(dir).out, "status=137\n");
+  const ProcessResult other = run_process(train_into(dir, {"--resume", "--batch-size", "64"}));
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find(ckpt(dir, 40) + ": it was written with batch size 32, this fit has 64"), std::string::npos)
+      << other.err;
+  EXPECT_TRUE(std::filesystem::exists(ckpt(dir, 40)));
+  EXPECT_TRUE(std::filesystem::exists(ckpt(dir, 20)));
+  craft_negative_epoch(ckpt(dir, 40));
+  craft_negative_epoch(ckpt(dir, 20));
+  const ProcessResult refused = run_process(train_into(dir, {"--resume"}));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("no checkpoint in " + dir + "/backup could be restored: " + ckpt(dir, 40) +
+                             ": field epoch is -5, expected >= 0; " + ckpt(dir, 20) + ": field epoch is -5"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/backup/corrupt/ckpt-000000000040.fitscope"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/backup/corrupt/ckpt-000000000020.fitscope"));
+  const ProcessResult again = run_process(train_into(dir, {"--resume"}));
+  EXPECT_EQ(again.exit_code, 2) << again.err;
+  EXPECT_NE(again.err.find("--resume: no checkpoint in " + dir + "/backup"), std::string::npos) << again.err;
+}
 
 TEST(Resume, ARunKilledInTheMiddleOfACheckpointWriteResumesFromThePreviousOne) { kill_mid_write_and_resume("mlp"); }
 

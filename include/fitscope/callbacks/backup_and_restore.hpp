@@ -3,7 +3,10 @@
 /// `backup_dir` every epoch or every N batches (through a CheckpointWriter: async, atomic, retried,
 /// the newest `keep` kept) and, when training starts and a valid backup exists, restores it, so a run
 /// that was killed continues mid-epoch from its last backup. On the CPU with the same seed and
-/// threads, the resumed run ends with the same weights, bit for bit, as an uninterrupted one. At a
+/// threads, the resumed run ends with the same weights, bit for bit, as an uninterrupted one. A backup
+/// that does not read back whole is moved to `backup_dir`/corrupt/ and the next older one is tried; when
+/// backups exist but none can be restored (corrupt, or of another model, optimizer, batch size or world
+/// size), on_train_begin throws std::invalid_argument naming each and why. At a
 /// successful end the backups are deleted when `delete_checkpoint` (Keras's default).
 /// Changes training: always runs on the training thread. Not thread-safe.
 

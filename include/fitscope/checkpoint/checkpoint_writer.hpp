@@ -6,7 +6,8 @@
 /// buffers it reuses from the previous checkpoint: that copy is the step's `checkpoint` phase) and
 /// submit()s it; a background thread encodes, frames (checkpoint_file.hpp) and writes
 /// `ckpt-<global step>.fitscope` through the FileSystem (temp file, fsync, rename, fsync the
-/// directory), then deletes the oldest beyond `keep`. At most one write is in flight: acquire() waits
+/// directory), then deletes the oldest beyond `keep` among the files older than the one it wrote
+/// (never a newer one, which it cannot vouch for, nor the one it wrote). At most one write is in flight: acquire() waits
 /// for it (the wait is counted in `waits` and lands in the checkpoint phase), because the buffers are
 /// the ones being written. An I/O error is retried with exponential backoff and jitter; after the last
 /// attempt the error (naming the path and errno) is rethrown by the next acquire()/flush() unless the
@@ -103,9 +104,14 @@ void write_with_retries(FileSystem& fs, const std::string& path, std::string_vie
 /// The checkpoint files of `dir`, newest first (by global step in the name).
 std::vector<std::string> checkpoint_files(FileSystem& fs, const std::string& dir);
 
-/// The newest checkpoint of `dir` that reads back whole; invalid ones are skipped with a warning
-/// naming the file and the reason. Empty when there is none.
+/// The newest checkpoint of `dir` that reads back whole (checkpoint_file.hpp, decode_state) and that
+/// `accept` takes: it throws std::invalid_argument for a state that does not fit (another model or
+/// optimizer; empty = take any). Newest first, a file that does not read back whole is moved to
+/// `dir`/corrupt/ (never deleted: it may hold the only copy of a run) with a warning naming it and
+/// why; one that `accept` refuses stays, with a warning. Empty when `dir` holds no checkpoint; throws
+/// std::invalid_argument naming every file and why when it holds some but none was taken.
 std::optional<TrainingState> load_latest_checkpoint(FileSystem& fs, const std::string& dir,
-                                                    const std::function<void(const std::string&)>& warn);
+                                                    const std::function<void(const std::string&)>& warn,
+                                                    const std::function<void(const TrainingState&)>& accept = {});
 
 }  // namespace fitscope

@@ -3,7 +3,8 @@
 /// pass and position), the global step, the learning rate, the model's parameters and buffers, the
 /// optimizer's per-parameter state, libtorch's CPU random generator, and each callback's state (an
 /// opaque string from Callback::state()). A value type; the Trainer fills it (reusing its tensors as
-/// preallocated buffers) and restores from it. encode/decode use libtorch's pickle format.
+/// preallocated buffers) and restores from it. encode/decode use libtorch's pickle format; decode
+/// trusts nothing the file declares (see decode_state).
 
 #include <ATen/core/Tensor.h>
 
@@ -27,11 +28,22 @@ struct TrainingState {
   std::vector<int64_t> optimizer_counts;    ///< per parameter: step count (Adam), -1 without state
   at::Tensor rng;                           ///< libtorch's default CPU generator state
   std::map<std::string, std::string> callbacks;  ///< callback name -> its state
+  // what the run was, to refuse a resume that differs (0 or empty: a file of an older fitscope)
+  int64_t batch_size = 0;
+  int64_t world_size = 0;
+  std::string optimizer_kind;  ///< "adam", "sgd"
 };
 
 /// The payload of a checkpoint (see checkpoint_file.hpp for the framing).
 std::string encode_state(const TrainingState& state);
-/// Throws std::invalid_argument naming `name` when the payload is not a training state.
+/// Throws std::invalid_argument naming `name` and the field when the payload is not a training state,
+/// before any tensor's data is read: every tensor must be a dense CPU tensor of a plain dtype whose
+/// sizes, strides and storage offset stay inside its storage; the counts must agree; epoch, batch,
+/// pass, cursor and global step must be >= 0, the learning rate finite and >= 0.
 TrainingState decode_state(const std::string& payload, const std::string& name);
+
+/// Throws std::invalid_argument naming `field` when `t` is not a dense CPU tensor of a plain dtype
+/// lying inside its storage (what decode_state checks of each tensor).
+void check_tensor_in_bounds(const at::Tensor& t, const std::string& field);
 
 }  // namespace fitscope
