@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -112,8 +113,15 @@ CsvTable parse_csv(const std::string& text, const std::string& name, const CsvOp
         if (*value < 0 || *value != std::floor(*value) || *value > 2147483647.0) {
           fail("column " + std::to_string(c) + ": label " + shown(field) + " is not a class index (expected an integer >= 0)");
         }
+        if (*value >= static_cast<double>(options.max_classes)) {
+          fail("column " + std::to_string(c) + ": label " + shown(field) + " is not below the limit of " +
+               std::to_string(options.max_classes) + " classes (expected a class index; --num-classes N to allow more)");
+        }
         table.labels.push_back(static_cast<int64_t>(*value));
       } else {
+        if (std::fabs(*value) > std::numeric_limits<float>::max()) {
+          fail("column " + std::to_string(c) + ": " + shown(field) + " is beyond the range of a float (+-3.4e38)");
+        }
         table.values.push_back(static_cast<float>(*value));
       }
     }

@@ -80,7 +80,7 @@ std::pair<std::shared_ptr<const Dataset>, std::shared_ptr<const Dataset>> split_
     const std::shared_ptr<const Dataset>& data, double fraction) {
   require_base(data, "split_dataset");
   const int64_t n = data->size();
-  const int64_t held_out = detail::held_out_count(n, fraction);
+  const int64_t held_out = detail::held_out_count(n, fraction, data->source());
   return {std::make_shared<SubsetDataset>(data, 0, n - held_out), std::make_shared<SubsetDataset>(data, n - held_out, n)};
 }
 

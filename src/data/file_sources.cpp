@@ -43,8 +43,8 @@ at::Tensor bytes_to_images(std::vector<uint8_t>&& bytes, std::vector<int64_t> sh
 std::shared_ptr<const TensorDataset> load_idx_pair(const std::string& dir, const std::string& prefix,
                                                   const std::string& images_file, const std::string& labels_file,
                                                   int64_t classes) {
-  IdxArray images = parse_idx(read_file_bytes(images_file), images_file);
-  IdxArray labels = parse_idx(read_file_bytes(labels_file), labels_file);
+  IdxArray images = parse_idx(read_file_bytes(images_file, idx_declared_size), images_file);
+  IdxArray labels = parse_idx(read_file_bytes(labels_file, idx_declared_size), labels_file);
   if (images.dims.size() != 3) {
     throw std::invalid_argument(images_file + ": at byte offset 3: images need 3 dimensions (count, rows, columns), found " +
                                 std::to_string(images.dims.size()));
@@ -52,6 +52,11 @@ std::shared_ptr<const TensorDataset> load_idx_pair(const std::string& dir, const
   if (labels.dims.size() != 1) {
     throw std::invalid_argument(labels_file + ": at byte offset 3: labels need 1 dimension, found " +
                                 std::to_string(labels.dims.size()));
+  }
+  if (images.dims[0] == 0 || images.dims[1] == 0 || images.dims[2] == 0) {
+    throw std::invalid_argument(images_file + ": at byte offset 4: " + std::to_string(images.dims[0]) + " images of " +
+                                std::to_string(images.dims[1]) + "x" + std::to_string(images.dims[2]) +
+                                " pixels (expected at least one image of at least 1x1)");
   }
   if (images.dims[0] != labels.dims[0]) {
     throw std::invalid_argument(dir + ": " + std::to_string(images.dims[0]) + " images in " + images_file + " but " +
@@ -73,7 +78,8 @@ std::shared_ptr<const TensorDataset> load_idx_pair(const std::string& dir, const
 
 }  // namespace
 
-std::string read_file_bytes(const std::string& path) {
+std::string read_file_bytes(const std::string& path,
+                            const std::function<std::optional<int64_t>(std::string_view)>& declared_size) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument(path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream buffer;
@@ -101,6 +107,13 @@ std::string read_file_bytes(const std::string& path) {
       throw std::invalid_argument(path + ": corrupt gzip data near byte offset " + std::to_string(offset) + " (" + why + ")");
     }
     out.append(chunk, sizeof chunk - z.avail_out);
+    std::optional<int64_t> limit;
+    if (declared_size && (limit = declared_size(out)) && static_cast<int64_t>(out.size()) > *limit) {
+      inflateEnd(&z);
+      throw std::invalid_argument(path + ": the gzip data inflates beyond the " + std::to_string(*limit) +
+                                  " bytes its header declares (near compressed byte offset " + std::to_string(z.total_in) +
+                                  "): a corrupt file or a decompression bomb");
+    }
   }
   inflateEnd(&z);
   return out;
@@ -123,6 +136,12 @@ FileData load_idx(const std::string& dir, int64_t classes) {
   if (!data.train) {
     throw std::invalid_argument("IDX directory " + dir +
                                 ": no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] pair");
+  }
+  if (data.test && data.test->example_shape() != data.train->example_shape()) {
+    const auto side = [](const std::vector<int64_t>& s) { return std::to_string(s[1]) + "x" + std::to_string(s[2]); };
+    throw std::invalid_argument("IDX directory " + dir + ": the t10k images are " + side(data.test->example_shape()) +
+                                " pixels, the train images " + side(data.train->example_shape()) +
+                                " (expected one size: the model takes one input shape)");
   }
   return data;
 }

@@ -44,4 +44,20 @@ IdxArray parse_idx(const std::string& bytes, const std::string& name) {
   return out;
 }
 
+std::optional<int64_t> idx_declared_size(std::string_view head) {
+  const auto size = static_cast<int64_t>(head.size());
+  if (size < 4) return std::nullopt;
+  const auto byte = [&](int64_t i) { return static_cast<uint8_t>(head[static_cast<std::size_t>(i)]); };
+  if (byte(0) != 0 || byte(1) != 0 || byte(2) != 0x08 || byte(3) == 0) return size;
+  const int64_t header = 4 + 4 * int64_t{byte(3)};
+  if (size < header) return std::nullopt;
+  int64_t count = 1;
+  for (int64_t at = 4; at < header; at += 4) {
+    const int64_t dim = (static_cast<int64_t>(byte(at)) << 24) | (byte(at + 1) << 16) | (byte(at + 2) << 8) | byte(at + 3);
+    if (dim > 0 && count > (int64_t{1} << 40) / dim) return size;  // parse_idx: "dimensions too large"
+    count *= dim;
+  }
+  return header + count;
+}
+
 }  // namespace fitscope

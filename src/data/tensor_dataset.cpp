@@ -66,7 +66,7 @@ TensorDataset TensorDataset::slice(int64_t begin, int64_t end) const {
 }
 
 std::pair<TensorDataset, TensorDataset> TensorDataset::split(double fraction) const {
-  const int64_t held_out = detail::held_out_count(size(), fraction);
+  const int64_t held_out = detail::held_out_count(size(), fraction, source());
   return {slice(0, size() - held_out), slice(size() - held_out, size())};
 }
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cstdlib>
 #include <ctime>
@@ -16,6 +17,7 @@
 #include "fitscope/callbacks/model_checkpoint.hpp"
 #include "fitscope/callbacks/progress_bar.hpp"
 #include "fitscope/callbacks/tensorboard.hpp"
+#include "fitscope/callbacks/terminate_on_nan.hpp"
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
@@ -142,7 +144,11 @@ std::string default_run_dir(const std::string& name) {
   const std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  return (fs::path("runs") / (std::string(stamp) + "-" + fs::path(name).stem().string())).string();
+  std::string safe = fs::path(name).stem().string();
+  for (char& c : safe) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return (fs::path("runs") / (std::string(stamp) + "-" + safe)).string();
 }
 
 void create_run_dir(const std::string& dir) {
@@ -252,6 +258,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   }
   if (signals_) first.push_back(std::make_shared<StopOnSignal>(backup));
   if (dist::has_launcher()) first.push_back(std::make_shared<TellLauncher>());
+  if (options_.terminate_on_nan) first.push_back(std::make_shared<TerminateOnNaN>(/*raise_error=*/true));
   if (chief && options_.progress_bar) {
     ProgressBarOptions bar;
     bar.one_line_per_epoch = options_.one_line_per_epoch;
@@ -268,6 +275,8 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (chief && options_.best_checkpoint) {
     ModelCheckpointOptions best;
     best.filepath = (dir / "checkpoints" / "best.fitscope").string();
+    std::error_code ignored;  // an earlier run's best must not pass for this one's
+    if (!resume) fs::remove(best.filepath, ignored);
     const bool validates = fit.validation_data || fit.validation_split > 0;
     best.monitor = options_.best_monitor.empty() ? (validates ? "val_loss" : "loss") : options_.best_monitor;
     best.save_best_only = true;
@@ -292,8 +301,15 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     dist::tell_launcher(dist::LauncherEvent::failed, trainer.global_step());
     note_resume();
     if (chief) {
+      std::string why = "unknown error";
       try {
-        finish(trainer, fit, /*failed=*/true);
+        throw;
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+      }
+      try {
+        finish(trainer, fit, why.substr(0, why.find('\n')));
       } catch (...) {
         // the fit's error is the one to report
       }
@@ -307,12 +323,12 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     ranks.barrier();
     return summarize(trainer.measured(), facts_of(trainer, fit, options_.name, options_.async_callbacks));
   }
-  RunSummary summary = finish(trainer, fit, /*failed=*/false);
+  RunSummary summary = finish(trainer, fit, "");
   ranks.barrier();
   return summary;
 }
 
-RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, bool failed) {
+RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::string& failure) {
   const fs::path dir = directory_;
   save_weights(trainer.model().named_state(), (dir / "model.weights.pt").string());
   if (auto* script = dynamic_cast<ScriptModel*>(&trainer.model())) {
@@ -330,7 +346,8 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, bool failed) {
   facts.wall_s = seconds(start_, end);
   facts.run = account(start_, end, trainer.measured().time);
   RunSummary summary = summarize(trainer.measured(), facts);
-  if (failed) summary.warnings.push_back("the fit failed: the files hold the steps it ran");
+  summary.failure = failure;
+  if (!failure.empty()) summary.warnings.push_back("the fit failed (" + failure + "): the files hold the steps it ran");
   if (const auto restarts = dist::restart_history_from_environment()) {
     summary.restarts = account_restarts(*restarts, resumed_from_step_, trainer.measured().time.first_step_end);
   }

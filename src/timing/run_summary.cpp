@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 namespace fitscope {
@@ -121,7 +123,8 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
 
 std::string RunSummary::to_json() const {
   json logs_json = json::object();
-  for (const auto& [key, value] : logs) logs_json[key] = value;
+  // JSON has no NaN or infinity: a diverged run's non-finite log is null (read back as NaN)
+  for (const auto& [key, value] : logs) logs_json[key] = std::isfinite(value) ? json(value) : json(nullptr);
   json phases_json = json::object();
   for (const auto& [name, p] : phases) {
     phases_json[name] = {{"mean_ms", p.mean_ms}, {"p50_ms", p.p50_ms}, {"p90_ms", p.p90_ms},
@@ -197,6 +200,7 @@ std::string RunSummary::to_json() const {
         {"shutdown", run.shutdown},
         {"unaccounted", run.unaccounted}}},
       {"interrupted", interrupted},
+      {"failure", failure},
       {"threads",
        {{"intra_op", threads.setting.intra_op},
         {"blas", threads.setting.blas},
@@ -352,6 +356,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.run = {run.get<double>("startup"),  run.get<double>("training_steps"), run.get<double>("validation"),
            run.get<double>("epoch_end"), run.get<double>("shutdown"),       run.get<double>("unaccounted")};
   s.interrupted = r.get<bool>("interrupted");
+  s.failure = r.get<std::string>("failure");
   const Reader threads = r.object("threads");
   s.threads.setting = {threads.get<int64_t>("intra_op"), threads.get<int64_t>("blas")};
   s.threads.blas_library = threads.get<std::string>("blas_library");
@@ -364,7 +369,9 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
     s.threads.candidates.push_back({{c.get<int64_t>("intra_op"), c.get<int64_t>("blas")}, c.get<double>("step_ms")});
   }
   const Reader logs = r.object("logs");
-  for (const auto& item : logs.raw().items()) s.logs.set(item.key(), logs.get<double>(item.key().c_str()));
+  for (const auto& item : logs.raw().items()) {
+    s.logs.set(item.key(), logs.optional_number(item.key().c_str()).value_or(std::numeric_limits<double>::quiet_NaN()));
+  }
   s.world_size = r.get<int64_t>("world_size");
   s.batch_size = r.get<int64_t>("batch_size");
   s.device = r.get<std::string>("device");

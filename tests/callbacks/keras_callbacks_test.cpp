@@ -228,7 +228,7 @@ TEST(TerminateOnNaN, StopsAfterTheBatchWhoseLossIsNotFinite) {
     trainer.fit(data, fit);
     FAIL() << "expected an exception";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "TerminateOnNaN: batch 2 has an invalid loss (nan)");
+    EXPECT_STREQ(e.what(), "the loss of batch 2 (global step 6) is nan, not a finite number: the training diverged (TerminateOnNaN)");
   }
 }
 

@@ -153,6 +153,45 @@ TEST_F(FileSources, GzipThatIsCorruptIsNamed) {
   EXPECT_EQ(message.rfind(path("train-images-idx3-ubyte.gz") + ": corrupt gzip data near byte offset", 0), 0u) << message;
 }
 
+TEST_F(FileSources, AGzipBombStopsInflatingAtTheSizeItsIdxHeaderDeclares) {
+  // 2x2x2 images (24 bytes with the header) followed by 64 MiB of zeros, which gzip packs into ~64 KiB
+  write_gz("train-images-idx3-ubyte.gz", idx({2, 2, 2}) + std::string(64u << 20, '\0'));
+  write("train-labels-idx1-ubyte", labels_idx({1, 0}));
+  const std::string message = error_of([&] { load_idx(dir_.string()); });
+  EXPECT_EQ(message.rfind(path("train-images-idx3-ubyte.gz") + ": the gzip data inflates beyond the 24 bytes its header declares", 0),
+            0u)
+      << message;
+}
+
+TEST_F(FileSources, IdxWithoutImagesOrPixelsAndTestImagesOfAnotherSizeAreNamedAtLoadTime) {
+  write("train-images-idx3-ubyte", idx({0, 4, 5}));
+  write("train-labels-idx1-ubyte", labels_idx({}));
+  EXPECT_EQ(error_of([&] { load_idx(dir_.string()); }),
+            path("train-images-idx3-ubyte") + ": at byte offset 4: 0 images of 4x5 pixels (expected at least one image of at least 1x1)");
+  write("train-images-idx3-ubyte", idx({2, 0, 5}));
+  write("train-labels-idx1-ubyte", labels_idx({1, 0}));
+  EXPECT_NE(error_of([&] { load_idx(dir_.string()); }).find(": 2 images of 0x5 pixels"), std::string::npos);
+  write("train-images-idx3-ubyte", idx({2, 4, 5}));
+  write("t10k-images-idx3-ubyte", idx({1, 5, 5}));
+  write("t10k-labels-idx1-ubyte", labels_idx({3}));
+  EXPECT_EQ(error_of([&] { load_idx(dir_.string()); }),
+            "IDX directory " + dir_.string() + ": the t10k images are 5x5 pixels, the train images 4x5 (expected one size: the "
+            "model takes one input shape)");
+}
+
+TEST_F(FileSources, ACsvValueBeyondTheFloatRangeOrALabelBeyondTheClassLimitIsNamedWithItsLine) {
+  write("big.csv", "label,a,b\n1,0.5,2\n0,1e300,1\n");
+  EXPECT_EQ(error_of([&] { load_csv(path("big.csv")); }),
+            path("big.csv") + ": line 3: column 1: '1e300' is beyond the range of a float (+-3.4e38)");
+  write("labels.csv", "label,a\n1,0.5\n100000000,1\n");
+  EXPECT_EQ(error_of([&] { load_csv(path("labels.csv")); }),
+            path("labels.csv") + ": line 3: column 0: label '100000000' is not below the limit of 10000 classes (expected a class "
+                                 "index; --num-classes N to allow more)");
+  CsvOptions more;
+  more.max_classes = 200000000;
+  EXPECT_EQ(load_csv(path("labels.csv"), more).size(), 2);
+}
+
 TEST_F(FileSources, CifarRoundTripTrainingBatchesInNameOrderAndTheTestBatch) {
   auto record = [](uint8_t label, uint8_t fill) { return std::string(1, static_cast<char>(label)) + std::string(3072, static_cast<char>(fill)); };
   write("data_batch_2.bin", record(7, 20));

@@ -161,7 +161,16 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--optimizer", "rmsprop"}, "--optimizer: rmsprop not in {adam,sgd}");
   expect_usage_error({"train", "--validation-split", "1.5"},
                      "--validation-split: expected a fraction in [0, 1), got '1.5'");
-  expect_usage_error({"train", "--lr", "-1"}, "--lr: expected a number > 0, got '-1'");
+  expect_usage_error({"train", "--lr", "-1"}, "--lr: expected a finite number > 0, got '-1'");
+  expect_usage_error({"train", "--lr", "inf"}, "--lr: expected a finite number > 0, got 'inf'");
+  expect_usage_error({"train", "--lr", "nan"}, "--lr: expected a finite number > 0, got 'nan'");
+  expect_usage_error({"train", "--slow-callback-ms", "inf"},
+                     "--slow-callback-ms: expected a number of milliseconds in [0, 3600000], got 'inf'");
+  expect_usage_error({"train", "--dist-timeout", "1e300"},
+                     "--dist-timeout: expected a number of seconds in (0, 1000000], got '1e300'");
+  expect_usage_error({"launch", "--grace", "inf", "--", "true"}, "--grace: expected a number of seconds in [0, 1000000], got 'inf'");
+  expect_usage_error({"train", "--num-classes", "3", "--epochs", "1"},
+                     "--num-classes 3: --data synthetic has label 9 (expected labels below --num-classes)");
   expect_usage_error({"train", "--model", "resnet"}, "--model: expected cnn, mlp or FILE.pt, got 'resnet'");
   expect_usage_error({"train", "--device", "tpu"}, "--device: expected auto, cpu, cuda or cuda:N, got 'tpu'");
   expect_usage_error({"train", "--device", "cuda:x"}, "--device: expected auto, cpu, cuda or cuda:N, got 'cuda:x'");
@@ -178,6 +187,27 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
                      "--checkpoint-every: expected epoch or a number of batches >= 1, got '0'");
   expect_usage_error({"train", "--resume"}, "--resume needs the --run-dir of the run to continue");
   expect_usage_error({}, "A subcommand is required");
+}
+
+/// A diverging run fails at the batch whose loss is not finite (TerminateOnNaN, on by default), says
+/// so, and marks summary.json; an earlier run's best checkpoint in the directory does not survive it.
+TEST(TrainCommand, ADivergingRunFailsAtTheBatchWithANonFiniteLossAndMarksTheSummary) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  std::filesystem::create_directories(dir + "/checkpoints");
+  std::ofstream(dir + "/checkpoints/best.fitscope") << "an earlier run's best";
+  const ProcessResult r = run_fitscope({"train", "--optimizer", "sgd", "--lr", "1e9", "--epochs", "2", "--synthetic-size",
+                                        "1000", "--threads", "1", "--quiet", "--run-dir", dir});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("fitscope: the run failed: the loss of batch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a finite number: the training diverged (TerminateOnNaN)"), std::string::npos) << r.err;
+  const json summary = json::parse(read_file(dir + "/summary.json"));
+  EXPECT_NE(summary.at("failure").get<std::string>().find("the training diverged"), std::string::npos) << summary.dump();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoints/best.fitscope"));
+  // opted out, the same run goes on to its end
+  const ProcessResult on = run_fitscope({"train", "--optimizer", "sgd", "--lr", "1e9", "--epochs", "2", "--synthetic-size",
+                                         "1000", "--threads", "1", "--quiet", "--run-dir", dir, "--no-terminate-on-nan"});
+  EXPECT_EQ(on.exit_code, 0) << on.err;
 }
 
 TEST(TrainCommand, ARunDirectoryThatCannotBeCreatedExitsTwoAndNamesIt) {
@@ -242,9 +272,10 @@ TEST(Accounting, AnAsyncCallbackIsReportedAsAsyncWithItsStallAndTracedOnItsOwnTh
   EXPECT_EQ(spans, 30);
   bool found = false;
   for (const auto& c : s.at("callbacks")) {
-    // ModelCheckpoint (the best checkpoint) reads the model and StopOnSignal stops the fit: they stay
-    // on the training thread
-    const bool changes_training = c.at("name") == "ModelCheckpoint" || c.at("name") == "StopOnSignal";
+    // ModelCheckpoint (the best checkpoint) reads the model, StopOnSignal and TerminateOnNaN stop the
+    // fit: they stay on the training thread
+    const bool changes_training =
+        c.at("name") == "ModelCheckpoint" || c.at("name") == "StopOnSignal" || c.at("name") == "TerminateOnNaN";
     EXPECT_EQ(c.at("mode"), changes_training ? "sync" : "async") << c.at("name");
     if (c.at("name") == "SlowCallback" && c.at("hook") == "on_train_batch_end") {
       found = true;
@@ -327,7 +358,7 @@ TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
   expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: Value 0 not in range");
   expect_usage_error({"sweep", "--batch-sizes", "16,abc"}, "--batch-sizes");
   expect_usage_error({"train", "--callback-mode", "threads"}, "--callback-mode: threads not in {sync,async}");
-  expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds >= 0, got '-5'");
+  expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds in [0, 3600000], got '-5'");
 }
 
 TEST(TrainCommand, ChosenMetricsAppearInTheLogsWithValidationTwins) {

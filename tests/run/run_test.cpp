@@ -154,3 +154,11 @@ TEST(Run, AModelCheckpointWrittenEveryBatchIsTimedAsTheCheckpointPhase) {
 
 }  // namespace
 }  // namespace fitscope
+
+TEST(Run, TheDefaultDirectoryStaysUnderRunsWhateverTheModelIsCalled) {
+  EXPECT_EQ(fitscope::default_run_dir("../../x/m.pt").rfind("runs/", 0), 0u);
+  const std::string name = fitscope::default_run_dir("../we ird/../m$(x).pt");
+  EXPECT_EQ(name.rfind("runs/", 0), 0u);
+  EXPECT_EQ(name.substr(name.size() - 6), "-m__x_") << name;
+  EXPECT_EQ(name.find('/', 5), std::string::npos) << name;
+}

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -18,14 +19,15 @@
 
 namespace {
 
-/// A validator for numbers with a lower bound, inclusive or not, naming what is expected.
-CLI::Validator number_above(double bound, bool inclusive, const std::string& expected) {
+/// A validator for finite numbers with a lower bound, inclusive or not, and at most `max`, naming what
+/// is expected ("inf", "nan" and values that overflow a duration are refused).
+CLI::Validator number_above(double bound, bool inclusive, const std::string& expected, double max = 1e300) {
   return CLI::Validator(
       [=](std::string& v) -> std::string {
         try {
           std::size_t used = 0;
           const double x = std::stod(v, &used);
-          if (used == v.size() && (inclusive ? x >= bound : x > bound)) return {};
+          if (used == v.size() && std::isfinite(x) && (inclusive ? x >= bound : x > bound) && x <= max) return {};
         } catch (const std::exception&) {
         }
         return "expected " + expected + ", got '" + v + "'";
@@ -88,7 +90,7 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_option("--epochs", o.fit.epochs, "Epochs")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
   command->add_option("--batch-size", o.fit.loader.batch_size, "Examples per step")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
-  command->add_option("--lr", o.trainer.learning_rate, "Learning rate")->check(number_above(0, false, "a number > 0"))->capture_default_str();
+  command->add_option("--lr", o.trainer.learning_rate, "Learning rate")->check(number_above(0, false, "a finite number > 0"))->capture_default_str();
   command->add_option_function<std::string>("--optimizer", [&o](const std::string& v) {
         o.trainer.optimizer = v == "sgd" ? fitscope::OptimizerKind::sgd : fitscope::OptimizerKind::adam;
       }, "Optimizer: adam (the default) or sgd")->check(CLI::IsMember({"adam", "sgd"}));
@@ -137,9 +139,15 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_option("--run-dir", o.run.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
   command->add_flag("--quiet", o.run.one_line_per_epoch, "One progress line per epoch");
   command->add_option("--load-delay-ms", o.fit.loader.delay_ms, "Artificial loader delay per batch, to reproduce a slow input pipeline")
-      ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
+      ->check(number_above(0, true, "a number of milliseconds in [0, 3600000]", 3.6e6))->capture_default_str();
   command->add_option("--slow-callback-ms", o.slow_callback_ms, "Add a callback costing this many ms per batch")
-      ->check(number_above(0, true, "a number of milliseconds >= 0"))->capture_default_str();
+      ->check(number_above(0, true, "a number of milliseconds in [0, 3600000]", 3.6e6))->capture_default_str();
+  command->add_flag_function("--no-terminate-on-nan", [&o](int64_t) { o.run.terminate_on_nan = false; },
+                             "Go on when a batch's loss is NaN or infinite (by default the run fails there, exit 1)");
+  command->add_option("--num-classes", o.num_classes,
+                      "Classes of the classifier (default: 10, or the largest label + 1 when larger; a CSV label must be "
+                      "below 10000 unless this is given)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1'000'000}));
   command->add_option_function<std::vector<std::string>>(
              "--metrics", [&o](const std::vector<std::string>& names) { o.trainer.metrics = std::vector<fitscope::MetricSpec>(names.begin(), names.end()); },
              "Comma-separated metrics besides the loss (accuracy, top_k_accuracy, precision, recall, f1[_macro|_micro], auc, "
@@ -171,7 +179,7 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_flag("--resume", o.run.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
   command->add_option("--dist-timeout", o.dist_timeout_s,
                       "Seconds a collective or the rendezvous may wait for the other ranks under launch or torchrun")
-      ->check(number_above(0, false, "a number of seconds > 0"))->capture_default_str();
+      ->check(number_above(0, false, "a number of seconds in (0, 1000000]", 1e6))->capture_default_str();
   command->add_option("--dist-backend", o.dist_backend,
                       "c10d backend under launch or torchrun: gloo, nccl (a GPU per rank; a world of one too), or auto "
                       "(nccl when the ranks train on GPUs and this build has it, else gloo)")
@@ -226,7 +234,7 @@ int main(int argc, char** argv) {
   launch->add_option("--grace", launch_options.grace_s,
                      "Seconds the other ranks get to exit after one fails by itself, before SIGTERM (default: the job's "
                      "--dist-timeout + 1; none when a rank fails naming a peer)")
-      ->check(number_above(0, true, "a number of seconds >= 0"));
+      ->check(number_above(0, true, "a number of seconds in [0, 1000000]", 1e6));
   launch->add_option("--max-restarts", launch_options.max_restarts,
                      "Restarts of the whole group after a rank fails; each resumes from the newest valid backup")
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();

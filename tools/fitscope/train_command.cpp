@@ -51,11 +51,13 @@ FileData load_data(const TrainCommandOptions& o) {
       data_options.seed = o.fit.loader.seed;
       return {std::make_shared<TensorDataset>(make_synthetic(data_options)), nullptr};
     }
-    if (auto dir = after_prefix(o.data, "idx")) return load_idx(*dir);
-    if (auto dir = after_prefix(o.data, "cifar10")) return load_cifar10(*dir);
+    const int64_t classes = o.num_classes.value_or(10);
+    if (auto dir = after_prefix(o.data, "idx")) return load_idx(*dir, classes);
+    if (auto dir = after_prefix(o.data, "cifar10")) return load_cifar10(*dir, classes);
     if (auto file = after_prefix(o.data, "csv")) {
       CsvOptions csv;
       csv.label_column = o.label_column;
+      if (o.num_classes) csv.max_classes = *o.num_classes;
       return {std::make_shared<TensorDataset>(load_csv(*file, csv)), nullptr};
     }
   } catch (const std::invalid_argument& e) {
@@ -64,13 +66,17 @@ FileData load_data(const TrainCommandOptions& o) {
   throw std::invalid_argument("--data " + o.data + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
 }
 
-/// Classes of the data: 10 for the image sets, the largest label + 1 (at least 2) for CSV.
-int64_t class_count(const FileData& data) {
-  int64_t classes = 10;
+/// Classes of the data: --num-classes, else 10, or the largest label + 1 when larger (CSV).
+int64_t class_count(const FileData& data, const TrainCommandOptions& o) {
+  int64_t largest = 0;
   for (const auto& part : {data.train, data.test}) {
-    if (part) classes = std::max(classes, part->targets().max().item<int64_t>() + 1);
+    if (part) largest = std::max(largest, part->targets().max().item<int64_t>());
   }
-  return classes;
+  if (o.num_classes && largest >= *o.num_classes) {
+    throw std::invalid_argument("--num-classes " + std::to_string(*o.num_classes) + ": --data " + o.data + " has label " +
+                                std::to_string(largest) + " (expected labels below --num-classes)");
+  }
+  return o.num_classes.value_or(std::max<int64_t>(10, largest + 1));
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -129,7 +135,7 @@ struct Session {
   Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context, c10::Device device)
       : ranks(std::move(context)), device(device) {
     data = load_data(o);
-    classes = class_count(data);
+    classes = class_count(data, o);
   }
 
   std::unique_ptr<Trainer> make_trainer(const TrainCommandOptions& o) const {

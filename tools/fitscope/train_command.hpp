@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct TrainCommandOptions {
   std::string data = "synthetic";   ///< --data synthetic|idx:DIR|cifar10:DIR|csv:FILE
   int64_t synthetic_size = 20000;   ///< --synthetic-size: examples in the built-in set
   std::string label_column;         ///< --label-column: CSV label column (name or index); empty = default
+  std::optional<int64_t> num_classes;  ///< --num-classes: the classifier's classes; unset = from the data
   std::string device = "auto";      ///< --device auto|cpu|cuda|cuda:N
   double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch
   double dist_timeout_s = 60;       ///< --dist-timeout: collective and rendezvous timeout under launch/torchrun

@@ -15,6 +15,9 @@ struct CsvOptions {
   /// The label column, by header name or by 0-based index; empty = the column named "label" when the
   /// header has one, else column 0.
   std::string label_column;
+  /// Labels must be below this: the classifier gets max label + 1 outputs, so one stray large label
+  /// would make a huge model. `fitscope train --num-classes N` sets it to N.
+  int64_t max_classes = 10000;
 };
 
 struct CsvTable {

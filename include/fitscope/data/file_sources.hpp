@@ -10,8 +10,11 @@
 ///   test_batch.bin. Images become float [N, 3, 32, 32] in [0, 1].
 /// - CSV: see csv_format.hpp. Features become float [N, F], labels int64.
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "fitscope/data/csv_format.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
@@ -27,8 +30,12 @@ FileData load_idx(const std::string& dir, int64_t classes = 10);
 FileData load_cifar10(const std::string& dir, int64_t classes = 10);
 TensorDataset load_csv(const std::string& file, const CsvOptions& options = {});
 
-/// The contents of a file, gunzipped when it is gzip-compressed. Throws std::invalid_argument naming
-/// the file when it cannot be read or is a corrupt gzip stream.
-std::string read_file_bytes(const std::string& path);
+/// The contents of a file, gunzipped when it is gzip-compressed. `declared_size`, given the bytes so
+/// far, says how large the file's own header declares it to be (nothing while it cannot tell yet):
+/// inflating stops there, so a gzip bomb costs no more memory than the honest file. Throws
+/// std::invalid_argument naming the file when it cannot be read, is a corrupt gzip stream, or inflates
+/// beyond its declared size.
+std::string read_file_bytes(const std::string& path,
+                            const std::function<std::optional<int64_t>(std::string_view)>& declared_size = {});
 
 }  // namespace fitscope

@@ -5,7 +5,9 @@
 /// fuzz target builds it alone); errors are std::invalid_argument naming the file and byte offset.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fitscope {
@@ -17,5 +19,10 @@ struct IdxArray {
 
 /// Parses the bytes of an IDX file; `name` names it in errors.
 IdxArray parse_idx(const std::string& bytes, const std::string& name);
+
+/// The size in bytes of the IDX file whose first bytes are `head`, as its header declares: nothing
+/// while `head` is shorter than the header; `head`'s size when it is not an IDX header (parse_idx then
+/// says why). Bounds the inflating of a gzip-compressed file.
+std::optional<int64_t> idx_declared_size(std::string_view head);
 
 }  // namespace fitscope

@@ -61,7 +61,7 @@ class Run {
 
  private:
   struct Signals;
-  RunSummary finish(Trainer& trainer, const FitOptions& fit, bool failed);
+  RunSummary finish(Trainer& trainer, const FitOptions& fit, const std::string& failure);
 
   RunOptions options_;
   FitTime::Clock::time_point start_;

@@ -38,13 +38,17 @@ struct RunOptions {
   bool resume = false;
   std::shared_ptr<FileSystem> file_system;  ///< where backups go; null = the real file system
   bool report = true;               ///< report.html
+  /// TerminateOnNaN with raise_error: a batch whose loss is NaN or infinite fails the run (summary.json
+  /// says why in `failure`), so a diverged run never ends as a success.
+  bool terminate_on_nan = true;
   /// SIGINT and SIGTERM finish the run at the next step boundary (on_train_end, sinks flushed, every
   /// file written, summary marked interrupted, a backup kept when backups are on); a second signal
   /// kills the process at once. The handlers are installed for the Run's lifetime.
   bool handle_signals = true;
 };
 
-/// runs/<YYYYmmdd-HHMMSS>-<name> at this moment (the file stem of `name` when it is a path).
+/// runs/<YYYYmmdd-HHMMSS>-<name> at this moment: of `name`, the file stem of a path, with any character
+/// but letters, digits, '.', '_' and '-' made '_' (so the directory stays under runs/).
 std::string default_run_dir(const std::string& name);
 /// Creates `dir` and its parents; throws std::invalid_argument naming it when it cannot.
 void create_run_dir(const std::string& dir);

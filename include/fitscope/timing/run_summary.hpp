@@ -81,6 +81,7 @@ struct RunSummary {
   double samples_per_s = 0;
   RunTime run;
   bool interrupted = false;  ///< a signal ended the run early
+  std::string failure;       ///< why the fit failed (e.g. a non-finite loss); empty when it did not
   ThreadChoice threads;
   Logs logs;  ///< the last epoch's
   int64_t world_size = 1;
