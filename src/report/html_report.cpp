@@ -12,6 +12,7 @@
 
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "report/svg.hpp"
+#include "timing/bounded_json.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/run_summary.hpp"
 
@@ -81,13 +82,7 @@ Table read_table(const fs::path& path) {
   return t;
 }
 
-json read_json(const fs::path& path) {
-  try {
-    return json::parse(read_text(path));
-  } catch (const json::exception& e) {
-    throw std::invalid_argument(path.string() + ": not valid JSON (" + e.what() + ")");
-  }
-}
+json read_json(const fs::path& path) { return detail::parse_bounded_json(read_text(path), path.string()); }
 
 std::string fixed(double v, int digits = 3) {
   char buf[64];
@@ -97,7 +92,7 @@ std::string fixed(double v, int digits = 3) {
 
 std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
 
-/// A value of a JSON object as text, or "-" when absent.
+/// A value of a JSON object as text (not escaped), or "-" when absent.
 std::string field(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "-";
   const json& v = j.at(key);
@@ -402,7 +397,7 @@ std::string sweep_report(const fs::path& dir) {
     batch.push_back(number(r, "batch_size"));
     speed.push_back(number(r, "samples_per_s"));
     p50.push_back(number(r, "step_ms_p50"));
-    rows << "<tr><td>" << field(r, "batch_size") << "</td><td>" << fixed(number(r, "samples_per_s"), 0) << "</td><td>"
+    rows << "<tr><td>" << svg::escape(field(r, "batch_size")) << "</td><td>" << fixed(number(r, "samples_per_s"), 0) << "</td><td>"
          << fixed(number(r, "step_ms_p50")) << "</td><td>" << fixed(number(r, "step_ms_p99")) << "</td><td>"
          << percent(number(r, "data_wait_share")) << "</td><td>" << svg::escape(field(r, "verdict")) << "</td></tr>";
   }
@@ -411,7 +406,7 @@ std::string sweep_report(const fs::path& dir) {
        << svg::escape(dir.string()) << "</p>";
   const double knee = number(s, "knee_batch_size", -1);
   const json fit = s.value("fit", json());
-  body << "<div class=\"verdict\"><b>Knee at batch size " << field(s, "knee_batch_size")
+  body << "<div class=\"verdict\"><b>Knee at batch size " << svg::escape(field(s, "knee_batch_size"))
        << "</b> (the smallest batch reaching 90% of the best samples/s)";
   if (fit.is_object()) {
     body << "<br>Each step costs about " << fixed(number(fit, "fixed_ms")) << " ms fixed plus "
@@ -445,8 +440,14 @@ std::string html_report(const std::string& run_dir) {
   const fs::path dir(run_dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw std::invalid_argument(run_dir + ": not a run directory (does not exist)");
-  if (fs::exists(dir / "summary.json")) return train_report(dir);
-  if (fs::exists(dir / "sweep.json")) return sweep_report(dir);
+  const fs::path summary = dir / "summary.json", sweep = dir / "sweep.json";
+  const fs::path& source = fs::exists(summary) ? summary : sweep;
+  try {
+    if (fs::exists(summary)) return train_report(dir);
+    if (fs::exists(sweep)) return sweep_report(dir);
+  } catch (const json::exception& e) {  // a value of the wrong type in an edited file
+    throw std::invalid_argument(source.string() + ": " + e.what());
+  }
   throw std::invalid_argument((dir / "summary.json").string() + ": missing (expected the summary.json of a run or the sweep.json of a sweep)");
 }
 

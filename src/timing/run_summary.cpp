@@ -1,5 +1,7 @@
 #include "fitscope/timing/run_summary.hpp"
 
+#include "timing/bounded_json.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -337,12 +339,7 @@ PhaseSummary read_phase(const Reader& r, bool full) {
 }  // namespace
 
 RunSummary RunSummary::from_json(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw std::invalid_argument(source + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = detail::parse_bounded_json(text, source);
   const Reader r(j, source, "");
   RunSummary s;
   s.model = r.get<std::string>("model");

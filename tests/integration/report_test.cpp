@@ -109,6 +109,38 @@ TEST(Report, ASweepGetsThroughputAndStepTimeCharts) {
   EXPECT_NE(html.find(">knee<"), std::string::npos);
 }
 
+/// Edited files: a value of another type, an array nested 200000 deep, markup in a sweep's fields.
+TEST(Report, AnEditedFileIsRefusedOrEscapedNeverCrashesOrInjects) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/sweep";
+  ASSERT_EQ(run_fitscope({"sweep", "--model", "mlp", "--synthetic-size", "2000", "--batch-sizes", "8,32", "--steps", "5",
+                          "--run-dir", dir})
+                .exit_code,
+            0);
+  auto sweep = nlohmann::json::parse(read_file(dir + "/sweep.json"));
+  sweep["knee_batch_size"] = "<script>alert(1)</script>";
+  sweep["rows"][0]["batch_size"] = "<img src=x onerror=alert(2)>";
+  std::ofstream(dir + "/sweep.json") << sweep.dump();
+  ASSERT_EQ(run_fitscope({"report", dir}).exit_code, 0);
+  const std::string html = read_file(dir + "/report.html");
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+
+  sweep["rows"] = "not rows";
+  std::ofstream(dir + "/sweep.json") << sweep.dump();
+  const ProcessResult typed = run_fitscope({"report", dir});
+  EXPECT_EQ(typed.exit_code, 2) << typed.err;
+  EXPECT_NE(typed.err.find(dir + "/sweep.json: "), std::string::npos) << typed.err;
+
+  const std::string run = tmp.path() + "/run";
+  std::filesystem::create_directories(run);
+  std::ofstream(run + "/summary.json") << "{\"model\": " << std::string(200000, '[') << std::string(200000, ']') << "}";
+  const ProcessResult deep = run_fitscope({"report", run});
+  EXPECT_EQ(deep.exit_code, 2) << deep.err;
+  EXPECT_NE(deep.err.find(run + "/summary.json: nested deeper than 64 levels"), std::string::npos) << deep.err;
+}
+
 TEST(Report, RendersInHeadlessChromiumWithoutErrorsAndIsNotBlank) {
   const ProcessResult which = run_process({"/bin/sh", "-c", "command -v chromium || command -v chromium-browser"});
   if (which.exit_code != 0) GTEST_SKIP() << "skipped: no chromium on PATH (make test installs Debian's chromium)";
