@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <stdexcept>
 
 #include "fitscope/checkpoint/checkpoint_file.hpp"
@@ -31,7 +32,10 @@ std::string format_checkpoint_path(const std::string& pattern, int64_t epoch, in
     if (key == "epoch" || key == "batch") {
       const long long v = (key == "epoch" ? epoch : batch) + 1;  // Keras numbers both from 1 in names
       const std::string fmt = "%" + (spec.empty() ? std::string("d") : spec);
-      if (fmt.back() != 'd') throw std::invalid_argument("checkpoint path " + pattern + ": {" + field + "} needs an integer format like 02d");
+      static const std::regex integer(R"(%[-+ 0]?[0-9]{0,2}d)");
+      if (!std::regex_match(fmt, integer)) {
+        throw std::invalid_argument("checkpoint path " + pattern + ": {" + field + "} needs an integer format like 02d");
+      }
       std::snprintf(buf, sizeof buf, (fmt.substr(0, fmt.size() - 1) + "lld").c_str(), v);
     } else {
       const std::optional<double> v = logs.get(key);
@@ -41,8 +45,8 @@ std::string format_checkpoint_path(const std::string& pattern, int64_t epoch, in
         throw std::invalid_argument("checkpoint path " + pattern + ": the logs have no '" + key + "' (they have: " + keys + ")");
       }
       const std::string fmt = "%" + (spec.empty() ? std::string("g") : spec);
-      const char conv = fmt.back();
-      if (conv != 'f' && conv != 'g' && conv != 'e') {
+      static const std::regex real(R"(%[-+ 0]?[0-9]{0,2}(\.[0-9]{1,2})?[fge])");
+      if (!std::regex_match(fmt, real)) {
         throw std::invalid_argument("checkpoint path " + pattern + ": {" + field + "} needs a format like .4f");
       }
       std::snprintf(buf, sizeof buf, fmt.c_str(), *v);

@@ -1,6 +1,7 @@
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -151,7 +152,9 @@ void write_with_retries(FileSystem& fs, const std::string& path, std::string_vie
       write_atomically(fs, path, bytes);
       return;
     } catch (const IoError& e) {
-      if (attempt >= policy.attempts) throw;
+      // a read-only file system or a denied permission stays so: failing at once says it sooner
+      const bool permanent = e.error() == EPERM || e.error() == EROFS || e.error() == EACCES;
+      if (attempt >= policy.attempts || permanent) throw;
       const double wait = delay * (1 + jitter(random));
       if (stats) {
         std::unique_lock<std::mutex> lock;
@@ -180,11 +183,20 @@ std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
   // one this run resumed behind) is not vouched for, and the file just written is never deleted
   std::vector<std::string> files = checkpoint_files(*options_.fs, options_.dir);
   files.erase(files.begin(), std::find(files.begin(), files.end(), path));
+  bool removed = false;
   for (std::size_t i = static_cast<std::size_t>(options_.keep); i < files.size(); ++i) {
     try {
       options_.fs->remove(files[i]);
+      removed = true;
     } catch (const IoError& e) {
       options_.warn(std::string("could not delete an old checkpoint: ") + e.what());
+    }
+  }
+  if (removed) {  // the unlinks too are made durable
+    try {
+      options_.fs->sync_dir(options_.dir);
+    } catch (const IoError& e) {
+      options_.warn(std::string("could not fsync the checkpoint directory: ") + e.what());
     }
   }
   {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -93,9 +94,20 @@ class PosixFileSystem final : public FileSystem {
     return out;
   }
   void create_dirs(const std::string& dir) override {
+    // each directory made is fsynced into its parent, so a backup renamed into it survives a power cut
+    std::vector<std::filesystem::path> made;
+    for (std::filesystem::path p = std::filesystem::path(dir).lexically_normal(); !p.empty() && !std::filesystem::exists(p);
+         p = p.parent_path()) {
+      made.push_back(p);
+      if (p == p.parent_path()) break;
+    }
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw IoError("create directory", dir, ec.value());
+    for (const auto& p : made) {
+      const std::filesystem::path parent = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+      sync_dir(parent.string());
+    }
   }
 };
 
@@ -107,7 +119,9 @@ IoError::IoError(const std::string& operation, const std::string& path, int erro
 std::shared_ptr<FileSystem> posix_file_system() { return std::make_shared<PosixFileSystem>(); }
 
 void write_atomically(FileSystem& fs, const std::string& path, std::string_view data) {
-  const std::string tmp = path + ".tmp";
+  // unique per process and call: two writers of one path never write into each other's temp file
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   try {
     auto file = fs.create(tmp);
     file->append(data);

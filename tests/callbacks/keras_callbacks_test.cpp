@@ -316,6 +316,11 @@ TEST(ModelCheckpoint, FillsTheTemplateLikeKeras) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "checkpoint path x-{val_loss:.2f}: the logs have no 'val_loss' (they have: val_accuracy, loss)");
   }
+  // a spec is a number's format, nothing printf would read more arguments for
+  for (const char* bad : {"{epoch:s%d}", "{epoch:%n%d}", "{epoch:999999d}", "{loss:s%f}", "{loss:.4s}", "{loss:*.2f}"}) {
+    EXPECT_THROW(format_checkpoint_path(bad, 0, 0, logs), std::invalid_argument) << bad;
+  }
+  EXPECT_EQ(format_checkpoint_path("{epoch:-3d}|{loss:+.1e}", 0, 0, logs), "1  |+5.0e-01");
 }
 
 TEST(ModelCheckpoint, SaveBestOnlyWritesWhenTheMonitoredValueImproves) {
