@@ -1,12 +1,12 @@
 #include "fitscope/callbacks/csv_logger.hpp"
 
-#include <charconv>
-#include <string_view>
-
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
-#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace fitscope {
 
@@ -14,14 +14,40 @@ CSVLogger::CSVLogger(std::string filename, char separator, bool append)
     : filename_(std::move(filename)), separator_(separator), append_(append) {}
 
 void CSVLogger::on_train_begin(Logs&) {
-  const bool existing = append_ && std::filesystem::exists(filename_) && std::filesystem::file_size(filename_) > 0;
-  out_.open(filename_, append_ ? std::ios::app : std::ios::trunc);
-  if (!out_) throw std::runtime_error("CSVLogger cannot open " + filename_);
-  header_written_ = existing;
   keys_.clear();
+  previous_.clear();
+  header_written_ = false;
+  if (append_) {
+    std::ifstream in(filename_);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) previous_.push_back(line);
+    }
+  }
+  if (!previous_.empty()) return;  // the file is rewritten at the first epoch's end (see on_epoch_end)
+  out_.open(filename_, std::ios::trunc);
+  if (!out_) throw std::runtime_error("CSVLogger cannot open " + filename_);
 }
 
 void CSVLogger::on_epoch_end(int64_t epoch, Logs& logs) {
+  if (!previous_.empty()) {
+    // appending (a resumed run): the old header's columns, and the old rows of earlier epochs only; a
+    // row of this epoch or a later one was written after the backup the run resumed from
+    std::istringstream header(previous_.front());
+    std::string key;
+    std::getline(header, key, separator_);  // "epoch"
+    while (std::getline(header, key, separator_)) keys_.push_back(key);
+    out_.open(filename_, std::ios::trunc);
+    if (!out_) throw std::runtime_error("CSVLogger cannot open " + filename_);
+    out_ << previous_.front() << "\n";
+    for (std::size_t i = 1; i < previous_.size(); ++i) {
+      int64_t row_epoch = -1;
+      const std::string& row = previous_[i];
+      std::from_chars(row.data(), row.data() + row.size(), row_epoch);
+      if (row_epoch >= 0 && row_epoch < epoch) out_ << row << "\n";
+    }
+    previous_.clear();
+    header_written_ = true;
+  }
   if (keys_.empty()) {
     keys_ = logs.keys();
     std::sort(keys_.begin(), keys_.end());

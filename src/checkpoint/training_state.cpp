@@ -82,6 +82,9 @@ std::string encode_state(const TrainingState& s) {
   }
   d.insert("callback_names", callback_names);
   d.insert("callback_states", callback_states);
+  c10::List<at::Tensor> metrics;
+  for (const auto& t : s.metrics) metrics.push_back(t);
+  d.insert("metrics", metrics);
   d.insert("batch_size", s.batch_size);
   d.insert("world_size", s.world_size);
   d.insert("optimizer_kind", s.optimizer_kind);
@@ -139,6 +142,12 @@ TrainingState decode_state(const std::string& payload, const std::string& name) 
     }
     for (std::size_t i = 0; i < cb_names.size(); ++i) {
       s.callbacks[cb_names.get(i).toStringRef()] = cb_states.get(i).toStringRef();
+    }
+    if (d.contains("metrics")) {
+      for (const at::Tensor& t : d.at("metrics").toTensorList()) {
+        check_tensor_in_bounds(t, "metrics[" + std::to_string(s.metrics.size()) + "]");
+        s.metrics.push_back(t);
+      }
     }
     if (d.contains("batch_size")) s.batch_size = d.at("batch_size").toInt();
     if (d.contains("world_size")) s.world_size = d.at("world_size").toInt();

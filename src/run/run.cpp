@@ -2,10 +2,14 @@
 
 #include <torch/cuda.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <cstdlib>
 #include <ctime>
@@ -158,6 +162,12 @@ void create_run_dir(const std::string& dir) {
     throw std::invalid_argument("--run-dir " + dir + ": cannot create the directory (" +
                                 (ec ? ec.message() : "a file is in the way") + ")");
   }
+  // an existing directory may be read-only: say so now, not when the first file of the run is written
+  const std::string probe = (fs::path(dir) / (".fitscope-write-test-" + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::invalid_argument("--run-dir " + dir + ": cannot write in it (" + std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 /// The SIGINT/SIGTERM handlers of a Run's lifetime: the first signal is recorded (the fit stops at the
@@ -264,7 +274,9 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     bar.one_line_per_epoch = options_.one_line_per_epoch;
     last.push_back(std::make_shared<ProgressBar>(bar));
   }
-  if (chief && options_.csv_logger) last.push_back(std::make_shared<CSVLogger>((dir / "metrics.csv").string()));
+  if (chief && options_.csv_logger) {  // a resumed run continues the file (Keras users append on resume)
+    last.push_back(std::make_shared<CSVLogger>((dir / "metrics.csv").string(), ',', /*append=*/resume));
+  }
   if (chief && options_.tensorboard) {
     TensorBoardOptions tb;
     tb.log_dir = dir.string();

@@ -308,6 +308,8 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     for (int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
       const bool continuing = resumed && epoch == first_epoch;
       train_metrics_->reset();
+      if (continuing && !resumed_metrics_.empty()) train_metrics_->load_state(resumed_metrics_);
+      resumed_metrics_.clear();
       if (!o.steps_per_epoch && !continuing) {
         pass_ = epoch;
         cursor_ = 0;
@@ -352,6 +354,7 @@ std::optional<std::pair<int64_t, int64_t>> Trainer::resume_callbacks(CallbackLis
     if (it != resume_->callbacks.end() && stateful) stateful->load_state(it->second);
   }
   const std::pair<int64_t, int64_t> position{resume_->epoch, resume_->batch};
+  resumed_metrics_ = std::move(resume_->metrics);
   resume_.reset();
   return position;
 }

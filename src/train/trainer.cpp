@@ -125,6 +125,12 @@ void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
   s.batch_size = params_.batch_size;
   s.world_size = ranks().world_size();
   s.optimizer_kind = options_.optimizer == OptimizerKind::adam ? "adam" : "sgd";
+  // the epoch's metrics so far, so a resumed epoch logs what an uninterrupted one would; with several
+  // ranks the chief's alone would be wrong once summed, so they are not kept
+  const std::vector<at::Tensor> metrics =
+      train_metrics_ && ranks().world_size() == 1 ? train_metrics_->state() : std::vector<at::Tensor>{};
+  s.metrics.resize(metrics.size());  // copies: the state goes on changing while the backup is written
+  for (std::size_t i = 0; i < metrics.size(); ++i) detail::copy_into(s.metrics[i], metrics[i]);
   const auto named = model_->named_state();
   s.model.resize(named.size());
   for (std::size_t i = 0; i < named.size(); ++i) {
@@ -193,6 +199,17 @@ void Trainer::restore(const TrainingState& s) {
   }
   global_step_ = s.global_step;
   resume_ = s;
+  if (!s.metrics.empty()) {  // states of other metrics (another --metrics) are left out, with a warning
+    const std::vector<at::Tensor> now = train_metrics_ ? train_metrics_->state() : std::vector<at::Tensor>{};
+    bool fits = now.size() == s.metrics.size();
+    for (std::size_t i = 0; fits && i < now.size(); ++i) {
+      fits = now[i].scalar_type() == s.metrics[i].scalar_type();  // sizes: a state starts empty
+    }
+    if (!fits) {
+      warn("the backup's training metrics do not fit this fit's: the resumed epoch's metrics cover the batches after it");
+      resume_->metrics.clear();
+    }
+  }
 }
 
 Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce) {

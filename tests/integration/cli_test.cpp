@@ -210,6 +210,23 @@ TEST(TrainCommand, ADivergingRunFailsAtTheBatchWithANonFiniteLossAndMarksTheSumm
   EXPECT_EQ(on.exit_code, 0) << on.err;
 }
 
+TEST(TrainCommand, AReadOnlyRunDirectoryExitsTwoBeforeTrainingAndNamesIt) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  std::filesystem::create_directories(dir);
+  // a read-only bind mount: root ignores a directory's permission bits
+  const ProcessResult mounted =
+      run_process({"/bin/sh", "-c", "mount --bind '" + dir + "' '" + dir + "' && mount -o remount,ro,bind '" + dir + "' 2>&1"});
+  if (mounted.exit_code != 0) GTEST_SKIP() << "skipped: cannot make a read-only bind mount here (" << mounted.out << mounted.err << ")";
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { run_process({"/bin/sh", "-c", "umount '" + dir + "'"}); }
+  } unmount{dir};
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--epochs", "1", "--synthetic-size", "500", "--run-dir", dir});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--run-dir " + dir + ": cannot write in it (Read-only file system)"), std::string::npos) << r.err;
+}
+
 TEST(TrainCommand, ARunDirectoryThatCannotBeCreatedExitsTwoAndNamesIt) {
   TempDir tmp;
   const std::string file = tmp.path() + "/a-file";

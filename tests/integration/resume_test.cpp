@@ -71,9 +71,9 @@ TEST(Resume, AKilledRunResumesMidEpochAndEndsWithTheUninterruptedWeights) {
   const ProcessResult reference = run_process(train_into(whole));
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
 
-  // start the run, wait (polling) until its second backup exists, SIGKILL it
+  // start the run, wait (polling) until its backup of step 100 (in epoch 1) exists, SIGKILL it
   const std::string script = shell_words(train_into(killed)) + "> /dev/null 2>&1 & pid=$!; "
-                             "while [ ! -e " + killed + "/backup/ckpt-000000000040.fitscope ]; do "
+                             "while [ ! -e " + killed + "/backup/ckpt-000000000100.fitscope ]; do "
                              "kill -0 $pid 2>/dev/null || exit 3; sleep 0.005; done; "
                              "kill -9 $pid; wait $pid; echo status=$?";
   const ProcessResult kill = run_process({"/bin/sh", "-c", script});
@@ -89,6 +89,8 @@ TEST(Resume, AKilledRunResumesMidEpochAndEndsWithTheUninterruptedWeights) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_NE(resumed.out.find("Resumed from the backup of step "), std::string::npos) << resumed.out;
   expect_same_weights(whole, killed);
+  // metrics.csv continues: epoch 0's row, written before the kill, is kept, and no epoch twice
+  EXPECT_EQ(read_file(killed + "/metrics.csv"), read_file(whole + "/metrics.csv"));
 }
 
 namespace {

@@ -126,6 +126,34 @@ TEST_F(TorchScript, AModelWithTheWrongInputShapeExitsTwoNamingTheShape) {
   expect_bad_model(file, "--model " + file + " does not accept the examples of --data synthetic (shape [1x28x28]): ");
 }
 
+TEST_F(TorchScript, AModelWhoseOutputIsNotOneScorePerClassExitsTwoBeforeTrainingNamingIt) {
+  const std::string dir = tmp_.path();
+  std::ofstream(dir + "/outputs.py") << "import torch\n"
+                                        "class Flat(torch.nn.Module):\n"
+                                        "    def __init__(self):\n"
+                                        "        super().__init__()\n"
+                                        "        self.l = torch.nn.Linear(784, 10)\n"
+                                        "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+                                        "        return self.l(x.flatten(1)).sum(1)\n"
+                                        "class Labels(Flat):\n"
+                                        "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+                                        "        return self.l(x.flatten(1)).argmax(1, keepdim=True)\n"
+                                        "class Fixed(torch.nn.Module):\n"
+                                        "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+                                        "        return x.flatten(1)[:, :10]\n"
+                                        "d = '" + dir + "/'\n"
+                                        "torch.jit.script(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 3))).save(d + 'three.pt')\n"
+                                        "torch.jit.script(Flat()).save(d + 'flat.pt')\n"
+                                        "torch.jit.script(Labels()).save(d + 'labels.pt')\n"
+                                        "torch.jit.script(Fixed()).save(d + 'fixed.pt')\n";
+  const ProcessResult made = python({dir + "/outputs.py"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  expect_bad_model(dir + "/three.pt", "--model " + dir + "/three.pt: gives 3 scores per example, but --data synthetic has 10 classes");
+  expect_bad_model(dir + "/flat.pt", "--model " + dir + "/flat.pt: gives an output of shape [1] for one example");
+  expect_bad_model(dir + "/labels.pt", "--model " + dir + "/labels.pt: gives Long scores");
+  expect_bad_model(dir + "/fixed.pt", "--model " + dir + "/fixed.pt: has no parameters to train");
+}
+
 TEST_F(TorchScript, AModelWhoseForwardDoesNotTakeATensorExitsTwo) {
   const std::string file = tmp_.path() + "/listy.pt";
   const std::string source = tmp_.path() + "/listy.py";  // torch.jit.script reads the class's source file

@@ -151,18 +151,32 @@ struct Session {
     return trainer;
   }
 
-  /// One example through the model before training: a shape mismatch is bad input (exit 2), named.
+  /// One example through the model before training: a model that does not take the examples, or
+  /// whose output is not one score per class, or that has nothing to train, is bad input (exit 2).
   void check_input_shape(Trainer& trainer, const TrainCommandOptions& o) const {
     const at::Tensor one = data.train->inputs().narrow(0, 0, 1).to(device);
+    at::Tensor out;
     try {
       torch::NoGradGuard no_grad;
       trainer.model().train(false);
-      trainer.model().forward(one);
+      out = trainer.model().forward(one);
       trainer.model().train(true);
     } catch (const std::exception& e) {
       throw std::invalid_argument("--model " + o.model + " does not accept the examples of --data " + o.data +
                                   " (shape " + shape_text(data.train->example_shape()) + "): " + reason_of(e));
     }
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument("--model " + o.model + ": " + what + " (expected one score per class for each example: " +
+                                  "an output of shape [1x" + std::to_string(classes) + "] for one example of --data " +
+                                  o.data + ")");
+    };
+    if (out.dim() != 2 || out.size(0) != 1) fail("gives an output of shape " + shape_text(out.sizes().vec()) + " for one example");
+    if (!at::isFloatingType(out.scalar_type())) fail(std::string("gives ") + c10::toString(out.scalar_type()) + " scores");
+    if (out.size(1) != classes) {
+      fail("gives " + std::to_string(out.size(1)) + " scores per example, but --data " + o.data + " has " +
+           std::to_string(classes) + " classes");
+    }
+    if (trainer.model().parameters().empty()) fail("has no parameters to train");
   }
 
   /// The fit settings of the command line, with the seed scenario's SlowCallback in --callback-mode.

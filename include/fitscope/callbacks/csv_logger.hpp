@@ -1,7 +1,8 @@
 #pragma once
 /// CSVLogger: Keras's CSVLogger. Writes one row per epoch to `filename`: "epoch" (0-based) then every
-/// log key in sorted order, header first; with `append` it adds to an existing file without a new
-/// header. Each row is flushed when written. Only observes: may run async.
+/// log key in sorted order, header first; with `append` it continues an existing file: its header's
+/// columns, its rows of the epochs before the first one this fit ends (a resumed run redoes the later
+/// ones). Each row is flushed when written. Only observes: may run async.
 
 #include <fstream>
 #include <string>
@@ -30,6 +31,7 @@ class CSVLogger : public Callback {
   bool append_;
   std::ofstream out_;
   std::vector<std::string> keys_;  // the header's keys, fixed by the first row
+  std::vector<std::string> previous_;  // with append: the existing file's lines, until the first row
   bool header_written_ = false;
 };
 

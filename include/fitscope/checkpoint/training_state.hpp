@@ -28,6 +28,7 @@ struct TrainingState {
   std::vector<int64_t> optimizer_counts;    ///< per parameter: step count (Adam), -1 without state
   at::Tensor rng;                           ///< libtorch's default CPU generator state
   std::map<std::string, std::string> callbacks;  ///< callback name -> its state
+  std::vector<at::Tensor> metrics;          ///< the epoch's training metric states so far (one process)
   // what the run was, to refuse a resume that differs (0 or empty: a file of an older fitscope)
   int64_t batch_size = 0;
   int64_t world_size = 0;

@@ -185,6 +185,7 @@ class Trainer : public TrainingContext {
   bool stop_requested_ = false;
   std::vector<Save> saves_;                    // checkpoints requested by callbacks, not yet taken
   std::optional<TrainingState> resume_;        // set by restore(), consumed by fit
+  std::vector<at::Tensor> resumed_metrics_;    // the resumed epoch's metric states, loaded when it starts
   CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
   const at::Tensor* batch_outputs_ = nullptr;  // predict's batch, during on_predict_batch_end
   int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
