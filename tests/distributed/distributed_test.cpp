@@ -439,7 +439,7 @@ TEST(Distributed, RanksAlreadyStartedAreStoppedWhenALaterOneCannotStart) {
 /// the destructor; `why_not` says why this machine cannot make them.
 class TwoHosts {
  public:
-  TwoHosts() : ns_("fitscope" + std::to_string(::getpid()) + "n" + std::to_string(count_++)) {
+  TwoHosts() : ns_("fs" + std::to_string(::getpid()) + "n" + std::to_string(count_++)) {  // + "x": <= 15 chars
     const std::string setup = "ip netns add " + ns_ + "a && ip netns add " + ns_ + "b && "
                               "ip link add " + ns_ + "x type veth peer name " + ns_ + "y && "
                               "ip link set " + ns_ + "x netns " + ns_ + "a && ip link set " + ns_ + "y netns " + ns_ + "b && "
@@ -447,8 +447,8 @@ class TwoHosts {
                               "ip -n " + ns_ + "b addr add 10.213.0.2/24 dev " + ns_ + "y && "
                               "ip -n " + ns_ + "a link set " + ns_ + "x up && ip -n " + ns_ + "b link set " + ns_ + "y up && "
                               "ip -n " + ns_ + "a link set lo up && ip -n " + ns_ + "b link set lo up";
-    const ProcessResult made = run_process({"/bin/sh", "-c", setup + " 2>&1"});
-    if (made.exit_code != 0) why_not = made.out;
+    const ProcessResult made = run_process({"/bin/sh", "-c", setup});
+    if (made.exit_code != 0) why_not = "exit " + std::to_string(made.exit_code) + ": " + made.out + made.err;
   }
   ~TwoHosts() { run_process({"/bin/sh", "-c", "ip netns del " + ns_ + "a; ip netns del " + ns_ + "b; true"}); }
   /// The shell command of host `node`'s launcher (one rank per host; `flags` before the command).
