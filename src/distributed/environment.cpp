@@ -38,6 +38,8 @@ std::optional<Environment> read_environment(const std::function<const char*(cons
   env.local_rank = read_integer(get, "LOCAL_RANK", 0, env.world_size - 1).value_or(env.rank);
   env.local_world_size = read_integer(get, "LOCAL_WORLD_SIZE", 1, env.world_size).value_or(env.world_size);
   env.restart_count = read_integer(get, "FITSCOPE_RESTART_COUNT", 0, kMaxRanks).value_or(0);
+  if (const char* id = get("FITSCOPE_JOB_ID")) env.job_id = id;
+  if (const char* file = get("FITSCOPE_RENDEZVOUS_FILE")) env.rendezvous_file = file;
   env.master_port = read_integer(get, "MASTER_PORT", 1, 65535).value_or(env.master_port);
   if (const char* addr = get("MASTER_ADDR")) {
     if (*addr == '\0') throw std::invalid_argument("environment variable MASTER_ADDR is empty: expected a host name or address");

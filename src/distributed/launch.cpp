@@ -10,7 +10,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -122,8 +126,9 @@ class Attempt {
     }
   }
 
-  /// Starts this node's ranks, each running `command`; `history` is FITSCOPE_RESTARTS.
-  void start(const std::vector<std::string>& command, const std::string& history) {
+  /// Starts this node's ranks, each running `command`; `history` is FITSCOPE_RESTARTS, `rendezvous`
+  /// the FITSCOPE_* variables of the store they meet in.
+  void start(const std::vector<std::string>& command, const std::string& history, const std::vector<std::string>& rendezvous) {
     const LaunchOptions& o = o_;
     std::ostream& err = err_;
     const int64_t world = o.nnodes * o.nproc_per_node;
@@ -153,6 +158,7 @@ class Attempt {
           "LOCAL_RANK=" + std::to_string(local),    "LOCAL_WORLD_SIZE=" + std::to_string(o.nproc_per_node),
           "GROUP_RANK=" + std::to_string(o.node_rank), "FITSCOPE_LAUNCH_FD=" + std::to_string(channel[1]),
           "FITSCOPE_RESTART_COUNT=" + std::to_string(restart_), "FITSCOPE_RESTARTS=" + history};
+      env.insert(env.end(), rendezvous.begin(), rendezvous.end());
       std::vector<char*> envp;
       for (char** e = environ; *e; ++e) {
         const std::string_view entry(*e);
@@ -394,6 +400,36 @@ class Attempt {
   bool stopping_ = false;      // the launcher is stopping the ranks: their exits are not new failures
 };
 
+/// A directory of the launch only this user can read (mkdtemp, 0700), removed with what it holds.
+class PrivateDirectory {
+ public:
+  explicit PrivateDirectory(bool wanted) {
+    if (!wanted) return;
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/fitscope-launch-XXXXXX";
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("fitscope launch: cannot make " + pattern + ": " + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~PrivateDirectory() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// The same on every node of a job started alike: its rendezvous address and shape.
+std::string derived_job_id(const LaunchOptions& o) {
+  const std::string shape = o.master_addr + ":" + std::to_string(o.master_port) + "/" + std::to_string(o.nnodes) + "x" +
+                            std::to_string(o.nproc_per_node);
+  char id[32];
+  std::snprintf(id, sizeof id, "%016zx", std::hash<std::string>{}(shape));
+  return id;
+}
+
 /// The failed attempt's restart, and the previous restart's loss now that its attempt has ended.
 void record_restart(RestartHistory& history, const Outcome& failed) {
   const Reports& r = failed.reports;
@@ -425,11 +461,18 @@ int launch(const LaunchOptions& o, const std::vector<std::string>& command, std:
   check(!command.empty(), "launch needs a command after --, got none");
 
   SignalForwarding signals;
+  PrivateDirectory store_dir(o.nnodes == 1);
   RestartHistory history;
   history.job_started_unix_s = unix_now();
   for (int64_t restart = 0;; ++restart) {
     Attempt attempt(o, restart, out, err);
-    attempt.start(command, history.to_json());
+    std::vector<std::string> rendezvous;
+    if (o.nnodes == 1) {  // a fresh file per attempt: a restarted group never meets the failed one's store
+      rendezvous.push_back("FITSCOPE_RENDEZVOUS_FILE=" + store_dir.path() + "/store-" + std::to_string(restart));
+    } else {
+      rendezvous.push_back("FITSCOPE_JOB_ID=" + (o.job_id.empty() ? derived_job_id(o) : o.job_id));
+    }
+    attempt.start(command, history.to_json(), rendezvous);
     const Outcome outcome = attempt.watch();
     if (outcome.interrupted) return 128 + outcome.interrupted;
     if (!outcome.failure) return 0;

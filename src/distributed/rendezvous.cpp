@@ -1,6 +1,8 @@
 #include "rendezvous.hpp"
 
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -22,6 +24,17 @@ Rendezvous::Rendezvous(const Environment& env, std::chrono::milliseconds timeout
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   try {
     store_ = connect(true);
+    if (!env.job_id.empty()) {  // a process of another job on the same port is refused, clearly
+      const std::vector<uint8_t> mine(env.job_id.begin(), env.job_id.end());
+      if (env.rank == 0) store_->set("fitscope/job", mine);
+      const std::vector<uint8_t> theirs = env.rank == 0 ? mine : store_->get("fitscope/job");
+      if (theirs != mine) {
+        throw std::invalid_argument("rank " + std::to_string(env.rank) + ": the rendezvous store at " + where() +
+                                    " belongs to another job (job id '" + std::string(theirs.begin(), theirs.end()) +
+                                    "', this rank's '" + env.job_id +
+                                    "'): choose another --master-port, or give every node the same --job-id");
+      }
+    }
     // after a restart on several hosts, the store of the failed attempt may still be up (its host, the
     // old rank 0, is still naming the failure): that store has seen this rank before; wait for the new one
     while (env.rank != 0 && store_->add("fitscope/joined/" + std::to_string(env.rank), 1) > 1) {
@@ -48,8 +61,12 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::store(const std::string& prefix) con
   return c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
 }
 
+std::string Rendezvous::where() const {
+  return env_.rendezvous_file.empty() ? env_.master_addr + ":" + std::to_string(env_.master_port) : env_.rendezvous_file;
+}
+
 void Rendezvous::setup_failed(const std::exception& e) const {
-  const std::string where = env_.master_addr + ":" + std::to_string(env_.master_port);
+  const std::string where = this->where();
   const std::string what = "rank " + std::to_string(env_.rank) + ": the rendezvous of " + std::to_string(env_.world_size) +
                     " ranks at " + where + (bind_.empty() ? "" : " (binding to " + bind_ + ")") +
                     " did not complete within " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
@@ -70,8 +87,13 @@ void Rendezvous::fail(const char* what, const std::exception& e) {
   throw PeerFailure(failure_);
 }
 
-/// A connection to the rendezvous store (the first of rank 0 hosts it).
-c10::intrusive_ptr<c10d::TCPStore> Rendezvous::connect(bool host) const {
+/// A connection to the rendezvous store (the first of rank 0 hosts it; a file store has no host).
+c10::intrusive_ptr<c10d::Store> Rendezvous::connect(bool host) const {
+  if (!env_.rendezvous_file.empty()) {
+    auto store = c10::make_intrusive<c10d::FileStore>(env_.rendezvous_file, static_cast<int>(env_.world_size));
+    store->setTimeout(timeout_);
+    return store;
+  }
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env_.master_port);
   options.isServer = host && env_.rank == 0;

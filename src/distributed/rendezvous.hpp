@@ -1,10 +1,10 @@
 #pragma once
 // Rendezvous: what the c10d contexts (Gloo, NCCL) share. The store at MASTER_ADDR:MASTER_PORT that
-// rank 0 hosts, every rank's heartbeat in it, and the PeerFailure that names the rank that went
+// rank 0 hosts (or, for a one-node `fitscope launch`, the FileStore in FITSCOPE_RENDEZVOUS_FILE), every rank's heartbeat in it, and the PeerFailure that names the rank that went
 // silent: the first failure is diagnosed, every later one (the collectives still in flight) repeats
 // it at once. Thread-safe. C10dContext: the base of those contexts.
 
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
 #include <exception>
@@ -39,12 +39,13 @@ class Rendezvous {
   [[noreturn]] void fail(const char* what, const std::exception& e);
 
  private:
-  c10::intrusive_ptr<c10d::TCPStore> connect(bool host) const;
+  c10::intrusive_ptr<c10d::Store> connect(bool host) const;
+  std::string where() const;  // the store, for messages
 
   Environment env_;
   std::chrono::milliseconds timeout_;
   std::string bind_;
-  c10::intrusive_ptr<c10d::TCPStore> store_;
+  c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<Heartbeat> heartbeat_;
   std::mutex failure_mutex_;
   std::string failure_;  // the first failure, described

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "../integration/process.hpp"
@@ -433,6 +434,58 @@ TEST(Distributed, RanksAlreadyStartedAreStoppedWhenALaterOneCannotStart) {
     EXPECT_FALSE(alive(std::stoi((*it)[1].str()))) << "rank left running: " << (*it)[0].str();
   }
   EXPECT_GE(count, 1) << "no rank started before the descriptors ran out: " << r.err;
+}
+
+/// Whether anything listens on TCP `port` here (/proc/net/tcp and tcp6, state 0A).
+bool listening_on(int port) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, ":%04X", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      if (state == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, hex) == 0) return true;
+    }
+  }
+  return false;
+}
+
+/// On one node the ranks meet in a file only this user reads: no port is opened for the store.
+TEST(Distributed, AOneNodeLaunchOpensNoPortForItsStore) {
+  TempDir dir;
+  const std::string port = free_port();
+  std::vector<std::string> args = {FITSCOPE_CLI, "launch", "--nproc-per-node", "2", "--master-port", port, "--",
+                                   FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1000", "--synthetic-size", "2000",
+                                   "--quiet", "--run-dir", dir.path() + "/run"};
+  fitscope::testing::Child run(args);
+  const bool training = wait_for_file(dir.path() + "/run/metrics.csv");
+  const bool listening = listening_on(std::stoi(port));
+  run.signal(SIGINT);  // the launcher passes it on: the ranks stop too
+  const ProcessResult r = run.wait();
+  ASSERT_TRUE(training) << r.err;
+  EXPECT_FALSE(listening) << "the store listens on port " << port;
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+}
+
+/// Several nodes meet in rank 0's TCP store: a rank of another job (another --job-id) on the same port
+/// is refused, naming both ids.
+TEST(Distributed, ARankOfAnotherJobOnTheSamePortIsRefused) {
+  const std::string port = free_port();
+  auto node = [&](int rank, const std::string& id) {
+    return std::vector<std::string>{FITSCOPE_CLI, "launch", "--nnodes", "2", "--node-rank", std::to_string(rank),
+                                    "--nproc-per-node", "1", "--master-port", port, "--job-id", id, "--",
+                                    FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1", "--quiet", "--dist-timeout", "3"};
+  };
+  fitscope::testing::Child first(node(0, "job-a"));
+  const ProcessResult other = run_process(node(1, "job-b"));
+  EXPECT_EQ(other.exit_code, 1) << other.err;
+  EXPECT_NE(other.err.find("[rank 1] fitscope: rank 1: the rendezvous store at 127.0.0.1:" + port +
+                           " belongs to another job (job id 'job-a', this rank's 'job-b')"),
+            std::string::npos)
+      << other.err;
+  EXPECT_NE(first.wait().exit_code, 0);
 }
 
 /// Two machines: two network namespaces ("hosts" 10.213.0.1 and .2) joined by a veth pair, removed by

@@ -238,6 +238,9 @@ int main(int argc, char** argv) {
   launch->add_option("--max-restarts", launch_options.max_restarts,
                      "Restarts of the whole group after a rank fails; each resumes from the newest valid backup")
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
+  launch->add_option("--job-id", launch_options.job_id,
+                     "With several nodes: the job's id, the same on every node; a rank of another job on the same "
+                     "port is refused (default: from --master-addr, --master-port, --nnodes, --nproc-per-node)");
   launch->add_option("COMMAND", launch_command, "The command every rank runs, after --")->required();
   launch->callback([&] { launch_status = fitscope::dist::launch(launch_options, launch_command, std::cout, std::cerr); });
 

@@ -20,6 +20,10 @@
 /// Several nodes agree on a restart through the failure itself: any rank's failure fails every rank's
 /// collectives, so each node's launcher sees its own ranks fail and starts them again; the new ranks
 /// meet in the rendezvous, which waits up to the job's timeout for the slower nodes.
+/// Exposure: on one node the ranks meet in a c10d FileStore in a directory only this user can read
+/// (FITSCOPE_RENDEZVOUS_FILE), so no port is opened; c10d 1.13's TCPStore, needed between nodes,
+/// listens on every interface (it has no bind address), so several nodes must be on a trusted network,
+/// as with torchrun; there every rank checks the job id (FITSCOPE_JOB_ID) rank 0 put in the store.
 /// libtorch-free; call from one thread.
 
 #include <cstdint>
@@ -39,6 +43,10 @@ struct LaunchOptions {
   /// After a rank fails by itself, how long the others may take to exit; unset = the job's timeout + 1 s.
   std::optional<double> grace_s;
   int64_t max_restarts = 0;  ///< restarts of the group after a failure (>= 0)
+  /// With several nodes: the job's id, the same on every node (torchrun's --rdzv-id); a rank whose id
+  /// differs from the store's is refused. Empty = derived from the master address, port and the
+  /// job's shape (nodes, ranks per node).
+  std::string job_id;
 };
 
 /// Runs the ranks until all have exited; returns 0 when every rank of the last attempt exited with 0,
