@@ -463,4 +463,7 @@ TEST(DataCommand, CsvTrainsTheMlpAndTheCnnIsRefusedWithTheShape) {
   std::ofstream(csv, std::ios::app) << "1,2\n";
   expect_usage_error({"train", "--data", "csv:" + csv, "--model", "mlp"},
                      csv + ": line 402: found 2 fields, expected 3 like the first line (ragged row)");
+  std::ofstream(csv, std::ios::trunc) << "x,y,label\n0.5,0.5,1\n";
+  expect_usage_error({"train", "--data", "csv:" + csv, "--model", "mlp", "--run-dir", tmp.path() + "/one"},
+                     "csv:" + csv + ": a validation split of 0.2 of its 1 example leaves no example to validate on");
 }
