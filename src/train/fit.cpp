@@ -198,6 +198,10 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
   if (has_callbacks) {
     if (batch_logs) logs = t.train_metrics_->logs();
     clock_.enter(Phase::callbacks);
+    struct Shown {  // the step's loss is the hooks' to read (a pointer: nothing is computed for them)
+      const at::Tensor*& at;
+      ~Shown() { at = nullptr; }
+    } shown{t.step_loss_ = &out.loss};
     callbacks.on_train_batch_end(b, logs);
   }
   if (!t.saves_.empty()) {  // requested by a callback

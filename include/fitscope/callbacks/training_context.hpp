@@ -68,6 +68,10 @@ class TrainingContext {
   /// In on_predict_batch_end: the batch's model outputs (Keras passes them as logs["outputs"]; fitscope's
   /// logs hold numbers only). Null in every other hook.
   virtual const at::Tensor* batch_outputs() const = 0;
+  /// In on_train_batch_end: the step's loss, a scalar on the model's device (reading it is a host
+  /// synchronisation on a GPU), without computing the batch logs. Null in every other hook, and from a
+  /// context that does not keep it.
+  virtual const at::Tensor* step_loss() const { return nullptr; }
   /// Restores a checkpoint (weights, optimizer, learning rate, random generator now; the position and
   /// the callbacks' states when the fit begins). From on_train_begin or before fit. Throws
   /// std::invalid_argument when the state does not fit the model.

@@ -143,6 +143,7 @@ class Trainer : public TrainingContext {
   void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override;
   void restore(const TrainingState& state) override;
   const at::Tensor* batch_outputs() const override { return batch_outputs_; }
+  const at::Tensor* step_loss() const override { return step_loss_; }
 
   /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
   void set_timing(bool on) { options_.timing = on; }
@@ -188,6 +189,7 @@ class Trainer : public TrainingContext {
   std::vector<at::Tensor> resumed_metrics_;    // the resumed epoch's metric states, loaded when it starts
   CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
   const at::Tensor* batch_outputs_ = nullptr;  // predict's batch, during on_predict_batch_end
+  const at::Tensor* step_loss_ = nullptr;      // the step's loss, during on_train_batch_end
   int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
   TrainerThreads threads_;
   CpuUsage cpu_;
