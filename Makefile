@@ -66,7 +66,7 @@ bench: build
 FUZZ_SOURCES_idx := src/data/idx_format.cpp
 FUZZ_SOURCES_cifar10 := src/data/cifar10_format.cpp
 FUZZ_SOURCES_csv := src/data/csv_format.cpp
-FUZZ_SOURCES_checkpoint := src/checkpoint/training_state.cpp src/checkpoint/checkpoint_file.cpp -ltorch -ltorch_cpu -lc10 -lz
+FUZZ_SOURCES_checkpoint := src/checkpoint/training_state.cpp src/checkpoint/pickle_archive.cpp src/checkpoint/checkpoint_file.cpp -ltorch -ltorch_cpu -lc10 -lz
 fuzz: fuzz-deps
 	@mkdir -p $(FUZZ_DIR)
 	@set -e; $(foreach t,$(FUZZ_TARGETS), \

@@ -1,121 +1,17 @@
 #include "fitscope/checkpoint/training_state.hpp"
 
+#include "pickle_archive.hpp"
+
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
-#include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <cmath>
-#include <cstdio>
-#include <sstream>
 #include <stdexcept>
-#include <string_view>
 
 namespace fitscope {
 namespace {
-
-/// Walks the pickle opcodes libtorch's pickler writes (protocol 2) before libtorch's unpickler runs:
-/// that unpickler allocates whatever a length or memo index declares (a 3 kB file can ask for 4 GB),
-/// so every declared length must fit in what is left of the pickle and every memo index in the puts so
-/// far. Throws std::invalid_argument naming the offset.
-void check_pickle(std::string_view pkl) {
-  std::size_t at = 0, puts = 0;
-  const auto fail = [&](const std::string& what) {
-    throw std::invalid_argument("data.pkl at byte offset " + std::to_string(at) + ": " + what);
-  };
-  const auto little = [&](std::size_t offset, std::size_t bytes) {
-    if (offset + bytes > pkl.size()) fail("the pickle ends inside an opcode's argument");
-    uint64_t v = 0;
-    for (std::size_t i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(pkl[offset + i])) << (8 * i);
-    return v;
-  };
-  while (at < pkl.size()) {
-    const auto op = static_cast<uint8_t>(pkl[at]);
-    std::size_t arg = 0;  // bytes after the opcode
-    switch (op) {
-      case '(': case 't': case 0x85: case 0x86: case 0x87: case ']': case 'e': case 'a': case '}': case 'u': case 's':
-      case 'R': case 'b': case 'Q': case 0x88: case 0x89: case 'N': case ')': case '0': case '2':
-        break;
-      case '.':
-        return;  // STOP
-      case 0x80: case 'K': case 'q': case 'h': arg = 1; break;
-      case 'M': arg = 2; break;
-      case 'J': arg = 4; break;
-      case 'G': arg = 8; break;
-      case 'r': case 'j': {
-        const uint64_t id = little(at + 1, 4);
-        if (id > puts) fail("memo index " + std::to_string(id) + " beyond the " + std::to_string(puts) + " values put");
-        arg = 4;
-        break;
-      }
-      case 0x8a: {  // LONG1
-        const uint64_t n = little(at + 1, 1);
-        if (n > 8) fail("an integer of " + std::to_string(n) + " bytes");
-        arg = 1 + n;
-        break;
-      }
-      case 'X': case 'B': arg = 4 + little(at + 1, 4); break;
-      case 'C': case 0x8c: arg = 1 + little(at + 1, 1); break;
-      case 0x8d: case 0x8e: {
-        const uint64_t n = little(at + 1, 8);
-        if (n > pkl.size()) fail("a string of " + std::to_string(n) + " bytes in a pickle of " + std::to_string(pkl.size()));
-        arg = 8 + n;
-        break;
-      }
-      case 'c': {  // GLOBAL: module and name, each up to a newline
-        const std::size_t first = pkl.find('\n', at + 1);
-        const std::size_t second = first == std::string_view::npos ? first : pkl.find('\n', first + 1);
-        if (second == std::string_view::npos) fail("a GLOBAL without its two lines");
-        arg = second - at;
-        break;
-      }
-      default: {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "0x%02x", op);
-        fail(std::string("opcode ") + hex + " is not one a training state holds");
-      }
-    }
-    if (op == 'q' || op == 'r') ++puts;
-    if (arg > pkl.size() - at - 1) fail("a length of " + std::to_string(arg) + " bytes beyond the end of the pickle");
-    at += 1 + arg;
-  }
-  fail("the pickle has no STOP");
-}
-
-/// Checks the zip archive libtorch's pickler writes (records stored, not compressed) before libtorch's
-/// reader sees it: that reader copies whatever a header declares, past the end of the buffer. Every
-/// record of the central directory, its local header and its data must lie inside the archive.
-void check_zip(std::string_view zip) {
-  const auto fail = [&](std::size_t offset, const std::string& what) {
-    throw std::invalid_argument("the archive at byte offset " + std::to_string(offset) + ": " + what);
-  };
-  const auto read = [&](std::size_t offset, std::size_t bytes) {
-    if (offset + bytes > zip.size() || offset + bytes < offset) fail(offset, "a header beyond the end of the archive");
-    uint64_t v = 0;
-    for (std::size_t i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(zip[offset + i])) << (8 * i);
-    return v;
-  };
-  // the end of central directory record (22 bytes, no comment when libtorch writes it; the zip64 one
-  // before it for archives over 4 GiB is not a training state's)
-  if (zip.size() < 22) fail(0, "too short for a zip archive");
-  const std::size_t end = zip.size() - 22;
-  if (read(end, 4) != 0x06054b50) fail(end, "no end of central directory record");
-  const uint64_t entries = read(end + 10, 2), directory_size = read(end + 12, 4), directory = read(end + 16, 4);
-  if (directory + directory_size > end) fail(end, "a central directory beyond the archive");
-  std::size_t at = directory;
-  for (uint64_t i = 0; i < entries; ++i) {
-    if (read(at, 4) != 0x02014b50) fail(at, "not a central directory entry");
-    const uint64_t method = read(at + 10, 2), compressed = read(at + 20, 4), size = read(at + 24, 4);
-    const uint64_t name = read(at + 28, 2), extra = read(at + 30, 2), comment = read(at + 32, 2), local = read(at + 42, 4);
-    if (method != 0 || compressed != size) fail(at, "a record that is not stored as is");
-    if (read(local, 4) != 0x04034b50) fail(local, "not a local file header");
-    const uint64_t data = local + 30 + read(local + 26, 2) + read(local + 28, 2);
-    if (data + size > directory) fail(local, "a record of " + std::to_string(size) + " bytes beyond the archive's records");
-    at += 46 + name + extra + comment;
-    if (at > end) fail(at, "a central directory entry beyond the directory");
-  }
-}
 
 void check_not_negative(int64_t value, const char* field) {
   if (value < 0) throw std::invalid_argument(std::string("field ") + field + " is " + std::to_string(value) + ", expected >= 0");
@@ -200,13 +96,7 @@ std::string encode_state(const TrainingState& s) {
 
 TrainingState decode_state(const std::string& payload, const std::string& name) {
   try {
-    check_zip(payload);
-    {
-      std::istringstream in(payload);
-      caffe2::serialize::PyTorchStreamReader archive(&in);
-      const auto [data, size] = archive.getRecord("data.pkl");
-      check_pickle(std::string_view(static_cast<const char*>(data.get()), size));
-    }
+    check_pickle_archive(payload);
     const c10::IValue value = torch::jit::pickle_load(std::vector<char>(payload.begin(), payload.end()));
     const auto d = value.toGenericDict();
     if (!d.contains("format") || d.at("format").toStringRef() != "fitscope-training-state") {

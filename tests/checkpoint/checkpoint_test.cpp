@@ -124,18 +124,9 @@ uint32_t read_u32(const std::string& s, std::size_t at) {
   return v;
 }
 
-/// The payload of a state whose one model tensor of 37 floats is pickled as (offset 0, sizes (37,),
-/// strides (1,)), with that record's bytes replaced by `record` (same length) and the zip archive's
-/// CRC-32 of data.pkl fixed, as a hostile writer would.
-std::string with_tensor_record(const std::string& record) {
-  TrainingState s = small_state(7, 1);
-  s.model = {{"w", at::arange(37, at::kFloat)}};
-  std::string payload = encode_state(s);
-  const std::string original("K\x00(K%t(K\x01t", 10);  // offset 0, MARK 37 TUPLE, MARK 1 TUPLE
-  const auto at = payload.find(original);
-  EXPECT_NE(at, std::string::npos) << "libtorch pickles a tensor record differently";
-  if (at == std::string::npos || record.size() != original.size()) return payload;
-  payload.replace(at, original.size(), record);
+/// `payload` with the zip archive's CRC-32 of data.pkl recomputed after an edit of its bytes, as a
+/// hostile writer would.
+std::string with_pickle_crc_fixed(std::string payload) {
   // the central directory's entry of archive/data.pkl: its CRC at +16, size at +24, local header at +42
   const auto central = payload.find(std::string("PK\x01\x02", 4));
   for (auto c = central; c != std::string::npos; c = payload.find(std::string("PK\x01\x02", 4), c + 4)) {
@@ -150,6 +141,20 @@ std::string with_tensor_record(const std::string& record) {
     std::memcpy(payload.data() + data + size + 4, &crc, 4);  // the data descriptor after it
   }
   return payload;
+}
+
+/// The payload of a state whose one model tensor of 37 floats is pickled as (offset 0, sizes (37,),
+/// strides (1,)), with those bytes replaced by `record` (same length).
+std::string with_tensor_record(const std::string& record) {
+  TrainingState s = small_state(7, 1);
+  s.model = {{"w", at::arange(37, at::kFloat)}};
+  std::string payload = encode_state(s);
+  const std::string original("K\x00(K%t(K\x01t", 10);  // offset 0, MARK 37 TUPLE, MARK 1 TUPLE
+  const auto at = payload.find(original);
+  EXPECT_NE(at, std::string::npos) << "libtorch pickles a tensor record differently";
+  if (at == std::string::npos || record.size() != original.size()) return payload;
+  payload.replace(at, original.size(), record);
+  return with_pickle_crc_fixed(payload);
 }
 
 std::string decode_error(const std::string& payload) {
@@ -172,6 +177,29 @@ TEST_F(Checkpoints, ACraftedTensorRecordIsRejectedBeforeAnyDataIsReadNamingTheFi
   EXPECT_NE(offset.find("storage offset 32 reach element 68 of a storage of 37 elements"), std::string::npos) << offset;
   const std::string count = decode_error(with_tensor_record(std::string("K\x00(Kdt(K\x01t", 10)));
   EXPECT_NE(count.find("sizes [100], strides [1] and storage offset 0 reach element 99"), std::string::npos) << count;
+}
+
+TEST_F(Checkpoints, APickleThatWouldMisleadLibtorchsUnpicklerIsRejectedNamingTheOffset) {
+  TrainingState s = small_state(7, 1);
+  s.model = {{"w", at::arange(37, at::kFloat)}};
+  const std::string payload = encode_state(s);
+  // the storage's element count (BINPERSID's fifth item, after the device "cpu" and its BINPUT): 37 -> 100
+  std::string count = payload;
+  const auto device = count.find("cpuq");
+  ASSERT_NE(device, std::string::npos);
+  ASSERT_EQ(count.substr(device + 5, 2), "K%");
+  count[device + 6] = 'd';
+  EXPECT_NE(decode_error(with_pickle_crc_fixed(count)).find("a storage of 100 elements of 4 bytes in record data/0 of 148 bytes"),
+            std::string::npos)
+      << decode_error(with_pickle_crc_fixed(count));
+  // the last TUPLE2 (the state's dict and its type tag) made TUPLE3: REDUCE would pop an empty stack
+  std::string underflow = payload;
+  const auto tag = underflow.rfind("Dict[str, Any]");
+  ASSERT_NE(tag, std::string::npos);
+  ASSERT_EQ(underflow[tag + 16], '\x86');
+  underflow[tag + 16] = '\x87';
+  EXPECT_NE(decode_error(with_pickle_crc_fixed(underflow)).find("REDUCE needs 2 values, the stack holds 1"), std::string::npos)
+      << decode_error(with_pickle_crc_fixed(underflow));
 }
 
 TEST_F(Checkpoints, ANegativeEpochOrStepOrANonFiniteRateIsRejectedNamingTheField) {
