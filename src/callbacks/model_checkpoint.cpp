@@ -94,7 +94,7 @@ void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
   // written from the checkpoint phase (after the hook's callbacks), at the position a resume continues from
   context().request_checkpoint([this, path](int64_t next_epoch, int64_t next_batch) {
     const std::string parent = std::filesystem::path(path).parent_path().string();
-    if (!parent.empty()) options_.fs->create_dirs(parent);
+    if (!parent.empty()) create_dirs(*options_.fs, parent);
     std::string bytes;
     if (options_.save_weights_only) {
       bytes = weights_pickle(context().model().named_state());

@@ -41,7 +41,7 @@ CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(s
   }
   if (!options_.fs) options_.fs = posix_file_system();
   if (!options_.warn) options_.warn = [](const std::string& text) { std::cerr << "fitscope: warning: " << text << "\n"; };
-  options_.fs->create_dirs(options_.dir);
+  create_dirs(*options_.fs, options_.dir);
   thread_ = std::thread([this] {
     thread_names::name_this_thread(thread_names::kCheckpoint);
     keep_this_thread_serial();
@@ -230,7 +230,7 @@ std::optional<TrainingState> load_latest_checkpoint(FileSystem& fs, const std::s
       std::string where = "left in place";
       try {
         const std::string corrupt = dir + "/corrupt";
-        fs.create_dirs(corrupt);
+        create_dirs(fs, corrupt);
         fs.rename(path, corrupt + "/" + path.substr(path.rfind('/') + 1));
         fs.sync_dir(dir);
         where = "moved to " + corrupt;

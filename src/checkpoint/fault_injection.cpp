@@ -50,6 +50,16 @@ void FaultInjectingFileSystem::restart() {
   crashed_ = false;
 }
 
+std::vector<std::string> FaultInjectingFileSystem::journal() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return journal_;
+}
+
+void FaultInjectingFileSystem::record(std::string operation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  journal_.push_back(std::move(operation));
+}
+
 void FaultInjectingFileSystem::alive() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (crashed_) throw SimulatedCrash();
@@ -72,7 +82,7 @@ void FaultInjectingFileSystem::check(FaultOp op, const std::string& path) {
   int& count = counts_[static_cast<int>(op)];
   if (count > 0) {
     --count;
-    static const char* names[] = {"write", "fsync", "rename"};
+    static const char* names[] = {"write", "fsync", "rename", "fsync directory"};
     throw IoError(names[static_cast<int>(op)], path, errors_[static_cast<int>(op)]);
   }
 }
@@ -103,17 +113,25 @@ std::unique_ptr<WritableFile> FaultInjectingFileSystem::create(const std::string
 void FaultInjectingFileSystem::rename(const std::string& from, const std::string& to) {
   check(FaultOp::rename, to);
   base_->rename(from, to);
+  record("rename " + from + " to " + to);
 }
 void FaultInjectingFileSystem::sync_dir(const std::string& dir) {
-  alive();
+  check(FaultOp::sync_dir, dir);
   base_->sync_dir(dir);
+  record("fsync directory " + dir);
 }
 void FaultInjectingFileSystem::remove(const std::string& path) {
   alive();
   base_->remove(path);
+  record("remove " + path);
 }
 std::vector<std::string> FaultInjectingFileSystem::list(const std::string& dir) { return base_->list(dir); }
 std::string FaultInjectingFileSystem::read(const std::string& path) { return base_->read(path); }
-void FaultInjectingFileSystem::create_dirs(const std::string& dir) { base_->create_dirs(dir); }
+bool FaultInjectingFileSystem::create_dir(const std::string& dir) {
+  alive();
+  const bool made = base_->create_dir(dir);
+  if (made) record("create directory " + dir);
+  return made;
+}
 
 }  // namespace fitscope

@@ -93,21 +93,10 @@ class PosixFileSystem final : public FileSystem {
     ::close(fd);
     return out;
   }
-  void create_dirs(const std::string& dir) override {
-    // each directory made is fsynced into its parent, so a backup renamed into it survives a power cut
-    std::vector<std::filesystem::path> made;
-    for (std::filesystem::path p = std::filesystem::path(dir).lexically_normal(); !p.empty() && !std::filesystem::exists(p);
-         p = p.parent_path()) {
-      made.push_back(p);
-      if (p == p.parent_path()) break;
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw IoError("create directory", dir, ec.value());
-    for (const auto& p : made) {
-      const std::filesystem::path parent = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
-      sync_dir(parent.string());
-    }
+  bool create_dir(const std::string& dir) override {
+    if (::mkdir(dir.c_str(), 0755) == 0) return true;
+    if (errno == EEXIST && std::filesystem::is_directory(dir)) return false;
+    throw IoError("create directory", dir, errno);
   }
 };
 
@@ -137,6 +126,16 @@ void write_atomically(FileSystem& fs, const std::string& path, std::string_view 
     throw;
   }
   fs.sync_dir(std::filesystem::path(path).parent_path().string());
+}
+
+void create_dirs(FileSystem& fs, const std::string& dir) {
+  std::filesystem::path made;
+  for (const auto& part : std::filesystem::path(dir).lexically_normal()) {
+    const std::filesystem::path parent = made;
+    made /= part;
+    if (part.empty() || made == made.root_path() || part == ".." || part == ".") continue;
+    if (fs.create_dir(made.string())) fs.sync_dir(parent.empty() ? "." : parent.string());
+  }
 }
 
 }  // namespace fitscope

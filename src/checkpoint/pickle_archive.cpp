@@ -38,6 +38,15 @@ Records read_records(std::string_view zip) {
   if (read(end, 4) != 0x06054b50) fail(end, "no end of central directory record");
   const uint64_t entries = read(end + 10, 2), directory_size = read(end + 12, 4), directory = read(end + 16, 4);
   if (directory + directory_size > end) fail(end, "a central directory beyond the archive");
+  // libtorch's writer adds the zip64 end records, and its reader prefers them: they must say the same
+  if (end >= 20 && read(end - 20, 4) == 0x07064b50) {
+    const uint64_t zip64 = read(end - 12, 8);
+    if (read(zip64, 4) != 0x06064b50 || zip64 + 56 > end - 20) fail(end - 20, "a zip64 locator that points to no zip64 record");
+    if (read(zip64 + 24, 8) != entries || read(zip64 + 32, 8) != entries || read(zip64 + 40, 8) != directory_size ||
+        read(zip64 + 48, 8) != directory) {
+      fail(zip64, "a zip64 end record that disagrees with the end of central directory record");
+    }
+  }
   Records records;
   std::string top;  // libtorch's reader names records below the first entry's folder
   std::size_t at = directory;
@@ -46,6 +55,7 @@ Records read_records(std::string_view zip) {
     const uint64_t method = read(at + 10, 2), compressed = read(at + 20, 4), size = read(at + 24, 4);
     const uint64_t name = read(at + 28, 2), extra = read(at + 30, 2), comment = read(at + 32, 2), local = read(at + 42, 4);
     if (method != 0 || compressed != size) fail(at, "a record that is not stored as is");
+    if (size == 0xffffffff || local == 0xffffffff) fail(at, "a record with zip64 sizes or offset");
     if (read(local, 4) != 0x04034b50) fail(local, "not a local file header");
     const uint64_t data = local + 30 + read(local + 26, 2) + read(local + 28, 2);
     if (data + size > directory) fail(local, "a record of " + std::to_string(size) + " bytes beyond the archive's records");

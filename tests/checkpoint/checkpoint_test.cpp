@@ -331,6 +331,36 @@ TEST_F(Checkpoints, KeepsTheNewestN) {
   EXPECT_EQ(files[1], dir_ + "/ckpt-000000000003.fitscope");
 }
 
+TEST_F(Checkpoints, NewDirectoriesAndDeletedCheckpointsAreFsyncedIntoTheirParent) {
+  auto faulty = std::make_shared<FaultInjectingFileSystem>(posix_file_system());
+  std::vector<double> slept;
+  auto o = writer_options(dir_ + "/backup", faulty, &slept, warn_);
+  o.keep = 1;
+  CheckpointWriter writer(o);
+  writer.write_now(small_state(1, 1));
+  writer.write_now(small_state(2, 1));
+  const std::string parent = fs::path(dir_).parent_path().string(), old = o.dir + "/ckpt-000000000001.fitscope";
+  const std::vector<std::string> journal = faulty->journal();
+  const auto after = [&](const std::string& operation) {
+    const auto it = std::find(journal.begin(), journal.end(), operation);
+    EXPECT_NE(it, journal.end()) << operation;
+    return it == journal.end() || it + 1 == journal.end() ? std::string("(nothing)") : *(it + 1);
+  };
+  EXPECT_EQ(after("create directory " + dir_), "fsync directory " + parent);
+  EXPECT_EQ(after("create directory " + o.dir), "fsync directory " + dir_);
+  EXPECT_EQ(after("remove " + old), "fsync directory " + o.dir);
+  // and a directory fsync that fails is reported, not skipped
+  fs::remove_all(dir_);
+  faulty->fail(FaultOp::sync_dir, EIO);
+  try {
+    CheckpointWriter again(o);
+    FAIL() << "expected the directory's fsync to fail";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.path(), parent);
+    EXPECT_EQ(e.error(), EIO);
+  }
+}
+
 TEST_F(Checkpoints, AResumedRunEndsWithTheWeightsOfAnUninterruptedOneBitForBit) {
   MlpRun uninterrupted;
   uninterrupted.trainer.fit(uninterrupted.data, uninterrupted.fit({}));

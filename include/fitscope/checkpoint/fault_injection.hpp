@@ -1,6 +1,6 @@
 #pragma once
 /// FaultInjectingFileSystem: a forwarding FileSystem that fails chosen operations with an errno
-/// (ENOSPC or EIO on write, fsync or rename, the next `count` times), or "crashes" after a number of
+/// (ENOSPC or EIO on write, fsync, rename or a directory's fsync, the next `count` times), or "crashes" after a number of
 /// bytes: the write stops there and every later operation throws SimulatedCrash, as if the process had
 /// died mid-write; or slows an operation down (slow storage). For tests of the checkpoint writer
 /// (LevelDB's fault-injection Env, in spirit).
@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "fitscope/checkpoint/file_system.hpp"
 
@@ -21,7 +23,7 @@ struct SimulatedCrash : std::runtime_error {
   SimulatedCrash() : std::runtime_error("simulated crash during a write") {}
 };
 
-enum class FaultOp { write, sync, rename };
+enum class FaultOp { write, sync, rename, sync_dir };
 
 class FaultInjectingFileSystem final : public FileSystem {
  public:
@@ -36,6 +38,9 @@ class FaultInjectingFileSystem final : public FileSystem {
   void slow_down(FaultOp op, std::chrono::milliseconds delay);
   /// Undo the crash (a restarted process).
   void restart();
+  /// The directory operations done so far, in order ("create directory D", "rename A to B", "remove P",
+  /// "fsync directory D"): what a power cut could undo.
+  std::vector<std::string> journal();
 
   std::unique_ptr<WritableFile> create(const std::string& path) override;
   void rename(const std::string& from, const std::string& to) override;
@@ -43,7 +48,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   void remove(const std::string& path) override;
   std::vector<std::string> list(const std::string& dir) override;
   std::string read(const std::string& path) override;
-  void create_dirs(const std::string& dir) override;
+  bool create_dir(const std::string& dir) override;
 
   /// Called by the files it creates: throws the injected error for `op`, if any.
   void check(FaultOp op, const std::string& path);
@@ -54,11 +59,13 @@ class FaultInjectingFileSystem final : public FileSystem {
 
  private:
   void alive();
+  void record(std::string operation);
   std::shared_ptr<FileSystem> base_;
+  std::vector<std::string> journal_;
   std::mutex mutex_;
-  int errors_[3] = {0, 0, 0};
-  int counts_[3] = {0, 0, 0};
-  std::chrono::milliseconds delays_[3] = {};
+  int errors_[4] = {0, 0, 0, 0};
+  int counts_[4] = {0, 0, 0, 0};
+  std::chrono::milliseconds delays_[4] = {};
   int64_t crash_budget_ = -1;  // -1: no crash planned
   std::function<void()> on_crash_;
   bool crashed_ = false;

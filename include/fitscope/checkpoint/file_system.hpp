@@ -42,7 +42,8 @@ class FileSystem {
   /// File names (not paths) in `dir`; empty when it does not exist.
   virtual std::vector<std::string> list(const std::string& dir) = 0;
   virtual std::string read(const std::string& path) = 0;
-  virtual void create_dirs(const std::string& dir) = 0;
+  /// Creates one directory, whose parent exists; false when it existed already.
+  virtual bool create_dir(const std::string& dir) = 0;
 };
 
 /// The real file system.
@@ -51,5 +52,9 @@ std::shared_ptr<FileSystem> posix_file_system();
 /// Temp file in the same directory, append, fsync, close, rename over `path`, fsync the directory. On
 /// failure the temp file is removed (best effort) and the IoError propagates; `path` is untouched.
 void write_atomically(FileSystem& fs, const std::string& path, std::string_view data);
+
+/// Creates `dir` and its missing parents, each fsynced into its parent, so a file renamed into it
+/// survives a power cut.
+void create_dirs(FileSystem& fs, const std::string& dir);
 
 }  // namespace fitscope
