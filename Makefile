@@ -3,7 +3,7 @@
 
 PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread iproute2 \
             libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev \
-            python3-torch chromium \
+            python3-torch chromium pkg-config \
             protobuf-compiler libprotobuf-dev
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release

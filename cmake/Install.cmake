@@ -19,3 +19,16 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/fitscopeConfigVersion.cma
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/fitscopeConfig.cmake ${PROJECT_BINARY_DIR}/fitscopeConfigVersion.cmake
   DESTINATION ${FITSCOPE_CMAKE_DIR})
+
+# pkg-config (fitscope.pc), relocatable: its prefix is found from where the file lies.
+get_filename_component(torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
+set(FITSCOPE_PC_TORCH_LIBS "-L${torch_lib_dir} -Wl,-rpath,${torch_lib_dir} -ltorch -ltorch_cpu -lc10")
+if(TARGET torch_cuda)
+  string(APPEND FITSCOPE_PC_TORCH_LIBS " -ltorch_cuda -lc10_cuda")
+endif()
+set(FITSCOPE_PC_TORCH_CFLAGS "${TORCH_CXX_FLAGS}")
+foreach(dir IN LISTS TORCH_INCLUDE_DIRS)
+  string(APPEND FITSCOPE_PC_TORCH_CFLAGS " -I${dir}")
+endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/fitscope.pc.in ${PROJECT_BINARY_DIR}/fitscope.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/fitscope.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -9,7 +9,10 @@ namespace {
 
 using nlohmann::json;
 
-json optional_value(const auto& value) { return value ? json(*value) : json(nullptr); }
+template <typename T>
+json optional_value(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
 
 template <typename T>
 std::optional<T> read_optional(const json& object, const char* key) {

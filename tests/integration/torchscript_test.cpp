@@ -94,14 +94,26 @@ TEST_F(TorchScript, APythonCnnTrainsLikeTheCppCnnAndComesBackToPythonWithTheSame
   EXPECT_NE(r.out.find("same outputs and weights"), std::string::npos) << r.out;
 }
 
-TEST_F(TorchScript, TheCppSeedModelsWeightsLoadInPythonAsANameToTensorDict) {
-  const std::string dir = tmp_.path() + "/run";
-  ASSERT_EQ(run_fitscope({"train", "--model", "mlp", "--synthetic-size", "400", "--epochs", "1", "--run-dir", dir,
-                      "--quiet"}).exit_code, 0);
-  const ProcessResult r = python_code("import torch\nw = torch.load('" + dir + "/model.weights.pt')\n"
-                                      "print(sorted((k, tuple(v.shape)) for k, v in w.items()))\n");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "[('dense.bias', (10,)), ('dense.weight', (10, 784))]\n");
+TEST_F(TorchScript, TheCppSeedModelsWeightsLoadWithWeightsOnlyIntoThePythonSeedModels) {
+  // torch.load(weights_only=True), the default since PyTorch 2.6, into make_model.py's classes (strict)
+  for (const std::string model : {"mlp", "cnn"}) {
+    const std::string dir = tmp_.path() + "/" + model;
+    ASSERT_EQ(run_fitscope({"train", "--model", model, "--synthetic-size", "200", "--epochs", "1", "--run-dir", dir,
+                            "--quiet"}).exit_code, 0);
+    const ProcessResult r = python_code(
+        "import sys, torch\n"
+        "sys.path.insert(0, '" FITSCOPE_SOURCE_DIR "/examples/python_model')\n"
+        "from make_model import Cnn, Mlp\n"
+        "w = torch.load('" + dir + "/model.weights.pt', weights_only=True)\n"
+        "print(sorted((k, tuple(v.shape)) for k, v in w.items()))\n"
+        "m = " + std::string(model == "mlp" ? "Mlp()" : "Cnn()") + "\n"
+        "m.load_state_dict(w)\n"
+        "assert m(torch.rand(4, 1, 28, 28)).shape == (4, 10)\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, model == "mlp" ? "[('dense.bias', (10,)), ('dense.weight', (10, 784))]\n"
+                                    : "[('conv.bias', (32,)), ('conv.weight', (32, 1, 3, 3)), ('dense.bias', (10,)), "
+                                      "('dense.weight', (10, 5408))]\n");
+  }
 }
 
 TEST_F(TorchScript, AFileThatIsNotAZipExitsTwo) {

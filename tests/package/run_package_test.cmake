@@ -74,3 +74,19 @@ if(NOT EXISTS ${WORK_DIR}/app_run/report.html)
   message(FATAL_ERROR "fitscope report did not rebuild ${WORK_DIR}/app_run/report.html")
 endif()
 message(STATUS "same files: ${app_files}")
+
+# pkg-config: the same program built by hand with `pkg-config --cflags --libs fitscope` from the
+# prefix, and run from anywhere (the flags carry the run paths).
+file(GLOB_RECURSE pc_file ${prefix}/fitscope.pc)
+get_filename_component(pc_dir "${pc_file}" DIRECTORY)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir} pkg-config --cflags --libs fitscope
+  RESULT_VARIABLE rc OUTPUT_VARIABLE pc_flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config --cflags --libs fitscope failed (${rc}): ${err}")
+endif()
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+run(c++ -O1 ${OUTSIDE_SOURCE_DIR}/main.cpp -o ${WORK_DIR}/app_pkg_config ${pc_flags})
+run(${WORK_DIR}/app_pkg_config ${WORK_DIR}/app_pkg_config_run)
+if(NOT EXISTS ${WORK_DIR}/app_pkg_config_run/summary.json)
+  message(FATAL_ERROR "the program built with pkg-config wrote no summary.json")
+endif()

@@ -1,7 +1,8 @@
 #pragma once
 /// The weights-only export `model.weights.pt`: the model's parameters and buffers as a name -> tensor
-/// dict in the format of torch::pickle_save, which Python's `torch.load` reads. Tensors are copied to
-/// the CPU first. Written atomically (temp file, fsync, rename).
+/// dict in the format of torch::pickle_save without its type tags, so Python's
+/// `torch.load(path, weights_only=True)` (the default since PyTorch 2.6) reads it. Tensors are copied
+/// to the CPU first. Written atomically (temp file, fsync, rename).
 
 #include <ATen/core/Tensor.h>
 
