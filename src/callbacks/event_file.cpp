@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <stdexcept>
@@ -23,8 +24,15 @@ EventFile::EventFile(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
-  path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now_s())) + "." + host;
-  out_.open(path_, std::ios::binary | std::ios::trunc);
+  // events.out.tfevents.<time>.<host>.<pid>.<n>, as TensorFlow names them: two writers in one process
+  // or two processes never share a file, and an existing file is never reopened
+  static std::atomic<uint64_t> counter{0};
+  const std::string stem = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now_s())) + "." + host +
+                           "." + std::to_string(::getpid()) + ".";
+  do {
+    path_ = stem + std::to_string(counter++);
+  } while (std::filesystem::exists(path_));
+  out_.open(path_, std::ios::binary | std::ios::app);
   if (!out_) throw std::runtime_error("TensorBoard: cannot create " + path_);
   tensorboard::Event first;
   first.set_wall_time(now_s());

@@ -45,7 +45,7 @@ TensorBoard::TensorBoard(TensorBoardOptions options) : options_(std::move(option
 TensorBoard::~TensorBoard() = default;
 
 void TensorBoard::on_train_begin(Logs&) {
-  train_ = std::make_unique<detail::EventFile>(options_.log_dir);
+  train_ = std::make_unique<detail::EventFile>(options_.log_dir + "/train");
   validation_ = std::make_unique<detail::EventFile>(options_.log_dir + "/validation");
 }
 

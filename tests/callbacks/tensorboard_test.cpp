@@ -8,11 +8,14 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "callbacks/event_file.hpp"
 #include "fitscope/callbacks/tensorboard.hpp"
 #include "fitscope/data/synthetic.hpp"
 #include "fitscope/models/mlp.hpp"
@@ -135,6 +138,28 @@ TEST(TensorBoard, Crc32cMatchesTheCastagnoliCheckValue) {
   EXPECT_EQ(crc32c("", 0), 0u);
 }
 
+TEST(TensorBoard, TwoWritersOfOneDirectoryInOneSecondGetTwoFilesNamedWithThePid) {
+  const fs::path dir = fs::temp_directory_path() / "fitscope_tensorboard_two_writers";
+  fs::remove_all(dir);
+  {
+    fitscope::detail::EventFile a(dir.string()), b(dir.string());
+    a.scalars(1, {{"epoch_loss", 1.0}});
+    b.scalars(1, {{"epoch_loss", 2.0}});
+    a.flush();
+    b.flush();
+  }
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  ASSERT_EQ(names.size(), 2u);
+  for (const std::string& name : names) {
+    EXPECT_NE(name.find("." + std::to_string(::getpid()) + "."), std::string::npos) << name;
+    const std::vector<Event> events = read_events((dir / name).string());
+    ASSERT_EQ(events.size(), 2u) << name;  // the version, then its own scalar: nothing of the other writer's
+    EXPECT_EQ(events[0].file_version, "brain.Event:2");
+  }
+  fs::remove_all(dir);
+}
+
 TEST(TensorBoard, ARunsEventFilesHoldTheExpectedTagsStepsAndValues) {
   const fs::path dir = fs::temp_directory_path() / "fitscope_tensorboard_test";
   fs::remove_all(dir);
@@ -154,7 +179,7 @@ TEST(TensorBoard, ARunsEventFilesHoldTheExpectedTagsStepsAndValues) {
   fit.callbacks = {std::make_shared<TensorBoard>(tb)};
   const History history = trainer.fit(make_synthetic(data), fit);
 
-  const std::vector<Event> train = read_events(only_event_file(dir));
+  const std::vector<Event> train = read_events(only_event_file(dir / "train"));
   ASSERT_GE(train.size(), 3u);
   EXPECT_EQ(train[0].file_version, "brain.Event:2");
   std::vector<int64_t> batch_steps;
@@ -172,7 +197,7 @@ TEST(TensorBoard, ARunsEventFilesHoldTheExpectedTagsStepsAndValues) {
   fit.callbacks = {std::make_shared<TensorBoard>(again)};
   trainer.fit(make_synthetic(data), fit);
   std::vector<int64_t> later_steps;
-  for (const Event& e : read_events(only_event_file(more))) {
+  for (const Event& e : read_events(only_event_file(more / "train"))) {
     if (e.scalars.count("batch_loss")) later_steps.push_back(e.step);
   }
   EXPECT_EQ(later_steps, (std::vector<int64_t>{24, 28}));

@@ -6,7 +6,8 @@
 /// `epoch_learning_rate`) at each epoch's index; with update_freq "batch" or N, `batch_<key>` every N
 /// batches at the global step, which goes on across fit() calls and from a resumed run's. The timing
 /// scalars `time/step_ms_p50` and `time/<phase>_share` are written with the training scalars at each
-/// epoch end. Observes only: may run async. Not thread-safe.
+/// epoch end. Event files are named events.out.tfevents.<time>.<host>.<pid>.<n>, never reused. Observes
+/// only: may run async. Not thread-safe.
 
 #include <cstdint>
 #include <memory>
@@ -20,7 +21,7 @@ class EventFile;
 }
 
 struct TensorBoardOptions {
-  std::string log_dir = "logs";   ///< event files go to log_dir and log_dir/validation
+  std::string log_dir = "logs";   ///< event files go to log_dir/train and log_dir/validation
   int64_t update_freq = 0;        ///< 0 = "epoch"; N >= 1 = batch scalars every N batches ("batch" = 1)
 };
 
