@@ -155,6 +155,20 @@ std::string default_run_dir(const std::string& name) {
   return (fs::path("runs") / (std::string(stamp) + "-" + safe)).string();
 }
 
+std::vector<std::string> earlier_run_files(const std::string& dir) {
+  static const std::set<std::string> names = {"summary.json", "steps.csv", "metrics.csv", "trace.json", "report.html",
+                                              "model.weights.pt", "model.pt", "config.toml", "train", "validation",
+                                              "checkpoints", "backup"};
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (names.count(name) || name.rfind("events.out.tfevents.", 0) == 0) found.push_back(name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 void create_run_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -227,9 +241,11 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (options_.resume && options_.run_dir.empty()) {
     throw std::invalid_argument("--resume needs the --run-dir of the run to continue");
   }
+  // two runs started in one second share a default name: the second gets the next free suffix
+  if (options_.run_dir.empty()) {
+    for (int n = 2; !earlier_run_files(default_dir_).empty(); ++n) default_dir_ = default_run_dir(options_.name) + "-" + std::to_string(n);
+  }
   const fs::path dir = options_.run_dir.empty() ? default_dir_ : options_.run_dir;
-  if (chief) create_run_dir(dir.string());
-  directory_ = dir.string();
 
   // the backups and the signal come before the fit's callbacks (a restore happens before the others
   // begin); the files after them, so they see the keys the fit's callbacks add to the logs (Keras
@@ -237,7 +253,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   std::vector<std::shared_ptr<Callback>> first, last;
   std::shared_ptr<BackupAndRestore> backup;
   const std::string backup_dir = (dir / "backup").string();
-  const bool has_backups = !checkpoint_files(*options_.file_system, backup_dir).empty();
+  bool has_backups = !checkpoint_files(*options_.file_system, backup_dir).empty();
   if (options_.resume && !has_backups) {
     throw std::invalid_argument("--resume: no checkpoint in " + backup_dir +
                                 " (expected the --run-dir of a run started with --checkpoint-every)");
@@ -250,10 +266,26 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     trainer.warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
                  (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
   }
-  if (!resume && has_backups) {
-    throw std::invalid_argument("--run-dir " + dir.string() + " holds the backups of an interrupted run in " + backup_dir +
-                                ": pass --resume to continue it, or choose another --run-dir");
+  // an earlier run's files are never mixed with this one's: continued (resume), replaced (overwrite,
+  // or a restart of this job with nothing to resume from) or refused
+  if (!resume) {
+    const std::vector<std::string> earlier = earlier_run_files(dir.string());
+    if (!earlier.empty() && !options_.overwrite && restart == 0) {
+      std::string list;
+      for (const auto& name : earlier) list += (list.empty() ? "" : ", ") + name;
+      throw std::invalid_argument("--run-dir " + dir.string() + " holds " +
+                                  (has_backups ? "the backups of an interrupted run in " + backup_dir + " (" + list + ")"
+                                               : "an earlier run (" + list + ")") +
+                                  ": pass --resume to continue it" + (has_backups ? "" : " (with backups)") +
+                                  ", --overwrite to replace it, or choose another --run-dir");
+    }
+    if (chief) {
+      for (const auto& name : earlier) fs::remove_all(dir / name);
+    }
+    has_backups = false;
   }
+  if (chief) create_run_dir(dir.string());
+  directory_ = dir.string();
   if (options_.backup || resume) {
     BackupAndRestoreOptions b;
     b.backup_dir = backup_dir;
@@ -287,8 +319,6 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (chief && options_.best_checkpoint) {
     ModelCheckpointOptions best;
     best.filepath = (dir / "checkpoints" / "best.fitscope").string();
-    std::error_code ignored;  // an earlier run's best must not pass for this one's
-    if (!resume) fs::remove(best.filepath, ignored);
     const bool validates = fit.validation_data || fit.validation_split > 0;
     best.monitor = options_.best_monitor.empty() ? (validates ? "val_loss" : "loss") : options_.best_monitor;
     best.save_best_only = true;

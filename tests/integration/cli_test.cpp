@@ -190,14 +190,15 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
 }
 
 /// A diverging run fails at the batch whose loss is not finite (TerminateOnNaN, on by default), says
-/// so, and marks summary.json; an earlier run's best checkpoint in the directory does not survive it.
+/// so, and marks summary.json; an earlier run's best checkpoint in the directory (--overwrite) does not
+/// survive it.
 TEST(TrainCommand, ADivergingRunFailsAtTheBatchWithANonFiniteLossAndMarksTheSummary) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";
   std::filesystem::create_directories(dir + "/checkpoints");
   std::ofstream(dir + "/checkpoints/best.fitscope") << "an earlier run's best";
   const ProcessResult r = run_fitscope({"train", "--optimizer", "sgd", "--lr", "1e9", "--epochs", "2", "--synthetic-size",
-                                        "1000", "--threads", "1", "--quiet", "--run-dir", dir});
+                                        "1000", "--threads", "1", "--quiet", "--run-dir", dir, "--overwrite"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("fitscope: the run failed: the loss of batch "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not a finite number: the training diverged (TerminateOnNaN)"), std::string::npos) << r.err;
@@ -206,8 +207,49 @@ TEST(TrainCommand, ADivergingRunFailsAtTheBatchWithANonFiniteLossAndMarksTheSumm
   EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoints/best.fitscope"));
   // opted out, the same run goes on to its end
   const ProcessResult on = run_fitscope({"train", "--optimizer", "sgd", "--lr", "1e9", "--epochs", "2", "--synthetic-size",
-                                         "1000", "--threads", "1", "--quiet", "--run-dir", dir, "--no-terminate-on-nan"});
+                                         "1000", "--threads", "1", "--quiet", "--run-dir", dir, "--no-terminate-on-nan",
+                                         "--overwrite"});
   EXPECT_EQ(on.exit_code, 0) << on.err;
+}
+
+/// A second run into a run directory is refused (exit 2, the files named, nothing touched) unless it
+/// replaces the first (--overwrite: old event files, CSVs and checkpoints gone, the user's own files
+/// kept) or continues it (--resume).
+TEST(TrainCommand, ASecondRunIntoARunDirectoryIsRefusedUnlessItOverwritesOrResumes) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  const std::vector<std::string> train = {"train", "--model", "mlp", "--epochs", "1", "--synthetic-size", "300",
+                                          "--threads", "1", "--quiet", "--run-dir", dir};
+  ASSERT_EQ(run_fitscope(train).exit_code, 0);
+  std::ofstream(dir + "/notes.txt") << "mine";
+  const auto event_files = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+      if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) names.push_back(e.path().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> first_events = event_files();
+  ASSERT_EQ(first_events.size(), 2u);  // train/ and validation/
+  const std::string first_steps = read_file(dir + "/steps.csv");
+
+  const ProcessResult again = run_fitscope(train);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(again.err, "fitscope: --run-dir " + dir + " holds an earlier run (checkpoints, metrics.csv, model.weights.pt, "
+                       "report.html, steps.csv, summary.json, trace.json, train, validation): pass --resume to continue "
+                       "it (with backups), --overwrite to replace it, or choose another --run-dir\n");
+  EXPECT_EQ(event_files(), first_events);
+  EXPECT_EQ(read_file(dir + "/steps.csv"), first_steps);
+
+  std::vector<std::string> overwrite = train;
+  overwrite.push_back("--overwrite");
+  const ProcessResult replaced = run_fitscope(overwrite);
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  const std::vector<std::string> second_events = event_files();
+  ASSERT_EQ(second_events.size(), 2u);
+  for (const auto& name : first_events) EXPECT_FALSE(std::filesystem::exists(name)) << name;
+  EXPECT_EQ(read_file(dir + "/notes.txt"), "mine");
 }
 
 TEST(TrainCommand, AReadOnlyRunDirectoryExitsTwoBeforeTrainingAndNamesIt) {

@@ -177,6 +177,7 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_flag_function("--no-best-checkpoint", [&o](int64_t) { o.run.best_checkpoint = false; }, "Do not keep checkpoints/best.fitscope (ModelCheckpoint, save_best_only)");
   command->add_option("--best-monitor", o.run.best_monitor, "Log key the best checkpoint watches (default val_loss, or loss without validation)");
   command->add_flag("--resume", o.run.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
+  command->add_flag("--overwrite", o.run.overwrite, "Replace the earlier run's files in --run-dir (without it, or --resume, such a directory is refused)");
   command->add_option("--dist-timeout", o.dist_timeout_s,
                       "Seconds a collective or the rendezvous may wait for the other ranks under launch or torchrun")
       ->check(number_above(0, false, "a number of seconds in (0, 1000000]", 1e6))->capture_default_str();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fitscope/checkpoint/file_system.hpp"
 
@@ -33,9 +34,12 @@ struct RunOptions {
   bool backup = false;
   int64_t backup_every_batches = 0;
   int64_t keep = 3;                 ///< newest backups kept (>= 1)
-  /// Continue from the newest valid backup in RUN_DIR/backup (there must be one). Without it, a
-  /// run directory holding backups is refused: they belong to an interrupted run.
+  /// Continue from the newest valid backup in RUN_DIR/backup (there must be one).
   bool resume = false;
+  /// Start afresh in a run directory that holds an earlier run's files (earlier_run_files): they are
+  /// deleted first. Without it or `resume`, such a directory is refused, so old and new event files,
+  /// CSVs and backups are never mixed. A restart by `fitscope launch` with no backup replaces them too.
+  bool overwrite = false;
   std::shared_ptr<FileSystem> file_system;  ///< where backups go; null = the real file system
   bool report = true;               ///< report.html
   /// TerminateOnNaN with raise_error: a batch whose loss is NaN or infinite fails the run (summary.json
@@ -50,6 +54,10 @@ struct RunOptions {
 /// runs/<YYYYmmdd-HHMMSS>-<name> at this moment: of `name`, the file stem of a path, with any character
 /// but letters, digits, '.', '_' and '-' made '_' (so the directory stays under runs/).
 std::string default_run_dir(const std::string& name);
+/// The files and folders of an earlier run in `dir` (summary.json, steps.csv, metrics.csv, trace.json,
+/// report.html, model.*, config.toml, train/, validation/, checkpoints/, backup/, event files), sorted;
+/// other files are the user's and are left alone.
+std::vector<std::string> earlier_run_files(const std::string& dir);
 /// Creates `dir` and its parents; throws std::invalid_argument naming it when it cannot.
 void create_run_dir(const std::string& dir);
 
