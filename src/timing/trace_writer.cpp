@@ -23,6 +23,10 @@ void TraceWriter::on_step(const StepRecord& record) {
   }
 }
 
+void TraceWriter::on_validation(int64_t epoch, int64_t start_ns, int64_t dur_ns) {
+  validations_.push_back({epoch, start_ns, dur_ns});
+}
+
 void TraceWriter::on_callback_spans(const std::vector<CallbackSpan>& spans) {
   spans_.insert(spans_.end(), spans.begin(), spans.end());
 }
@@ -37,6 +41,7 @@ void TraceWriter::finish() {
     origin = std::min(origin, r.start_ns);
   }
   for (const auto& span : spans_) origin = std::min(origin, span.start_ns);
+  for (const auto& v : validations_) origin = std::min(origin, v.start_ns);
   const int64_t own_rank = ranks.empty() ? 0 : ranks.front();
   for (int64_t rank : ranks) {
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 1},
@@ -53,6 +58,10 @@ void TraceWriter::finish() {
                       {"ts", (span.start_ns - origin) / 1000.0}, {"dur", span.dur_ns / 1000.0},
                       {"pid", own_rank}, {"tid", 2}});
   }
+  for (const auto& v : validations_) {
+    events.push_back({{"name", "validation"}, {"cat", "validation"}, {"ph", "X"}, {"ts", (v.start_ns - origin) / 1000.0},
+                      {"dur", v.dur_ns / 1000.0}, {"pid", own_rank}, {"tid", 1}, {"args", {{"epoch", v.epoch}}}});
+  }
   for (const auto& r : records_) {
     const json args = {{"epoch", r.epoch}, {"batch", r.batch}};
     events.push_back({{"name", "step"}, {"cat", "step"}, {"ph", "X"}, {"ts", (r.start_ns - origin) / 1000.0},
@@ -60,6 +69,7 @@ void TraceWriter::finish() {
     int64_t offset = r.start_ns - origin;
     for (Phase p : all_phases()) {
       const int64_t dur = r.phase(p);
+      if (dur == 0) continue;  // a phase that did not happen (h2d and comm on one CPU process)
       events.push_back({{"name", std::string(phase_name(p))}, {"cat", "phase"}, {"ph", "X"},
                         {"ts", offset / 1000.0}, {"dur", dur / 1000.0}, {"pid", r.rank}, {"tid", 1},
                         {"args", args}});

@@ -241,8 +241,11 @@ Logs Trainer::Fit::end_epoch(int64_t epoch) {
   t.train_metrics_->warn_undefined(warn, "");
   if (validation) {
     clock.validation_begins();
+    const int64_t validation_start = StepClock::now_ns();
     validation_loader->set_epoch(0);
     logs.merge(t.run_evaluation(*validation_loader, callbacks, /*reduce=*/true).with_prefix("val_"));
+    const int64_t validation_ns = StepClock::now_ns() - validation_start;
+    for (auto& sink : o.step_sinks) sink->on_validation(epoch, validation_start, validation_ns);
     t.test_metrics_->warn_undefined(warn, "val_");
     t.model_->train(true);
     clock.validation_ends();

@@ -355,7 +355,7 @@ TEST(Accounting, WithoutSlowPartsTheSeedCnnIsComputeBoundAndOtherIsSmall) {
   EXPECT_GT(s.at("cpu_utilization").at("process_cores").get<double>(), 0.0);
 }
 
-TEST(Accounting, TraceJsonHasOneEventPerPhasePerStepNestedInItsStep) {
+TEST(Accounting, TraceJsonHasOneEventPerPhaseThatTookTimeNestedInItsStepAndAValidationSpanPerEpoch) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";
   const json s = short_run(dir, {"--slow-callback-ms", "1"});
@@ -363,10 +363,19 @@ TEST(Accounting, TraceJsonHasOneEventPerPhasePerStepNestedInItsStep) {
   std::map<std::pair<int64_t, int64_t>, std::pair<double, double>> steps;  // (epoch,batch) -> [ts, end]
   std::map<std::pair<int64_t, int64_t>, int> phases;
   std::vector<json> phase_events;
+  std::vector<int64_t> validations;
   for (const auto& e : trace.at("traceEvents")) {
     if (e.at("ph") != "X" || e.at("cat") == "callback") continue;
     EXPECT_EQ(e.at("pid").get<int64_t>(), 0);
     EXPECT_EQ(e.at("tid").get<int64_t>(), 1);
+    EXPECT_GT(e.at("dur").get<double>(), 0) << e.dump();
+    if (e.at("cat") == "validation") {
+      validations.push_back(e.at("args").at("epoch").get<int64_t>());
+      continue;
+    }
+    // one CPU process: no copy to a device, no communication
+    EXPECT_NE(e.at("name"), "h2d");
+    EXPECT_NE(e.at("name"), "comm");
     const auto key = std::make_pair(e.at("args").at("epoch").get<int64_t>(), e.at("args").at("batch").get<int64_t>());
     const double ts = e.at("ts").get<double>(), end = ts + e.at("dur").get<double>();
     if (e.at("name") == "step") {
@@ -377,7 +386,8 @@ TEST(Accounting, TraceJsonHasOneEventPerPhasePerStepNestedInItsStep) {
     }
   }
   EXPECT_EQ(static_cast<int64_t>(steps.size()), s.at("steps").get<int64_t>());
-  for (const auto& [key, count] : phases) EXPECT_EQ(count, 10) << key.second;
+  for (const auto& [key, count] : phases) EXPECT_LE(count, 8) << key.second;
+  EXPECT_EQ(validations, (std::vector<int64_t>{0}));
   for (const auto& e : phase_events) {
     const auto key = std::make_pair(e.at("args").at("epoch").get<int64_t>(), e.at("args").at("batch").get<int64_t>());
     const auto [step_ts, step_end] = steps.at(key);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,36 @@ TEST(TraceWriter, KeepsTheFirstStepsThenOneInEveryN) {
     if (e.at("name") == "step") batches.push_back(e.at("args").at("batch").get<int64_t>());
   }
   EXPECT_EQ(batches, (std::vector<int64_t>{0, 1, 2, 3, 5, 7, 9}));
+  std::filesystem::remove(path);
+}
+
+TEST(TraceWriter, LeavesOutPhasesThatTookNoTimeAndShowsValidationAsItsOwnSpan) {
+  const auto path = (std::filesystem::temp_directory_path() / "fitscope_trace_validation_test.json").string();
+  TraceWriter writer(path);
+  StepRecord r;
+  r.start_ns = 1'000'000;
+  r.step_ns = 900'000;
+  r.phase_ns[static_cast<std::size_t>(Phase::forward)] = 500'000;
+  r.phase_ns[static_cast<std::size_t>(Phase::other)] = 400'000;
+  writer.on_step(r);
+  writer.on_validation(0, 2'000'000, 3'000'000);
+  writer.finish();
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  std::vector<std::string> names;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    EXPECT_GT(e.at("dur").get<double>(), 0) << e.dump();
+    names.push_back(e.at("name").get<std::string>());
+    if (e.at("name") == "validation") {
+      EXPECT_EQ(e.at("ts").get<double>(), 1000.0);  // microseconds after the first event
+      EXPECT_EQ(e.at("dur").get<double>(), 3000.0);
+      EXPECT_EQ(e.at("args").at("epoch").get<int64_t>(), 0);
+      EXPECT_EQ(e.at("tid").get<int64_t>(), 1);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"forward", "other", "step", "validation"}));
   std::filesystem::remove(path);
 }
 

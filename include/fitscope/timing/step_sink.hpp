@@ -3,6 +3,7 @@
 /// Called on the training thread, inside the loop: keep on_step cheap. A sink may throw; the error ends
 /// the run.
 
+#include <cstdint>
 #include <vector>
 
 #include "fitscope/timing/callback_timing.hpp"
@@ -15,6 +16,8 @@ class StepSink {
   virtual ~StepSink() = default;
   /// One finished step.
   virtual void on_step(const StepRecord& record) = 0;
+  /// Validation at the end of `epoch` (0-based), on the training thread, on steady_clock like the steps.
+  virtual void on_validation(int64_t /*epoch*/, int64_t /*start_ns*/, int64_t /*dur_ns*/) {}
   /// Hook calls that ran off the training thread (async callbacks), given before finish().
   virtual void on_callback_spans(const std::vector<CallbackSpan>& /*spans*/) {}
   /// The run has ended (normally or not): flush what is buffered.

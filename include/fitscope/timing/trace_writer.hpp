@@ -1,11 +1,12 @@
 #pragma once
 /// TraceWriter: writes trace.json in Chrome's Trace Event format (opens in Perfetto and
 /// chrome://tracing). For every kept step: one complete event ("ph":"X") named "step" and one per
-/// phase (all ten, in step order), `ts`/`dur` in microseconds from the first event, `pid` = rank,
-/// `tid` = 1 (the training thread), `args` with epoch and batch; and one event per async callback
-/// hook call on `tid` = 2 (the callback thread). Phase events tile their step: each
-/// starts where the previous one ends, so durations are exact and events nest; their order inside the
-/// step is the canonical phase order, not necessarily the order in which the phases ran.
+/// phase that took time (a phase of zero length is left out), `ts`/`dur` in microseconds from the
+/// first event, `pid` = rank, `tid` = 1 (the training thread), `args` with epoch and batch; one
+/// "validation" event per epoch that validated, on the training thread too; and one event per async
+/// callback hook call on `tid` = 2 (the callback thread). Phase events tile their step: each starts
+/// where the previous one ends, so durations are exact and events nest; their order inside the step is
+/// the canonical phase order, not necessarily the order in which the phases ran.
 ///
 /// Bounded size: the first `keep_first` steps are kept, then one step in every `sample_every`.
 /// Records are held in memory and written at finish() with write_file_atomically.
@@ -27,6 +28,7 @@ class TraceWriter : public StepSink {
  public:
   explicit TraceWriter(std::string path, TraceOptions options = {});
   void on_step(const StepRecord& record) override;
+  void on_validation(int64_t epoch, int64_t start_ns, int64_t dur_ns) override;
   void on_callback_spans(const std::vector<CallbackSpan>& spans) override;
   void finish() override;
   /// Steps kept so far.
@@ -38,6 +40,10 @@ class TraceWriter : public StepSink {
   int64_t seen_ = 0;
   std::vector<StepRecord> records_;
   std::vector<CallbackSpan> spans_;
+  struct Validation {
+    int64_t epoch, start_ns, dur_ns;
+  };
+  std::vector<Validation> validations_;
 };
 
 }  // namespace fitscope
