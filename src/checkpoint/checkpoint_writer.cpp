@@ -175,6 +175,7 @@ void write_with_retries(FileSystem& fs, const std::string& path, std::string_vie
 }
 
 std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
+  const auto start = std::chrono::steady_clock::now();
   const std::string bytes = frame_checkpoint(encode_state(state));
   const std::string path = options_.dir + "/" + file_name(state.global_step);
   fitscope::write_with_retries(*options_.fs, path, bytes, options_.retry, options_.sleep, options_.warn,
@@ -203,6 +204,10 @@ std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.written;
     stats_.last_path = path;
+    if (stats_.writes.size() < 10000) {
+      stats_.writes.push_back({state.global_step, start.time_since_epoch().count(),
+                               (std::chrono::steady_clock::now() - start).count(), std::this_thread::get_id() == thread_.get_id()});
+    }
   }
   if (options_.written) options_.written(state.global_step, path);
   return path;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "fitscope/threads/thread_names.hpp"
 #include "fitscope/threads/thread_policy.hpp"
@@ -15,6 +16,14 @@
 #include "fitscope/data/cached_dataset.hpp"
 
 namespace fitscope {
+namespace {
+
+thread_local int64_t t_worker = 0;  // the loader worker this thread is (1..W), for its track in the trace
+constexpr int64_t kMaxBuildsKept = 20000;
+
+int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+}  // namespace
 
 Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
     : data_(std::move(data)), options_(std::move(options)) {
@@ -44,9 +53,10 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   if (options_.workers > 0) options_.prefetch = std::max(options_.prefetch, options_.workers);
   if (options_.workers > 0) {
     prefetcher_ = std::make_unique<Prefetcher<Batch>>(options_.workers, options_.prefetch,
-                                                      [] {
+                                                      [this] {
                                                         thread_names::name_this_thread(thread_names::kLoader);
                                                         keep_this_thread_serial();
+                                                        t_worker = ++workers_started_;
                                                       });
   }
 }
@@ -74,7 +84,15 @@ void Loader::set_epoch(int64_t epoch, int64_t first_batch) {
   cursor_ = first_batch;
   if (prefetcher_) {
     prefetcher_->start(num_batches() - first_batch, [this, first_batch](int64_t batch, const StopToken& stop) {
-      return build(first_batch + batch, &stop);
+      const int64_t start = now_ns();
+      Batch built = build(first_batch + batch, &stop);
+      const int64_t end = now_ns();
+      std::lock_guard<std::mutex> lock(builds_mutex_);
+      if (builds_kept_ < kMaxBuildsKept) {
+        ++builds_kept_;
+        builds_.push_back({t_worker, first_batch + batch, start, end - start});
+      }
+      return built;
     });
   }
 }
@@ -131,6 +149,11 @@ Batch Loader::next() {
 void Loader::stop() {
   if (prefetcher_) prefetcher_->cancel();
   cursor_ = num_batches();
+}
+
+std::vector<BatchBuild> Loader::take_builds() {
+  std::lock_guard<std::mutex> lock(builds_mutex_);
+  return std::exchange(builds_, {});
 }
 
 LoaderStats Loader::stats() const {

@@ -327,7 +327,19 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   fit.callbacks.insert(fit.callbacks.begin(), first.begin(), first.end());
   fit.callbacks.insert(fit.callbacks.end(), last.begin(), last.end());
   if (chief && options_.steps_csv) fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((dir / "steps.csv").string()));
-  if (chief && options_.trace) fit.step_sinks.push_back(std::make_shared<TraceWriter>((dir / "trace.json").string()));
+  if (chief && options_.trace) {
+    TraceOptions trace;
+    if (backup) {
+      trace.more_thread_spans = [backup] {
+        std::vector<ThreadSpan> spans;
+        for (const CheckpointWrite& w : backup->stats().writes) {
+          if (w.background) spans.push_back({"checkpoint writer", "checkpoint of step " + std::to_string(w.global_step), w.start_ns, w.dur_ns});
+        }
+        return spans;
+      };
+    }
+    fit.step_sinks.push_back(std::make_shared<TraceWriter>((dir / "trace.json").string(), trace));
+  }
 
   std::optional<GpuUsage> gpu;
   const c10::Device device = trainer.options().device;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -27,6 +28,10 @@ void TraceWriter::on_validation(int64_t epoch, int64_t start_ns, int64_t dur_ns)
   validations_.push_back({epoch, start_ns, dur_ns});
 }
 
+void TraceWriter::on_thread_spans(const std::vector<ThreadSpan>& spans) {
+  thread_spans_.insert(thread_spans_.end(), spans.begin(), spans.end());
+}
+
 void TraceWriter::on_callback_spans(const std::vector<CallbackSpan>& spans) {
   spans_.insert(spans_.end(), spans.begin(), spans.end());
 }
@@ -42,6 +47,11 @@ void TraceWriter::finish() {
   }
   for (const auto& span : spans_) origin = std::min(origin, span.start_ns);
   for (const auto& v : validations_) origin = std::min(origin, v.start_ns);
+  if (options_.more_thread_spans) {
+    const std::vector<ThreadSpan> more = options_.more_thread_spans();
+    thread_spans_.insert(thread_spans_.end(), more.begin(), more.end());
+  }
+  for (const auto& span : thread_spans_) origin = std::min(origin, span.start_ns);
   const int64_t own_rank = ranks.empty() ? 0 : ranks.front();
   for (int64_t rank : ranks) {
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 1},
@@ -57,6 +67,17 @@ void TraceWriter::finish() {
     events.push_back({{"name", span.name}, {"cat", "callback"}, {"ph", "X"},
                       {"ts", (span.start_ns - origin) / 1000.0}, {"dur", span.dur_ns / 1000.0},
                       {"pid", own_rank}, {"tid", 2}});
+  }
+  std::map<std::string, int64_t> tracks;  // thread name -> tid, from 3 on in name order
+  for (const auto& span : thread_spans_) tracks.emplace(span.thread, 0);
+  int64_t tid = 3;
+  for (auto& [thread, id] : tracks) {
+    id = tid++;
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", own_rank}, {"tid", id}, {"args", {{"name", thread}}}});
+  }
+  for (const auto& span : thread_spans_) {
+    events.push_back({{"name", span.name}, {"cat", "thread"}, {"ph", "X"}, {"ts", (span.start_ns - origin) / 1000.0},
+                      {"dur", span.dur_ns / 1000.0}, {"pid", own_rank}, {"tid", tracks.at(span.thread)}});
   }
   for (const auto& v : validations_) {
     events.push_back({{"name", "validation"}, {"cat", "validation"}, {"ph", "X"}, {"ts", (v.start_ns - origin) / 1000.0},

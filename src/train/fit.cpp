@@ -266,7 +266,12 @@ void Trainer::Fit::finish() {
   FitMeasurements& m = t.measured_;
   for (const CallbackTiming* timing : callbacks.timings()) m.callbacks.push_back(*timing);
   const std::vector<CallbackSpan> spans = callbacks.take_spans();
+  std::vector<ThreadSpan> builds;
+  for (const BatchBuild& b : loader->take_builds()) {
+    builds.push_back({"loader worker " + std::to_string(b.worker), "batch " + std::to_string(b.batch), b.start_ns, b.dur_ns});
+  }
   for (auto& sink : o.step_sinks) {
+    sink->on_thread_spans(builds);
     sink->on_callback_spans(spans);
     sink->finish();
   }

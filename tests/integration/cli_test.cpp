@@ -355,18 +355,27 @@ TEST(Accounting, WithoutSlowPartsTheSeedCnnIsComputeBoundAndOtherIsSmall) {
   EXPECT_GT(s.at("cpu_utilization").at("process_cores").get<double>(), 0.0);
 }
 
-TEST(Accounting, TraceJsonHasOneEventPerPhaseThatTookTimeNestedInItsStepAndAValidationSpanPerEpoch) {
+TEST(Accounting, TraceJsonHasOneEventPerPhaseThatTookTimeNestedInItsStepAValidationSpanAndTracksOfOtherThreads) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";
-  const json s = short_run(dir, {"--slow-callback-ms", "1"});
+  const json s = short_run(dir, {"--slow-callback-ms", "1", "--workers", "2", "--checkpoint-every", "10"});
   const json trace = json::parse(read_file(dir + "/trace.json"));
   std::map<std::pair<int64_t, int64_t>, std::pair<double, double>> steps;  // (epoch,batch) -> [ts, end]
   std::map<std::pair<int64_t, int64_t>, int> phases;
   std::vector<json> phase_events;
   std::vector<int64_t> validations;
+  std::map<int64_t, std::string> threads;     // tid -> name (metadata comes first)
+  std::map<std::string, int64_t> on_thread;  // events per other thread
   for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") {
+      threads[e.at("tid").get<int64_t>()] = e.at("args").at("name").get<std::string>();
+    }
     if (e.at("ph") != "X" || e.at("cat") == "callback") continue;
     EXPECT_EQ(e.at("pid").get<int64_t>(), 0);
+    if (e.at("cat") == "thread") {
+      ++on_thread[threads.at(e.at("tid").get<int64_t>())];
+      continue;
+    }
     EXPECT_EQ(e.at("tid").get<int64_t>(), 1);
     EXPECT_GT(e.at("dur").get<double>(), 0) << e.dump();
     if (e.at("cat") == "validation") {
@@ -388,6 +397,9 @@ TEST(Accounting, TraceJsonHasOneEventPerPhaseThatTookTimeNestedInItsStepAndAVali
   EXPECT_EQ(static_cast<int64_t>(steps.size()), s.at("steps").get<int64_t>());
   for (const auto& [key, count] : phases) EXPECT_LE(count, 8) << key.second;
   EXPECT_EQ(validations, (std::vector<int64_t>{0}));
+  // every batch built by one of the two loader workers; a backup every 10 steps by the writer's thread
+  EXPECT_EQ(on_thread["loader worker 1"] + on_thread["loader worker 2"], s.at("steps").get<int64_t>()) << trace.dump();
+  EXPECT_GE(on_thread["checkpoint writer"], 1);
   for (const auto& e : phase_events) {
     const auto key = std::make_pair(e.at("args").at("epoch").get<int64_t>(), e.at("args").at("batch").get<int64_t>());
     const auto [step_ts, step_end] = steps.at(key);

@@ -50,12 +50,21 @@ struct CheckpointWriterOptions {
   std::function<void(int64_t global_step, const std::string& path)> written;
 };
 
+/// One checkpoint written (encoded, written, fsynced, renamed, old ones deleted), on steady_clock.
+struct CheckpointWrite {
+  int64_t global_step = 0;
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+  bool background = false;  ///< on the writer's thread (submit), not the caller's (write_now)
+};
+
 struct CheckpointStats {
   int64_t written = 0;              ///< checkpoints on disk
   int64_t waits = 0;                ///< acquire() calls that waited for the write in flight
   int64_t retries = 0;              ///< attempts after a failure
   std::vector<double> delays_ms;    ///< the backoff delays slept
   std::string last_path;            ///< the newest file written
+  std::vector<CheckpointWrite> writes;  ///< the first 10000 writes
 };
 
 class CheckpointWriter {

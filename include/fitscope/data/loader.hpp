@@ -14,7 +14,9 @@
 ///
 /// Not thread-safe: one consumer thread (the training thread); the workers are internal.
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <memory>
 #include <vector>
 
@@ -59,6 +61,9 @@ class Loader {
   /// Abandons the current epoch (workers stop; nothing is left running).
   void stop();
   LoaderStats stats() const;
+  /// The batches the workers built since the last call (the first 20000 of the loader's life; the
+  /// rest are not kept), in no particular order.
+  std::vector<BatchBuild> take_builds();
   const LoaderOptions& options() const { return options_; }
   const Dataset& dataset() const { return *data_; }
 
@@ -74,6 +79,10 @@ class Loader {
   int64_t cursor_ = 0;           // next batch (workers = 0)
   int64_t handed_out_ = 0;
   std::unique_ptr<Prefetcher<Batch>> prefetcher_;  // the workers (workers > 0)
+  std::atomic<int64_t> workers_started_{0};        // numbers the workers 1..W
+  std::mutex builds_mutex_;
+  std::vector<BatchBuild> builds_;
+  int64_t builds_kept_ = 0;
 };
 
 }  // namespace fitscope

@@ -8,6 +8,7 @@
 
 #include "fitscope/timing/callback_timing.hpp"
 #include "fitscope/timing/step_clock.hpp"
+#include "fitscope/timing/thread_span.hpp"
 
 namespace fitscope {
 
@@ -18,6 +19,8 @@ class StepSink {
   virtual void on_step(const StepRecord& record) = 0;
   /// Validation at the end of `epoch` (0-based), on the training thread, on steady_clock like the steps.
   virtual void on_validation(int64_t /*epoch*/, int64_t /*start_ns*/, int64_t /*dur_ns*/) {}
+  /// Work on the loader's worker threads, given before finish().
+  virtual void on_thread_spans(const std::vector<ThreadSpan>& /*spans*/) {}
   /// Hook calls that ran off the training thread (async callbacks), given before finish().
   virtual void on_callback_spans(const std::vector<CallbackSpan>& /*spans*/) {}
   /// The run has ended (normally or not): flush what is buffered.
