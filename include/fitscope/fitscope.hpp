@@ -87,6 +87,7 @@
 #include "fitscope/timing/steps_csv.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
 #include "fitscope/timing/summary_printout.hpp"
+#include "fitscope/timing/thread_span.hpp"
 #include "fitscope/timing/trace_writer.hpp"
 #include "fitscope/timing/verdict.hpp"
 #include "fitscope/train/history.hpp"

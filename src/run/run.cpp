@@ -267,9 +267,13 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
                  (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
   }
   // an earlier run's files are never mixed with this one's: continued (resume), replaced (overwrite,
-  // or a restart of this job with nothing to resume from) or refused
+  // or a restart of this job with nothing to resume from) or refused. The chief judges by the run's
+  // files; the other ranks, which write only backups there, by the backups alone (they would take the
+  // chief's new files for an earlier run's).
   if (!resume) {
-    const std::vector<std::string> earlier = earlier_run_files(dir.string());
+    std::vector<std::string> earlier;
+    if (chief) earlier = earlier_run_files(dir.string());
+    else if (has_backups) earlier = {"backup"};
     if (!earlier.empty() && !options_.overwrite && restart == 0) {
       std::string list;
       for (const auto& name : earlier) list += (list.empty() ? "" : ", ") + name;
