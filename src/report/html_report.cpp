@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +91,10 @@ std::string fixed(double v, int digits = 3) {
   return buf;
 }
 
-std::string percent(double share) { return fixed(100 * share, 1) + "%"; }
+std::string percent(double share) { return svg::format_percent(share); }
+
+/// "1 worker", "2 workers".
+std::string count_of(int64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
 
 /// A value of a JSON object as text (not escaped), or "-" when absent.
 std::string field(const json& j, const char* key) {
@@ -137,8 +141,26 @@ table{border-collapse:collapse;margin:8px 0;font-size:0.92em} td,th{border:1px s
 th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
 .verdict{border:2px solid #1f4e99;background:#eef3fb;padding:10px 14px;margin:12px 0;border-radius:4px}
 .verdict b{font-size:1.1em} tr.slow td{background:#fdecea;font-weight:bold} .note{color:#555;font-size:0.9em}
-svg.chart{display:block;margin:8px 0;background:#fff;font-family:inherit}
+svg.chart{display:block;margin:8px 0;background:#fff;font-family:inherit} .flag{white-space:nowrap}
 </style>)";
+
+/// Escaped text whose flag names (--workers, --callback-mode) never break across lines.
+std::string with_unbroken_flags(const std::string& text) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size();) {
+    const bool flag = text.compare(at, 2, "--") == 0 && (at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1])));
+    if (!flag) {
+      out += svg::escape(std::string_view(text).substr(at, 1));
+      ++at;
+      continue;
+    }
+    std::size_t end = at + 2;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-')) ++end;
+    out += "<span class=\"flag\">" + svg::escape(std::string_view(text).substr(at, end - at)) + "</span>";
+    at = end;
+  }
+  return out;
+}
 
 std::string page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + svg::escape(title) +
@@ -162,7 +184,8 @@ std::string settings_table(const RunSummary& s) {
   row("warmup_steps", std::to_string(s.warmup_steps));
   row("samples_per_s", svg::format_number(s.samples_per_s));
   row("wall_s", svg::format_number(s.wall_s));
-  row("loader", std::to_string(s.loader.workers) + " workers, prefetch " + std::to_string(s.loader.prefetch));
+  row("loader", s.loader.workers == 0 ? std::string("batches built on the training thread (--workers 0)")
+                                      : count_of(s.loader.workers, "worker") + ", prefetch " + std::to_string(s.loader.prefetch));
   out << "</table>";
   return out.str();
 }
@@ -227,7 +250,7 @@ std::string train_report(const fs::path& dir) {
   body << "<h1>Where the step time goes: " << svg::escape(s.model) << " run</h1><p class=\"note\">"
        << svg::escape(dir.string()) << "</p>";
   body << "<div class=\"verdict\"><b>Verdict: " << svg::escape(s.verdict.level) << " " << svg::escape(s.verdict.bound)
-       << "-bound (" << percent(s.verdict.share) << " of the step)</b><br>" << svg::escape(s.verdict.advice);
+       << "-bound (" << percent(s.verdict.share) << " of the step)</b><br>" << with_unbroken_flags(s.verdict.advice);
   if (!s.verdict.contention.empty()) body << "<br>" << svg::escape(s.verdict.contention);
   body << "</div>";
   body << settings_table(s);
@@ -238,6 +261,7 @@ std::string train_report(const fs::path& dir) {
   for (Phase phase : all_phases()) {
     const std::string name(phase_name(phase));
     const PhaseSummary& p = s.phases.at(name);
+    if (p.share == 0 && p.mean_ms == 0 && p.p99_ms == 0) continue;  // never happened (h2d, comm on one CPU process)
     parts.push_back({name, p.share,
                      name + ": " + percent(p.share) + " of the step, mean " + fixed(p.mean_ms) + " ms, p99 " +
                          fixed(p.p99_ms) + " ms"});
@@ -280,10 +304,14 @@ std::string train_report(const fs::path& dir) {
     }
     body << svg::line_chart({p50, raw}, o);
     // data wait
-    body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share)
-         << " of the step. The loader had " << s.loader.workers << " workers; when the step asked for a batch, "
-         << fixed(s.loader.mean_queue_depth, 2) << " of " << s.loader.prefetch
-         << " prefetched batches were ready on average (near 0 means the loader is behind).</p>";
+    body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share) << " of the step. ";
+    if (s.loader.workers == 0) {
+      body << "The batches were built on the training thread (--workers 0): data_wait is the time spent building them.</p>";
+    } else {
+      body << "The loader had " << count_of(s.loader.workers, "worker") << "; when the step asked for a batch, "
+           << fixed(s.loader.mean_queue_depth, 2) << " of " << s.loader.prefetch
+           << " prefetched batches were ready on average (near 0 means the loader is behind).</p>";
+    }
     if (data_wait >= 0) {
       const std::vector<double> wait = steps.values(data_wait);
       svg::ChartOptions w;

@@ -81,6 +81,12 @@ std::vector<double> ticks(double lo, double hi, int target) {
   return out;
 }
 
+std::string format_percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
+  return buf;
+}
+
 std::string format_number(double value) {
   const double a = std::abs(value);
   if (a >= 1e6) return compact(value / 1e6, 4) + "M";
@@ -214,7 +220,7 @@ std::string stacked_bar(const std::vector<Part>& parts, const ChartOptions& o) {
   for (const Part& p : parts) {
     const Style st = style(index++);
     const double v = std::max(0.0, p.value);
-    const std::string percent = compact(100 * v / total, 3) + "%";
+    const std::string percent = format_percent(v / total);
     const std::string tip = p.tooltip.empty() ? p.name + ": " + percent : p.tooltip;
     if (v > 0) {
       out << "<rect class=\"part\" x=\"" << num(sx(at)) << "\" y=\"40\" width=\"" << num(sx(at + v) - sx(at))

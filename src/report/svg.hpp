@@ -31,6 +31,9 @@ std::vector<double> ticks(double lo, double hi, int target = 5);
 
 /// A tick label: no trailing zeros, at most 4 significant digits, "k"/"M" for thousands/millions.
 std::string format_number(double value);
+/// A share (0..1) as a percentage: one decimal, "9.96 %" and "10.0 %" never both ("10.0%"). The one
+/// rounding rule of the report's tables, legends and tooltips.
+std::string format_percent(double share);
 
 /// The palette: distinguishable in colour and in grey-scale (lightness steps), with a dash pattern each.
 struct Style {

@@ -40,6 +40,31 @@ TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
   }
 }
 
+TEST(Report, TextIsConsistentPhasesThatNeverRanAreFoldedAndFlagsNeverBreak) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);
+  const std::string html = read_file(dir + "/report.html");
+  EXPECT_NE(html.find("<td>1 worker, prefetch 8</td>"), std::string::npos);
+  EXPECT_EQ(html.find("1 workers"), std::string::npos);
+  // h2d and comm never happen in one CPU process: no row, no legend entry at 0.0%
+  EXPECT_EQ(html.find("<td>h2d</td>"), std::string::npos);
+  EXPECT_EQ(html.find("comm 0.0%"), std::string::npos);
+  EXPECT_NE(html.find("<td>forward</td>"), std::string::npos);
+
+  // --workers 0: the batches are built on the training thread, no prefetch queue to speak of; slow
+  // ones make the run input-bound, and the advice's flag names each stay on one line
+  const std::string inline_dir = tmp.path() + "/inline";
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "600", "--epochs", "1", "--run-dir",
+                                        inline_dir, "--quiet", "--workers", "0", "--threads", "1", "--load-delay-ms", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string inline_html = read_file(inline_dir + "/report.html");
+  EXPECT_NE(inline_html.find("raise <span class=\"flag\">--workers</span> from 0"), std::string::npos);
+  EXPECT_NE(inline_html.find("built on the training thread (--workers 0)"), std::string::npos);
+  EXPECT_EQ(inline_html.find("prefetched batches"), std::string::npos);
+  EXPECT_EQ(inline_html.find("0 workers"), std::string::npos);
+}
+
 TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";

@@ -88,7 +88,16 @@ TEST(Svg, StackedBarPartsAreProportional) {
   const std::string bar = stacked_bar({{"forward", 3, ""}, {"backward", 1, ""}}, o);
   EXPECT_NE(bar.find("width=\"300.00\""), std::string::npos) << bar;
   EXPECT_NE(bar.find("width=\"100.00\""), std::string::npos);
-  EXPECT_NE(bar.find("forward 75%"), std::string::npos);
+  EXPECT_NE(bar.find("forward 75.0%"), std::string::npos);
+}
+
+TEST(Svg, PercentagesHaveOneRoundingRule) {
+  EXPECT_EQ(format_percent(0.0996), "10.0%");  // the legend said 9.96 % where the table said 10.0 %
+  EXPECT_EQ(format_percent(0.25), "25.0%");
+  EXPECT_EQ(format_percent(0), "0.0%");
+  ChartOptions o;
+  const std::string bar = stacked_bar({{"forward", 0.0996, ""}, {"other", 0.9004, ""}}, o);
+  EXPECT_NE(bar.find("forward 10.0%"), std::string::npos) << bar;
 }
 
 TEST(Svg, SeriesDifferInDashAsWellAsColour) {
