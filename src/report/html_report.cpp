@@ -390,7 +390,8 @@ std::string train_report(const fs::path& dir) {
     const Table m = read_table(metrics_path);
     const int epoch = m.column("epoch");
     if (epoch < 0) throw std::invalid_argument(metrics_path.string() + ": line 1: no epoch column");
-    const std::vector<double> epochs = m.values(epoch);
+    std::vector<double> epochs = m.values(epoch);
+    for (double& e : epochs) e += 1;  // metrics.csv counts from 0 (Keras); the terminal says "Epoch 1/N"
     std::map<std::string, std::vector<svg::Series>> charts;  // key without val_ -> its series
     for (std::size_t c = 0; c < m.columns.size(); ++c) {
       const std::string& name = m.columns[c];
@@ -402,6 +403,7 @@ std::string train_report(const fs::path& dir) {
       svg::ChartOptions o;
       o.title = base + " by epoch";
       o.x_label = "epoch";
+      o.x_integer = true;
       o.y_label = base;
       o.height = 240;
       o.y_from_zero = base != "learning_rate";
@@ -438,12 +440,13 @@ std::string sweep_report(const fs::path& dir) {
        << "</b> (the smallest batch reaching 90% of the best samples/s)";
   if (fit.is_object()) {
     body << "<br>Each step costs about " << fixed(number(fit, "fixed_ms")) << " ms fixed plus "
-         << fixed(number(fit, "per_sample_ms"), 4) << " ms per example (least squares over the batch sizes).";
+         << fixed(number(fit, "per_sample_ms"), 4) << " ms per example (least squares over the medians, both costs &ge; 0).";
   }
   body << "</div>";
   svg::ChartOptions o;
   o.title = "Samples per second against batch size";
-  o.x_label = "batch size (examples)";
+  o.x_label = "batch size (examples, log2 scale)";
+  o.x_log2 = true;
   o.y_label = "samples/s";
   if (knee > 0) o.markers.push_back({knee, "knee"});
   body << "<h2>Throughput</h2>" << svg::line_chart({{"samples/s", batch, speed, false, false, {}, {}}}, o);

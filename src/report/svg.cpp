@@ -103,7 +103,18 @@ Style style(std::size_t index) {
   return palette[index % (sizeof palette / sizeof palette[0])];
 }
 
-std::string line_chart(const std::vector<Series>& series, const ChartOptions& o) {
+std::string line_chart(const std::vector<Series>& input, const ChartOptions& input_options) {
+  // a log2 x axis: the same chart drawn over log2(x), its ticks and hover text back in x
+  std::vector<Series> series = input;
+  ChartOptions o = input_options;
+  if (o.x_log2) {
+    const auto log2_of = [](double x) { return x > 0 ? std::log2(x) : std::numeric_limits<double>::quiet_NaN(); };
+    for (Series& s : series) std::transform(s.x.begin(), s.x.end(), s.x.begin(), log2_of);
+    for (Marker& m : o.markers) m.x = log2_of(m.x);
+    o.markers.erase(std::remove_if(o.markers.begin(), o.markers.end(), [](const Marker& m) { return !std::isfinite(m.x); }),
+                    o.markers.end());
+  }
+  const auto x_text = [&](double x) { return format_number(o.x_log2 ? std::exp2(x) : x); };
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   for (const Series& s : series) {
     for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
@@ -122,10 +133,15 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
     x1 = std::max(x1, m.x);
   }
   if (o.y_from_zero) y0 = std::min(y0, 0.0);
-  if (y0 == y1) y1 = y0 + 1;  // a flat series still gets an axis
+  if (y0 == y1) {  // a flat series gets a range around its value (with ticks), not 0..1
+    const double pad = y0 == 0 ? 1 : std::abs(y0) * 0.5;
+    y0 = o.y_from_zero && y0 > 0 ? 0 : y0 - pad;
+    y1 += pad;
+  }
   if (x0 == x1) {  // a single point: centre it
-    x0 -= 1;
-    x1 += 1;
+    const double pad = o.x_integer ? 0.5 : 1;
+    x0 -= pad;
+    x1 += pad;
   }
   const std::vector<double> yt = ticks(y0, y1, 5);
   y1 = std::max(y1, yt.empty() ? y1 : yt.back());
@@ -140,9 +156,18 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
         << num(sy(t)) << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 6 << "\" y=\"" << num(sy(t) + 4)
         << "\" text-anchor=\"end\">" << escape(format_number(t)) << "</text>";
   }
-  for (double t : ticks(x0, x1, 6)) {
+  std::vector<double> xt;
+  if (o.x_log2) {
+    for (double k = std::ceil(x0); k <= std::floor(x1); ++k) xt.push_back(k);
+  } else if (o.x_integer) {
+    const double step = std::max(1.0, std::ceil((std::floor(x1) - std::ceil(x0)) / 6));
+    for (double k = std::ceil(x0); k <= std::floor(x1); k += step) xt.push_back(k);
+  } else {
+    xt = ticks(x0, x1, 6);
+  }
+  for (double t : xt) {
     out << "<text x=\"" << num(sx(t)) << "\" y=\"" << o.height - kBottom + 16 << "\" text-anchor=\"middle\">"
-        << escape(format_number(t)) << "</text>";
+        << escape(x_text(t)) << "</text>";
   }
   out << "<line x1=\"" << kLeft << "\" x2=\"" << o.width - kRight << "\" y1=\"" << o.height - kBottom << "\" y2=\""
       << o.height - kBottom << "\" stroke=\"#333\"/><line x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop
@@ -155,7 +180,7 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
     out << "<g class=\"marker\"><line x1=\"" << num(sx(m.x)) << "\" x2=\"" << num(sx(m.x)) << "\" y1=\"" << kTop
         << "\" y2=\"" << o.height - kBottom << "\" stroke=\"#888\" stroke-dasharray=\"3 3\"/><text x=\""
         << num(sx(m.x) + 3) << "\" y=\"" << kTop + 10 << "\" font-size=\"11\" fill=\"#444\">" << escape(m.label)
-        << "</text><title>" << escape(m.label) << " at " << escape(format_number(m.x)) << "</title></g>";
+        << "</text><title>" << escape(m.label) << " at " << escape(x_text(m.x)) << "</title></g>";
   }
   std::size_t index = 0;
   std::ostringstream legend;
@@ -172,10 +197,10 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
     }
     if (s.points || n == 1) {
       for (std::size_t i = 0; i < n; ++i) {
-        if (!std::isfinite(s.y[i])) continue;
+        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
         out << "<circle cx=\"" << num(sx(s.x[i])) << "\" cy=\"" << num(sy(s.y[i])) << "\" r=\"" << (s.faint ? 1.5 : 3)
             << "\" fill=\"" << st.color << "\"" << (s.faint ? " fill-opacity=\"0.35\"" : "") << "><title>"
-            << escape(s.name) << ": " << escape(format_number(s.x[i])) << ", " << escape(format_number(s.y[i]))
+            << escape(s.name) << ": " << escape(x_text(s.x[i])) << ", " << escape(format_number(s.y[i]))
             << "</title></circle>";
       }
     } else if (n > 1) {
@@ -183,14 +208,14 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
           << (s.faint ? " stroke-opacity=\"0.35\"" : "")
           << (st.dash.empty() ? "" : " stroke-dasharray=\"" + st.dash + "\"") << " points=\"";
       for (std::size_t i = 0; i < n; ++i) {
-        if (std::isfinite(s.y[i])) out << num(sx(s.x[i])) << "," << num(sy(s.y[i])) << " ";
+        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) out << num(sx(s.x[i])) << "," << num(sy(s.y[i])) << " ";
       }
       out << "\"/>";
       if (!s.faint && n <= 60) {  // few points: each gets a dot with its numbers on hover
         for (std::size_t i = 0; i < n; ++i) {
-          if (!std::isfinite(s.y[i])) continue;
+          if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
           out << "<circle cx=\"" << num(sx(s.x[i])) << "\" cy=\"" << num(sy(s.y[i])) << "\" r=\"2.5\" fill=\""
-              << st.color << "\"><title>" << escape(s.name) << ": " << escape(format_number(s.x[i])) << ", "
+              << st.color << "\"><title>" << escape(s.name) << ": " << escape(x_text(s.x[i])) << ", "
               << escape(format_number(s.y[i])) << "</title></circle>";
         }
       }

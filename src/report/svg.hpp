@@ -63,6 +63,8 @@ struct ChartOptions {
   int width = 720;
   int height = 300;
   bool y_from_zero = true;
+  bool x_log2 = false;  ///< x on a log2 scale, ticked at powers of two (batch sizes); x <= 0 is not drawn
+  bool x_integer = false;  ///< x ticks at whole numbers only (epochs); a single point stays a point
   std::vector<Marker> markers;
 };
 

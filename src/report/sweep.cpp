@@ -13,7 +13,7 @@ std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows) {
   if (sizes.size() < 2) return std::nullopt;
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& r : rows) {
-    const double x = static_cast<double>(r.batch_size), y = r.step_ms_mean;
+    const double x = static_cast<double>(r.batch_size), y = r.step_ms_p50;
     n += 1;
     sx += x;
     sy += y;
@@ -23,7 +23,18 @@ std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows) {
   StepTimeFit fit;
   fit.per_sample_ms = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   fit.fixed_ms = (sy - fit.per_sample_ms * sx) / n;
-  return fit;
+  if (fit.fixed_ms >= 0 && fit.per_sample_ms >= 0) return fit;
+  // a negative cost means nothing: the best fit with both >= 0 lies on an edge, one of the two at 0
+  const auto squared_error = [&](const StepTimeFit& f) {
+    double e = 0;
+    for (const auto& r : rows) {
+      const double d = f.fixed_ms + f.per_sample_ms * static_cast<double>(r.batch_size) - r.step_ms_p50;
+      e += d * d;
+    }
+    return e;
+  };
+  const StepTimeFit only_per_sample{0, std::max(0.0, sxy / sxx)}, only_fixed{std::max(0.0, sy / n), 0};
+  return squared_error(only_per_sample) <= squared_error(only_fixed) ? only_per_sample : only_fixed;
 }
 
 int64_t knee_batch_size(const std::vector<SweepRow>& rows, double fraction) {
@@ -87,7 +98,7 @@ std::string format_sweep(const std::vector<SweepRow>& rows) {
   }
   if (auto f = fit_step_time(rows)) {
     std::snprintf(line, sizeof line,
-                  "Step time ~ %.3f ms fixed per step + %.4f ms per example (least squares over the batch sizes)\n",
+                  "Step time ~ %.3f ms fixed per step + %.4f ms per example (least squares over the medians, both >= 0)\n",
                   f->fixed_ms, f->per_sample_ms);
     out += line;
   }

@@ -104,3 +104,45 @@ TEST(Svg, SeriesDifferInDashAsWellAsColour) {
   EXPECT_NE(style(0).dash, style(1).dash);
   EXPECT_NE(style(0).color, style(1).color);
 }
+
+namespace {
+/// The x-axis tick labels of a chart, in order (they are centred under the axis; y ticks are not).
+std::vector<std::string> x_ticks(const std::string& svg) {
+  std::vector<std::string> out;
+  const std::string anchor = "text-anchor=\"middle\">";
+  for (std::size_t at = svg.find(anchor); at != std::string::npos; at = svg.find(anchor, at + 1)) {
+    const std::size_t from = at + anchor.size(), to = svg.find('<', from);
+    const std::string label = svg.substr(from, to - from);
+    if (!label.empty() && (std::isdigit(static_cast<unsigned char>(label[0])) || label[0] == '-')) out.push_back(label);
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Svg, BatchSizesGoOnALog2AxisTickedAtPowersOfTwo) {
+  ChartOptions o;
+  o.x_log2 = true;
+  o.markers.push_back({64, "knee"});
+  const std::string chart = line_chart({{"samples/s", {16, 32, 64, 128, 256}, {1, 2, 3, 4, 5}, false, false, {}, {}}}, o);
+  EXPECT_EQ(x_ticks(chart), (std::vector<std::string>{"16", "32", "64", "128", "256"})) << chart;
+  EXPECT_NE(chart.find("samples/s: 128, 4"), std::string::npos);  // hover text in batch sizes, not logs
+  EXPECT_NE(chart.find("knee at 64"), std::string::npos);
+}
+
+TEST(Svg, EpochsAreWholeNumbersAndOneEpochIsAPoint) {
+  ChartOptions o;
+  o.x_integer = true;
+  EXPECT_EQ(x_ticks(line_chart({{"loss", {1, 2, 3}, {3, 2, 1}, false, false, {}, {}}}, o)),
+            (std::vector<std::string>{"1", "2", "3"}));
+  const std::string one = line_chart({{"loss", {1}, {0.5}, true, false, {}, {}}}, o);
+  EXPECT_EQ(x_ticks(one), (std::vector<std::string>{"1"})) << one;
+  EXPECT_EQ(count(one, "<circle"), 1);
+}
+
+TEST(Svg, AFlatSeriesGetsARangeAroundItsValueWithATickAtIt) {
+  ChartOptions o;
+  o.y_from_zero = false;
+  const std::string chart = line_chart({{"learning_rate", {1, 2, 3}, {0.001, 0.001, 0.001}, false, false, {}, {}}}, o);
+  EXPECT_NE(chart.find("text-anchor=\"end\">0.001</text>"), std::string::npos) << chart;
+  EXPECT_EQ(chart.find("text-anchor=\"end\">1</text>"), std::string::npos);  // not a 0..1 axis
+}

@@ -71,6 +71,7 @@ SweepRow row(int64_t batch, double samples_per_s, double step_ms) {
   r.batch_size = batch;
   r.samples_per_s = samples_per_s;
   r.step_ms_mean = step_ms;
+  r.step_ms_p50 = step_ms;
   return r;
 }
 }  // namespace
@@ -83,6 +84,25 @@ TEST(Sweep, FitsFixedAndPerExampleCostByLeastSquares) {
   EXPECT_NEAR(fit->fixed_ms, 2.0, 1e-9);
   EXPECT_NEAR(fit->per_sample_ms, 0.01, 1e-12);
   EXPECT_FALSE(fit_step_time({row(32, 1, 1), row(32, 1, 2)}).has_value());
+}
+
+TEST(Sweep, TheFitIsOfTheMediansAndNeverNegative) {
+  // a falling step time (noise) would give a negative per-example cost, a steep one a negative fixed
+  // cost ("about -0.298 ms fixed"): each comes out 0 instead, the other fitted alone
+  const auto falling = fit_step_time({row(16, 0, 1.0), row(32, 0, 0.9), row(64, 0, 0.8)});
+  ASSERT_TRUE(falling.has_value());
+  EXPECT_EQ(falling->per_sample_ms, 0);
+  EXPECT_NEAR(falling->fixed_ms, 0.9, 1e-12);
+  const auto steep = fit_step_time({row(16, 0, 0.1), row(64, 0, 1.0), row(256, 0, 5.0)});
+  ASSERT_TRUE(steep.has_value());
+  EXPECT_EQ(steep->fixed_ms, 0);
+  EXPECT_GT(steep->per_sample_ms, 0);
+  // the medians, not the means, are fitted
+  SweepRow a = row(16, 0, 1.0), b = row(32, 0, 2.0);
+  a.step_ms_mean = 50;
+  const auto medians = fit_step_time({a, b});
+  EXPECT_NEAR(medians->per_sample_ms, 1.0 / 16, 1e-12);
+  EXPECT_NEAR(medians->fixed_ms, 0, 1e-12);
 }
 
 TEST(Sweep, TheKneeIsTheSmallestBatchWithinNinetyPercentOfTheBest) {

@@ -1,8 +1,8 @@
 #pragma once
 /// The batch-size sweep's analysis (seed 003's question, "why are small batches slower?", in numbers):
-/// per batch size the throughput and step distribution; a least-squares fit of the mean step time
-/// against the batch size, step_ms = fixed_ms + per_sample_ms * batch, which separates the per-step
-/// fixed overhead from the per-example cost; and the knee, the smallest batch size that reaches 90 %
+/// per batch size the throughput and step distribution; a least-squares fit of the median step time
+/// (what the report plots) against the batch size, step_ms = fixed_ms + per_sample_ms * batch, both
+/// costs >= 0, which separates the per-step fixed overhead from the per-example cost; and the knee, the smallest batch size that reaches 90 %
 /// of the best throughput. Pure functions; thread-safe.
 
 #include <cstdint>
@@ -27,7 +27,8 @@ struct StepTimeFit {
   double per_sample_ms = 0;  ///< cost of one more example in the batch
 };
 
-/// Least squares over the rows; nothing when fewer than two distinct batch sizes.
+/// Least squares over the rows' medians with both coefficients >= 0; nothing when fewer than two
+/// distinct batch sizes.
 std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows);
 /// The smallest batch size with samples/s >= `fraction` of the best; throws std::invalid_argument
 /// when there are no rows.
