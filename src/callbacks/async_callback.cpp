@@ -16,6 +16,11 @@ void AsyncCallback::set_context(TrainingContext* context) {
   inner_->set_context(context);
 }
 
+std::optional<StreamingQuantiles> AsyncCallback::run_times(Hook hook) const {
+  std::lock_guard<std::mutex> lock(spans_mutex_);
+  return run_times_[static_cast<std::size_t>(hook)];
+}
+
 std::vector<CallbackSpan> AsyncCallback::take_spans() {
   std::lock_guard<std::mutex> lock(spans_mutex_);
   return std::exchange(spans_, {});
@@ -24,11 +29,12 @@ std::vector<CallbackSpan> AsyncCallback::take_spans() {
 template <typename Call>
 void AsyncCallback::queue(Hook hook, Call call) {
   const std::string& label = labels_[static_cast<std::size_t>(hook)];  // built once: no allocation per call
-  auto timed = [this, &label, call = std::move(call)]() mutable {
+  auto timed = [this, &label, hook, call = std::move(call)]() mutable {
     const int64_t start = StepClock::now_ns();
     call();
     const int64_t end = StepClock::now_ns();
     std::lock_guard<std::mutex> lock(spans_mutex_);
+    run_times_[static_cast<std::size_t>(hook)].add(end - start);
     if (spans_.size() < kMaxSpans) spans_.push_back({label, start, end - start});
   };
   stall_ns_ += executor_.submit(std::move(timed), label).count();

@@ -50,11 +50,14 @@ bool CallbackList::reads_batch_logs() const {
   return false;
 }
 
-std::vector<const CallbackTiming*> CallbackList::timings() const {
-  std::vector<const CallbackTiming*> out;
-  for (const auto& per_hook : timings_) {
-    for (const auto& t : per_hook) {
-      if (t) out.push_back(t.get());
+std::vector<CallbackTiming> CallbackList::timings() const {
+  std::vector<CallbackTiming> out;
+  for (std::size_t i = 0; i < timings_.size(); ++i) {
+    for (std::size_t h = 0; h < kHookCount; ++h) {
+      const CallbackTiming* handed = timing(i, static_cast<Hook>(h));
+      if (!handed) continue;
+      out.push_back(*handed);
+      if (auto own = callbacks_[i]->run_times(static_cast<Hook>(h))) out.back().durations = std::move(*own);
     }
   }
   return out;

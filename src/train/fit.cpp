@@ -263,8 +263,9 @@ void Trainer::Fit::finish() {
   t.callbacks_ = nullptr;
   t.clock_.set_listener(nullptr);
   fold();
+  if (has_callbacks) slow_callbacks->check(callbacks, t.measured_.stats, /*last=*/true);
   FitMeasurements& m = t.measured_;
-  for (const CallbackTiming* timing : callbacks.timings()) m.callbacks.push_back(*timing);
+  for (CallbackTiming& timing : callbacks.timings()) m.callbacks.push_back(std::move(timing));
   const std::vector<CallbackSpan> spans = callbacks.take_spans();
   std::vector<ThreadSpan> builds;
   for (const BatchBuild& b : loader->take_builds()) {

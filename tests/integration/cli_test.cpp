@@ -340,9 +340,28 @@ TEST(Accounting, AnAsyncCallbackIsReportedAsAsyncWithItsStallAndTracedOnItsOwnTh
       found = true;
       EXPECT_EQ(c.at("calls").get<int64_t>(), 30);
       EXPECT_GE(c.at("stall_ms").get<double>(), 0.0);
+      // its own calls on the callback thread: the sleep of 1 ms each
+      EXPECT_GE(c.at("p50_ms").get<double>(), 0.9);
     }
   }
   EXPECT_TRUE(found);
+}
+
+/// An async hook whose code is slow is the one named, in the callbacks table, the warning and the
+/// verdict; the hook queued behind it, which the training thread waits on, is not.
+TEST(Accounting, ASlowAsyncHookIsNamedNotTheHookQueuedBehindIt) {
+  TempDir tmp;
+  const json s = short_run(tmp.path() + "/run", {"--slow-callback-ms", "3", "--callback-mode", "async"});
+  ASSERT_FALSE(s.at("callbacks").empty());
+  EXPECT_EQ(s.at("callbacks")[0].at("name"), "SlowCallback");
+  EXPECT_EQ(s.at("callbacks")[0].at("hook"), "on_train_batch_end");
+  std::string warnings;
+  for (const auto& w : s.at("warnings")) warnings += w.get<std::string>() + "\n";
+  EXPECT_NE(warnings.find("callback SlowCallback.on_train_batch_end (async) runs"), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find("on_train_batch_begin"), std::string::npos) << warnings;
+  EXPECT_NE(s.at("verdict").at("advice").get<std::string>().find("most in SlowCallback.on_train_batch_end"),
+            std::string::npos)
+      << s.at("verdict").dump();
 }
 
 TEST(Accounting, WithoutSlowPartsTheSeedCnnIsComputeBoundAndOtherIsSmall) {

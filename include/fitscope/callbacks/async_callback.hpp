@@ -35,6 +35,7 @@ class AsyncCallback : public Callback {
   CallbackTraits traits() const override { return inner_->traits(); }
   void set_context(TrainingContext* context) override;
   std::vector<CallbackSpan> take_spans() override;
+  std::optional<StreamingQuantiles> run_times(Hook hook) const override;
   /// Spans kept for the trace; later ones are dropped.
   static constexpr std::size_t kMaxSpans = 20000;
 
@@ -61,8 +62,9 @@ class AsyncCallback : public Callback {
 
   std::shared_ptr<Callback> inner_;
   std::array<std::string, kHookCount> labels_;  // "<name>.<hook>", built once
+  std::array<StreamingQuantiles, kHookCount> run_times_;  // each hook's calls on the callback thread (spans_mutex_)
   int64_t stall_ns_ = 0;
-  std::mutex spans_mutex_;
+  mutable std::mutex spans_mutex_;
   std::vector<CallbackSpan> spans_;  // written by the executor's thread
   AsyncExecutor executor_;           // last: its thread stops before the members above go
 };

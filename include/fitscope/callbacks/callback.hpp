@@ -71,6 +71,9 @@ class Callback {
   virtual int64_t stall_ns() const { return 0; }
   /// Hands over (and forgets) the spans of hook calls run off the training thread (async only).
   virtual std::vector<CallbackSpan> take_spans() { return {}; }
+  /// How long `hook`'s own code ran per call off the training thread, in ns (async only; nothing for
+  /// a callback on the training thread, whose CallbackList timings are that already).
+  virtual std::optional<StreamingQuantiles> run_times(Hook /*hook*/) const { return std::nullopt; }
   /// Asks to run this callback off the training thread (CallbackList wraps it in an AsyncCallback).
   /// For callbacks that only observe: logging, progress, saving predictions. Default off.
   void set_async(bool async) { async_ = async; }
@@ -124,11 +127,15 @@ class CallbackList {
   bool reads_batch_logs() const;
   bool empty() const { return callbacks_.empty(); }
   const std::vector<std::shared_ptr<Callback>>& callbacks() const { return callbacks_; }
-  /// Every (callback, hook) pair called so far, in callback order then hook order.
-  std::vector<const CallbackTiming*> timings() const;
+  /// Every (callback, hook) pair called so far, in callback order then hook order. The durations are
+  /// the time the hook's own code took: for an async callback its calls on the callback thread (the
+  /// hand-over is in the callbacks phase, its blocked part in stall_ns), so a slow hook is named, not
+  /// the one that waited behind it.
+  std::vector<CallbackTiming> timings() const;
   /// Every callback's spans off the training thread (see Callback::take_spans).
   std::vector<CallbackSpan> take_spans();
-  /// The timing of one callback's hook, or null when it was never called.
+  /// The timing of one callback's hook as measured on the training thread around its calls (for an
+  /// async callback: the hand-over), or null when it was never called.
   const CallbackTiming* timing(std::size_t callback, Hook hook) const;
 
   void on_train_begin(Logs& logs);

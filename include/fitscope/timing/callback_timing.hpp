@@ -1,8 +1,9 @@
 #pragma once
 /// CallbackTiming: how long each callback spends in each hook, measured by CallbackList around every
 /// call (one clock read per callback call). `mode` is how the callback runs: "sync" on the training
-/// thread, "async" off it (then `durations` is the time the training thread spent handing the call
-/// over, and `stall` the part of that spent blocked on a full queue). Value type; not thread-safe.
+/// thread, "async" off it (then `durations` is the time the hook's own code ran on the callback
+/// thread, and `stall` the time the training thread spent blocked handing calls over on a full
+/// queue). Value type; not thread-safe.
 
 #include <cstdint>
 #include <string>
