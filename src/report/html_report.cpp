@@ -190,6 +190,28 @@ std::string settings_table(const RunSummary& s) {
   return out.str();
 }
 
+/// Which threads used the cores: the process against the machine, and each pool (cores busy, threads).
+std::string cpu_section(const RunSummary& s) {
+  if (s.cpu.pools.empty()) return {};
+  std::ostringstream out;
+  out << "<h2>CPU utilisation</h2><p>The process kept " << fixed(s.cpu.process_cores, 2) << " of " << s.cpu.cores
+      << " cores busy (" << percent(s.cpu.machine_share) << " of the machine); the training thread "
+      << fixed(s.cpu.training_cores, 2) << ".</p>";
+  std::vector<svg::Part> parts;
+  std::ostringstream rows;
+  for (const PoolCpu& p : s.cpu.pools) {
+    if (p.threads == 0 && p.cores < 0.005) continue;
+    parts.push_back({p.pool, p.cores, p.pool + ": " + fixed(p.cores, 2) + " cores, " + count_of(p.threads, "thread")});
+    rows << "<tr><td>" << svg::escape(p.pool) << "</td><td>" << fixed(p.cores, 2) << "</td><td>" << p.threads << "</td></tr>";
+  }
+  svg::ChartOptions bar;
+  bar.title = "Cores busy by thread pool";
+  bar.height = 150;
+  out << svg::stacked_bar(parts, bar) << "<table class=\"cpu\"><tr><th>pool</th><th>cores busy</th><th>threads</th></tr>"
+      << rows.str() << "</table>";
+  return out.str();
+}
+
 /// The whole run's wall time by part: a bar and a table.
 std::string run_time_section(const RunSummary& s) {
   const RunTime& r = s.run;
@@ -253,7 +275,13 @@ std::string train_report(const fs::path& dir) {
        << "-bound (" << percent(s.verdict.share) << " of the step)</b><br>" << with_unbroken_flags(s.verdict.advice);
   if (!s.verdict.contention.empty()) body << "<br>" << svg::escape(s.verdict.contention);
   body << "</div>";
+  if (!s.warnings.empty()) {  // what the terminal said during the run (a slow callback, a GPU not sampled, ...)
+    body << "<h2>Warnings</h2><ul class=\"warnings\">";
+    for (const std::string& w : s.warnings) body << "<li>" << with_unbroken_flags(w) << "</li>";
+    body << "</ul>";
+  }
   body << settings_table(s);
+  body << cpu_section(s);
 
   // phase shares, in step order
   std::vector<svg::Part> parts;
@@ -327,20 +355,38 @@ std::string train_report(const fs::path& dir) {
     body << "<p class=\"note\">steps.csv is not in this run directory.</p>";
   }
 
-  // callbacks (most expensive first, as the summary holds them)
+  // callbacks: the hooks that matter (most expensive first, as the summary holds them), the rest
+  // summed, each with its share of the run's wall time (Lightning's SimpleProfiler)
   body << "<h2>Callbacks by cost</h2>";
   if (!s.callbacks.empty()) {
+    constexpr std::size_t kShown = 10;
+    const auto share_of_run = [&](double total_ms) { return s.wall_s > 0 ? percent(total_ms * 1e-3 / s.wall_s) : "-"; };
     body << "<table><tr><th>callback.hook</th><th>mode</th><th>calls</th><th>mean ms</th><th>p99 ms</th>"
-            "<th>total ms</th><th>stall ms</th><th></th></tr>";
-    for (const CallbackSummary& c : s.callbacks) {
+            "<th>total ms</th><th>share of the run</th><th>stall ms</th><th>note</th></tr>";
+    for (std::size_t i = 0; i < s.callbacks.size() && i < kShown; ++i) {
+      const CallbackSummary& c = s.callbacks[i];
       const bool batch_hook = c.hook.find("batch") != std::string::npos;
       const bool slow = batch_hook && s.step_ms.p50 > 0 && c.mean_ms >= 0.1 * s.step_ms.p50;
       body << "<tr" << (slow ? " class=\"slow\"" : "") << "><td>" << svg::escape(c.name + "." + c.hook) << "</td><td>"
            << svg::escape(c.mode) << "</td><td>" << c.calls << "</td><td>" << fixed(c.mean_ms) << "</td><td>"
-           << fixed(c.p99_ms) << "</td><td>" << fixed(c.total_ms, 1) << "</td><td>" << fixed(c.stall_ms, 1)
-           << "</td><td>" << (slow ? "slow: &ge; 10% of the step" : "") << "</td></tr>";
+           << fixed(c.p99_ms) << "</td><td>" << fixed(c.total_ms, 1) << "</td><td>" << share_of_run(c.total_ms)
+           << "</td><td>" << fixed(c.stall_ms, 1) << "</td><td>" << (slow ? "slow: &ge; 10% of the step" : "")
+           << "</td></tr>";
     }
-    body << "</table>";
+    if (s.callbacks.size() > kShown) {
+      int64_t calls = 0;
+      double total = 0, stall = 0;
+      for (std::size_t i = kShown; i < s.callbacks.size(); ++i) {
+        calls += s.callbacks[i].calls;
+        total += s.callbacks[i].total_ms;
+        stall += s.callbacks[i].stall_ms;
+      }
+      body << "<tr class=\"rest\"><td>the other " << s.callbacks.size() - kShown << " hooks</td><td></td><td>" << calls
+           << "</td><td></td><td></td><td>" << fixed(total, 1) << "</td><td>" << share_of_run(total) << "</td><td>"
+           << fixed(stall, 1) << "</td><td></td></tr>";
+    }
+    body << "</table><p class=\"note\">For an async callback the times are its hook's own calls on the callback "
+            "thread; stall is the time the training thread was blocked handing calls over.</p>";
   } else {
     body << "<p class=\"note\">No callbacks ran.</p>";
   }

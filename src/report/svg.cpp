@@ -221,10 +221,18 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
       }
     }
     out << "</g>";
-    legend << "<g class=\"legend-item\"><line x1=\"" << legend_x << "\" x2=\"" << legend_x + 22 << "\" y1=\""
-           << o.height - 14 << "\" y2=\"" << o.height - 14 << "\" stroke=\"" << st.color
-           << "\" stroke-width=\"3\"" << (st.dash.empty() ? "" : " stroke-dasharray=\"" + st.dash + "\"")
-           << "/><text x=\"" << legend_x + 26 << "\" y=\"" << o.height - 10 << "\" font-size=\"12\">"
+    legend << "<g class=\"legend-item\">";
+    if (s.points || n == 1) {  // drawn as dots: the legend shows dots, not a (dashed) line
+      for (int dot = 0; dot < 3; ++dot) {
+        legend << "<circle cx=\"" << legend_x + 3 + 8 * dot << "\" cy=\"" << o.height - 14 << "\" r=\"2.5\" fill=\""
+               << st.color << "\"/>";
+      }
+    } else {
+      legend << "<line x1=\"" << legend_x << "\" x2=\"" << legend_x + 22 << "\" y1=\"" << o.height - 14 << "\" y2=\""
+             << o.height - 14 << "\" stroke=\"" << st.color << "\" stroke-width=\"3\""
+             << (st.dash.empty() ? "" : " stroke-dasharray=\"" + st.dash + "\"") << "/>";
+    }
+    legend << "<text x=\"" << legend_x + 26 << "\" y=\"" << o.height - 10 << "\" font-size=\"12\">"
            << escape(s.name) << "</text></g>";
     legend_x += 40 + 7 * static_cast<int>(s.name.size());
   }

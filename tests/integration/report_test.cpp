@@ -65,6 +65,29 @@ TEST(Report, TextIsConsistentPhasesThatNeverRanAreFoldedAndFlagsNeverBreak) {
   EXPECT_EQ(inline_html.find("0 workers"), std::string::npos);
 }
 
+TEST(Report, ThePageHasTheRunsWarningsItsCpuUseAndTheCallbacksThatMatter) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);  // a slow callback: warned about in the terminal and summary.json
+  const std::string html = read_file(dir + "/report.html");
+  const nlohmann::json summary = nlohmann::json::parse(read_file(dir + "/summary.json"));
+  ASSERT_FALSE(summary.at("warnings").empty());
+  EXPECT_NE(html.find("<h2>Warnings</h2>"), std::string::npos);
+  EXPECT_NE(html.find("callback SlowCallback.on_train_batch_end takes"), std::string::npos);
+  EXPECT_NE(html.find("<h2>CPU utilisation</h2>"), std::string::npos);
+  EXPECT_NE(html.find("Cores busy by thread pool"), std::string::npos);
+  EXPECT_NE(html.find("<th>share of the run</th>"), std::string::npos);
+  // ten hooks shown, the others summed in one row
+  const auto table = html.find("<h2>Callbacks by cost</h2>");
+  const std::string callbacks = html.substr(table, html.find("</table>", table) - table);
+  const std::size_t hooks = summary.at("callbacks").size();
+  ASSERT_GT(hooks, 10u);
+  std::size_t rows = 0;
+  for (std::size_t at = callbacks.find("<tr"); at != std::string::npos; at = callbacks.find("<tr", at + 1)) ++rows;
+  EXPECT_EQ(rows, 1 + 10 + 1);  // the header, ten hooks, the rest
+  EXPECT_NE(callbacks.find("the other " + std::to_string(hooks - 10) + " hooks"), std::string::npos);
+}
+
 TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";

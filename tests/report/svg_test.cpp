@@ -146,3 +146,16 @@ TEST(Svg, AFlatSeriesGetsARangeAroundItsValueWithATickAtIt) {
   EXPECT_NE(chart.find("text-anchor=\"end\">0.001</text>"), std::string::npos) << chart;
   EXPECT_EQ(chart.find("text-anchor=\"end\">1</text>"), std::string::npos);  // not a 0..1 axis
 }
+
+TEST(Svg, ALegendShowsDotsForASeriesDrawnAsDots) {
+  ChartOptions o;
+  const std::string chart = line_chart({{"rolling p50", {1, 2, 3}, {1, 2, 3}, false, false, {}, {}},
+                                        {"each step", {1, 2, 3}, {1, 3, 2}, true, true, {}, {}}},
+                                       o);
+  const std::string legend = chart.substr(chart.find("<g class=\"legend\">"));
+  const auto each = legend.find("each step");
+  ASSERT_NE(each, std::string::npos);
+  const std::string item = legend.substr(legend.rfind("<g class=\"legend-item\">", each), each - legend.rfind("<g class=\"legend-item\">", each));
+  EXPECT_EQ(count(item, "<circle"), 3) << item;
+  EXPECT_EQ(count(item, "<line"), 0) << item;
+}
