@@ -224,7 +224,7 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
     legend << "<g class=\"legend-item\">";
     if (s.points || n == 1) {  // drawn as dots: the legend shows dots, not a (dashed) line
       for (int dot = 0; dot < 3; ++dot) {
-        legend << "<circle cx=\"" << legend_x + 3 + 8 * dot << "\" cy=\"" << o.height - 14 << "\" r=\"2.5\" fill=\""
+        legend << "<circle class=\"key\" cx=\"" << legend_x + 3 + 8 * dot << "\" cy=\"" << o.height - 14 << "\" r=\"2.5\" fill=\""
                << st.color << "\"/>";
       }
     } else {

@@ -60,7 +60,7 @@ TEST(Svg, ASinglePointIsADotWithItsNumbersOnHover) {
   ChartOptions o;
   o.title = "One";
   const std::string chart = line_chart({{"loss", {3}, {0.25}, false, false, {}, {}}}, o);
-  EXPECT_EQ(count(chart, "<circle"), 1);
+  EXPECT_EQ(count(chart, "<circle cx"), 1);  // the data point (the legend's dots are class="key")
   EXPECT_NE(chart.find("<title>loss: 3, 0.25</title>"), std::string::npos);
   EXPECT_EQ(chart.find("nan"), std::string::npos);
 }
@@ -136,7 +136,7 @@ TEST(Svg, EpochsAreWholeNumbersAndOneEpochIsAPoint) {
             (std::vector<std::string>{"1", "2", "3"}));
   const std::string one = line_chart({{"loss", {1}, {0.5}, true, false, {}, {}}}, o);
   EXPECT_EQ(x_ticks(one), (std::vector<std::string>{"1"})) << one;
-  EXPECT_EQ(count(one, "<circle"), 1);
+  EXPECT_EQ(count(one, "<circle cx"), 1);
 }
 
 TEST(Svg, AFlatSeriesGetsARangeAroundItsValueWithATickAtIt) {
