@@ -37,6 +37,16 @@ struct Table {
     for (const auto& r : rows) out.push_back(r[static_cast<std::size_t>(c)]);
     return out;
   }
+  /// The rows of each value of column `c` (steps.csv's rank), in order; all rows under 0 without it.
+  std::map<double, Table> split_by(int c) const {
+    std::map<double, Table> out;
+    for (const auto& r : rows) {
+      Table& t = out[c < 0 ? 0.0 : r[static_cast<std::size_t>(c)]];
+      t.columns = columns;
+      t.rows.push_back(r);
+    }
+    return out;
+  }
 };
 
 std::string read_text(const fs::path& path) {
@@ -309,7 +319,11 @@ std::string train_report(const fs::path& dir) {
   const fs::path steps_path = dir / "steps.csv";
   const double warmup = static_cast<double>(s.warmup_steps);
   if (fs::exists(steps_path)) {
-    const Table steps = read_table(steps_path);
+    const Table all_steps = read_table(steps_path);
+    // a data-parallel run's steps.csv holds every rank's rows: the chief's are the steps, the others'
+    // are drawn beside them, one series per rank
+    const std::map<double, Table> ranks = all_steps.split_by(all_steps.column("rank"));
+    const Table steps = ranks.empty() ? all_steps : ranks.begin()->second;
     const int step_ms = steps.column("step_ms"), data_wait = steps.column("data_wait_ms");
     if (step_ms < 0) throw std::invalid_argument(steps_path.string() + ": line 1: no step_ms column");
     const std::vector<double> ms = steps.values(step_ms);
@@ -318,8 +332,18 @@ std::string train_report(const fs::path& dir) {
     for (std::size_t i = 0; i < ms.size(); i += stride) x.push_back(static_cast<double>(i));
     const Rolling r = rolling(ms, 51);
     svg::Series raw{"each step", x, thin(ms, stride), true, true, {}, {}};
-    svg::Series p50{"rolling p50 (band: p10 to p90)", x, thin(r.p50, stride), false, false, thin(r.p10, stride),
+    const std::string chief = ranks.size() > 1 ? "rank " + svg::format_number(ranks.begin()->first) + ": " : "";
+    raw.name = chief + raw.name;
+    svg::Series p50{chief + "rolling p50 (band: p10 to p90)", x, thin(r.p50, stride), false, false, thin(r.p10, stride),
                     thin(r.p90, stride)};
+    std::vector<svg::Series> series = {p50, raw};
+    for (auto it = std::next(ranks.begin(), ranks.empty() ? 0 : 1); it != ranks.end(); ++it) {
+      const std::vector<double> rank_ms = it->second.values(step_ms);
+      std::vector<double> rank_x;
+      for (std::size_t i = 0; i < rank_ms.size(); i += stride) rank_x.push_back(static_cast<double>(i));
+      series.push_back({"rank " + svg::format_number(it->first) + ": rolling p50", rank_x,
+                        thin(rolling(rank_ms, 51).p50, stride), false, false, {}, {}});
+    }
     svg::ChartOptions o;
     o.title = "Step time over the run";
     o.x_label = "step";
@@ -330,7 +354,7 @@ std::string train_report(const fs::path& dir) {
       o.markers.push_back({0, "restart " + std::to_string(restarts) + " of the job: resumed from step " +
                                   std::to_string(s.restarts->events.back().resumed_from_step)});
     }
-    body << svg::line_chart({p50, raw}, o);
+    body << svg::line_chart(series, o);
     // data wait
     body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share) << " of the step. ";
     if (s.loader.workers == 0) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "process.hpp"
 
@@ -86,6 +87,39 @@ TEST(Report, ThePageHasTheRunsWarningsItsCpuUseAndTheCallbacksThatMatter) {
   for (std::size_t at = callbacks.find("<tr"); at != std::string::npos; at = callbacks.find("<tr", at + 1)) ++rows;
   EXPECT_EQ(rows, 1 + 10 + 1);  // the header, ten hooks, the rest
   EXPECT_NE(callbacks.find("the other " + std::to_string(hooks - 10) + " hooks"), std::string::npos);
+}
+
+/// steps.csv of a data-parallel run holds every rank's rows: the step chart counts the chief's steps
+/// and draws each other rank beside them, not two ranks' rows as twice the steps.
+TEST(Report, TheStepChartOfTwoRanksHasTheirStepsOnceAndASeriesPerRank) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);
+  std::istringstream in(read_file(dir + "/steps.csv"));
+  std::string header, line;
+  std::getline(in, header);
+  ASSERT_EQ(header.rfind("epoch,batch,rank,step_ms", 0), 0u) << header;
+  std::ostringstream two;  // each row once for rank 0 and once for rank 1, interleaved as ranks write them
+  two << header << "\n";
+  int64_t steps = 0;
+  while (std::getline(in, line)) {
+    const auto first = line.find(',', line.find(',') + 1);  // the rank is the third field
+    const std::string rest = line.substr(line.find(',', first + 1));
+    two << line.substr(0, first) << ",0" << rest << "\n" << line.substr(0, first) << ",1" << rest << "\n";
+    ++steps;
+  }
+  ASSERT_GT(steps, 20);
+  { std::ofstream(dir + "/steps.csv") << two.str(); }
+  ASSERT_EQ(run_fitscope({"report", dir}).exit_code, 0);
+  const std::string html = read_file(dir + "/report.html");
+  const auto chart = html.find("aria-label=\"Step time over the run\"");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string svg = html.substr(chart, html.find("</svg>", chart) - chart);
+  EXPECT_NE(svg.find("data-name=\"rank 0: rolling p50 (band: p10 to p90)\""), std::string::npos);
+  EXPECT_NE(svg.find("data-name=\"rank 1: rolling p50\""), std::string::npos);
+  // the last step's dot is at step steps-1, not 2*steps-1
+  EXPECT_NE(svg.find("rank 0: each step: " + std::to_string(steps - 1) + ","), std::string::npos);
+  EXPECT_EQ(svg.find("each step: " + std::to_string(steps) + ","), std::string::npos);
 }
 
 TEST(Report, TheCommandRebuildsThePageAndNamesACorruptedSummary) {
