@@ -200,6 +200,36 @@ std::string settings_table(const RunSummary& s) {
   return out.str();
 }
 
+/// Each step's phases stacked (TensorBoard Profiler's step-time graph), from steps.csv: the phases
+/// that took time, at most 300 columns (groups of consecutive steps averaged beyond that).
+std::string phases_per_step(const Table& steps) {
+  const std::size_t n = steps.rows.size();
+  if (n == 0) return {};
+  const std::size_t group = (n + 299) / 300;
+  std::vector<svg::Series> layers;
+  for (Phase phase : all_phases()) {
+    const int c = steps.column(std::string(phase_name(phase)) + "_ms");
+    if (c < 0) continue;
+    const std::vector<double> ms = steps.values(c);
+    if (std::all_of(ms.begin(), ms.end(), [](double v) { return v == 0; })) continue;  // never happened
+    svg::Series layer{std::string(phase_name(phase)), {}, {}, false, false, {}, {}};
+    for (std::size_t i = 0; i < n; i += group) {
+      const std::size_t end = std::min(n, i + group);
+      double sum = 0;
+      for (std::size_t j = i; j < end; ++j) sum += ms[j];
+      layer.x.push_back(static_cast<double>(i));
+      layer.y.push_back(sum / static_cast<double>(end - i));
+    }
+    layers.push_back(std::move(layer));
+  }
+  svg::ChartOptions o;
+  o.title = group > 1 ? "Each step's phases (mean of every " + std::to_string(group) + " steps)" : "Each step's phases";
+  o.x_label = "step";
+  o.y_label = "time (ms)";
+  o.height = 280;
+  return svg::stacked_columns(layers, o);
+}
+
 /// Which threads used the cores: the process against the machine, and each pool (cores busy, threads).
 std::string cpu_section(const RunSummary& s) {
   if (s.cpu.pools.empty()) return {};
@@ -355,6 +385,7 @@ std::string train_report(const fs::path& dir) {
                                   std::to_string(s.restarts->events.back().resumed_from_step)});
     }
     body << svg::line_chart(series, o);
+    body << phases_per_step(steps);
     // data wait
     body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share) << " of the step. ";
     if (s.loader.workers == 0) {

@@ -274,4 +274,61 @@ std::string stacked_bar(const std::vector<Part>& parts, const ChartOptions& o) {
   return out.str();
 }
 
+std::string stacked_columns(const std::vector<Series>& layers, const ChartOptions& o) {
+  std::size_t n = 0;
+  for (const Series& l : layers) n = std::max(n, std::min(l.x.size(), l.y.size()));
+  if (layers.empty() || n == 0) return no_data(o, "columns");
+  std::vector<double> top(n, 0.0);
+  for (const Series& l : layers) {
+    for (std::size_t i = 0; i < std::min(l.x.size(), l.y.size()); ++i) top[i] += std::max(0.0, l.y[i]);
+  }
+  const std::vector<double>& xs = layers.front().x;
+  const double x0 = xs.front(), x1 = xs[std::min(xs.size(), n) - 1];
+  double y1 = *std::max_element(top.begin(), top.end());
+  if (!(y1 > 0)) y1 = 1;
+  const std::vector<double> yt = ticks(0, y1, 5);
+  y1 = std::max(y1, yt.empty() ? y1 : yt.back());
+  const double width = static_cast<double>(o.width - kLeft - kRight) / static_cast<double>(n);
+  const Scale sx(x0, x1 == x0 ? x0 + 1 : x1, kLeft + width / 2, o.width - kRight - width / 2);
+  const Scale sy(0, y1, o.height - kBottom, kTop);
+  std::ostringstream out, legend;
+  out << header(o, "columns") << "<g class=\"axis\" font-size=\"11\" fill=\"#333\">";
+  for (double t : yt) {
+    out << "<line x1=\"" << kLeft << "\" x2=\"" << o.width - kRight << "\" y1=\"" << num(sy(t)) << "\" y2=\"" << num(sy(t))
+        << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 6 << "\" y=\"" << num(sy(t) + 4) << "\" text-anchor=\"end\">"
+        << escape(format_number(t)) << "</text>";
+  }
+  for (double t : ticks(x0, x1, 6)) {
+    out << "<text x=\"" << num(sx(t)) << "\" y=\"" << o.height - kBottom + 16 << "\" text-anchor=\"middle\">"
+        << escape(format_number(t)) << "</text>";
+  }
+  out << "<text x=\"" << (kLeft + o.width - kRight) / 2 << "\" y=\"" << o.height - kBottom + 34 << "\" text-anchor=\"middle\">"
+      << escape(o.x_label) << "</text><text transform=\"translate(14," << (kTop + o.height - kBottom) / 2
+      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.y_label) << "</text></g>";
+  std::vector<double> base(n, 0.0);
+  int legend_x = kLeft;
+  std::size_t index = 0;
+  for (const Series& l : layers) {
+    const Style st = style(index++);
+    out << "<g class=\"layer\" data-name=\"" << escape(l.name) << "\">";
+    for (std::size_t i = 0; i < std::min(l.x.size(), l.y.size()); ++i) {
+      const double v = std::max(0.0, l.y[i]);
+      if (v > 0) {
+        out << "<rect x=\"" << num(sx(l.x[i]) - width / 2) << "\" y=\"" << num(sy(base[i] + v)) << "\" width=\""
+            << num(std::max(width, 0.5)) << "\" height=\"" << num(sy(base[i]) - sy(base[i] + v)) << "\" fill=\"" << st.color
+            << "\"><title>" << escape(l.name) << ": " << escape(format_number(l.x[i])) << ", " << escape(format_number(v))
+            << "</title></rect>";
+      }
+      base[i] += v;
+    }
+    out << "</g>";
+    legend << "<g class=\"legend-item\"><rect class=\"key\" x=\"" << legend_x << "\" y=\"" << o.height - 24
+           << "\" width=\"12\" height=\"12\" fill=\"" << st.color << "\"/><text x=\"" << legend_x + 16 << "\" y=\""
+           << o.height - 14 << "\" font-size=\"12\">" << escape(l.name) << "</text></g>";
+    legend_x += 28 + 7 * static_cast<int>(l.name.size());
+  }
+  out << "<g class=\"legend\">" << legend.str() << "</g></svg>";
+  return out.str();
+}
+
 }  // namespace fitscope::svg

@@ -1,7 +1,7 @@
 #pragma once
 /// A small SVG charting helper for the HTML report: linear scales, "nice" axis ticks, XML escaping,
-/// and three chart kinds drawn as inline SVG strings (line/scatter charts, a horizontal stacked bar, a
-/// band under a line). Charts carry their title in words, units on the axes, a <title> on every mark
+/// and four chart kinds drawn as inline SVG strings (line/scatter charts, a horizontal stacked bar, a
+/// band under a line, stacked columns). Charts carry their title in words, units on the axes, a <title> on every mark
 /// (numbers on hover), and series told apart by dash pattern and lightness as well as hue, so they
 /// survive grey-scale printing. Pure functions; thread-safe; no libtorch.
 
@@ -80,5 +80,10 @@ struct Part {
 
 /// A horizontal bar split into parts, with a legend naming each part and its percentage.
 std::string stacked_bar(const std::vector<Part>& parts, const ChartOptions& options);
+
+/// One column per x, split into the layers' values stacked bottom-up in layer order (TensorBoard
+/// Profiler's step-time graph: each step's phases); each layer's x and y hold one value per column.
+/// A hover title on every segment; a legend with each layer's colour.
+std::string stacked_columns(const std::vector<Series>& layers, const ChartOptions& options);
 
 }  // namespace fitscope::svg

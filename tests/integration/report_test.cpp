@@ -78,6 +78,13 @@ TEST(Report, ThePageHasTheRunsWarningsItsCpuUseAndTheCallbacksThatMatter) {
   EXPECT_NE(html.find("<h2>CPU utilisation</h2>"), std::string::npos);
   EXPECT_NE(html.find("Cores busy by thread pool"), std::string::npos);
   EXPECT_NE(html.find("<th>share of the run</th>"), std::string::npos);
+  // each step's phases, stacked: the phases that took time, not h2d or comm
+  const auto columns = html.find("aria-label=\"Each step&#39;s phases\"");
+  ASSERT_NE(columns, std::string::npos);
+  const std::string stacked = html.substr(columns, html.find("</svg>", columns) - columns);
+  EXPECT_NE(stacked.find("data-name=\"forward\""), std::string::npos);
+  EXPECT_NE(stacked.find("data-name=\"callbacks\""), std::string::npos);
+  EXPECT_EQ(stacked.find("data-name=\"h2d\""), std::string::npos);
   // ten hooks shown, the others summed in one row
   const auto table = html.find("<h2>Callbacks by cost</h2>");
   const std::string callbacks = html.substr(table, html.find("</table>", table) - table);

@@ -159,3 +159,17 @@ TEST(Svg, ALegendShowsDotsForASeriesDrawnAsDots) {
   EXPECT_EQ(count(item, "<circle"), 3) << item;
   EXPECT_EQ(count(item, "<line"), 0) << item;
 }
+
+TEST(Svg, StackedColumnsStackEachColumnsLayersBottomUp) {
+  ChartOptions o;
+  o.height = 36 + 72 + 100;  // 100 px of plot between the margins
+  const std::string chart = stacked_columns({{"forward", {0, 1}, {1, 2}, false, false, {}, {}},
+                                             {"backward", {0, 1}, {3, 2}, false, false, {}, {}}},
+                                            o);
+  EXPECT_EQ(count(chart, "<rect x"), 4) << chart;  // two layers of two columns (legend squares are not "rect x")
+  EXPECT_NE(chart.find("<title>forward: 0, 1</title>"), std::string::npos);
+  EXPECT_NE(chart.find("<title>backward: 1, 2</title>"), std::string::npos);
+  // both columns reach 4 ms: the top of each is the top of the axis (y = 36)
+  EXPECT_EQ(count(chart, "y=\"36.00\""), 2) << chart;
+  EXPECT_NE(stacked_columns({}, o).find("no data"), std::string::npos);
+}
