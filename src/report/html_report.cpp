@@ -180,8 +180,8 @@ std::string page(const std::string& title, const std::string& body) {
 std::string settings_table(const RunSummary& s) {
   std::ostringstream out;
   out << "<table class=\"settings\"><tr><th>setting</th><th>value</th></tr>";
-  const auto row = [&](const char* key, const std::string& value) {
-    out << "<tr><td>" << key << "</td><td>" << svg::escape(value) << "</td></tr>";
+  const auto row = [&](const std::string& key, const std::string& value) {
+    out << "<tr><td>" << svg::escape(key) << "</td><td>" << svg::escape(value) << "</td></tr>";
   };
   row("model", s.model);
   row("device", s.device);
@@ -196,6 +196,7 @@ std::string settings_table(const RunSummary& s) {
   row("wall_s", svg::format_number(s.wall_s));
   row("loader", s.loader.workers == 0 ? std::string("batches built on the training thread (--workers 0)")
                                       : count_of(s.loader.workers, "worker") + ", prefetch " + std::to_string(s.loader.prefetch));
+  for (const auto& [key, value] : s.settings) row(key, value);  // what repeats the run: command line, version, ...
   out << "</table>";
   return out.str();
 }

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -113,6 +114,15 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   facts.callback_mode = async_callbacks ? "async" : "sync";
   facts.validation_split = fit.validation_split;
   facts.device = trainer.options().device.str();
+  // what repeats the run (the report's settings)
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%g", trainer.options().learning_rate);
+  facts.settings = {{"version", FITSCOPE_VERSION},
+                    {"optimizer", trainer.options().optimizer == OptimizerKind::sgd ? "sgd" : "adam"},
+                    {"learning_rate", rate},
+                    {"seed", std::to_string(fit.loader.seed)},
+                    {"shuffle", fit.loader.shuffle ? "true" : "false"},
+                    {"validation_split", std::to_string(fit.validation_split)}};
   return facts;
 }
 
@@ -290,6 +300,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   }
   if (chief) create_run_dir(dir.string());
   directory_ = dir.string();
+  data_source_ = train->source();
   if (options_.backup || resume) {
     BackupAndRestoreOptions b;
     b.backup_dir = backup_dir;
@@ -397,6 +408,8 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
     script->to(device);
   }
   RunFacts facts = facts_of(trainer, fit, options_.name, options_.async_callbacks);
+  facts.settings.insert(facts.settings.begin() + 1, {"data", data_source_});
+  if (!options_.command_line.empty()) facts.settings.insert(facts.settings.begin() + 1, {"command_line", options_.command_line});
   facts.epochs = static_cast<int64_t>(history_.epochs().size());
   if (!history_.epochs().empty()) facts.logs = history_.last();
   facts.interrupted = interrupted_by() != 0;

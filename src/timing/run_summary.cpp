@@ -42,6 +42,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   s.samples_per_s = stats.samples_per_s();
   s.run = facts.run;
   s.interrupted = facts.interrupted;
+  s.settings = facts.settings;
   s.threads = m.threads;
   s.logs = facts.logs;
   s.world_size = m.world_size;
@@ -132,6 +133,8 @@ std::string RunSummary::to_json() const {
     phases_json[name] = {{"mean_ms", p.mean_ms}, {"p50_ms", p.p50_ms}, {"p90_ms", p.p90_ms},
                          {"p99_ms", p.p99_ms},   {"max_ms", p.max_ms}, {"share", p.share}};
   }
+  json settings_json = json::object();
+  for (const auto& [key, value] : settings) settings_json[key] = value;
   json callbacks_json = json::array();
   for (const CallbackSummary& c : callbacks) {
     callbacks_json.push_back({{"name", c.name}, {"hook", c.hook}, {"mode", c.mode}, {"calls", c.calls},
@@ -202,6 +205,7 @@ std::string RunSummary::to_json() const {
         {"shutdown", run.shutdown},
         {"unaccounted", run.unaccounted}}},
       {"interrupted", interrupted},
+      {"settings", settings_json},
       {"failure", failure},
       {"threads",
        {{"intra_op", threads.setting.intra_op},
@@ -353,6 +357,12 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.run = {run.get<double>("startup"),  run.get<double>("training_steps"), run.get<double>("validation"),
            run.get<double>("epoch_end"), run.get<double>("shutdown"),       run.get<double>("unaccounted")};
   s.interrupted = r.get<bool>("interrupted");
+  if (r.raw().contains("settings")) {
+    for (const auto& [key, value] : r.object("settings").raw().items()) {
+      if (!value.is_string()) throw std::invalid_argument(source + ": settings." + key + ": expected a string");
+      s.settings.emplace_back(key, value.get<std::string>());
+    }
+  }
   s.failure = r.get<std::string>("failure");
   const Reader threads = r.object("threads");
   s.threads.setting = {threads.get<int64_t>("intra_op"), threads.get<int64_t>("blas")};

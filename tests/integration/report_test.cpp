@@ -78,6 +78,17 @@ TEST(Report, ThePageHasTheRunsWarningsItsCpuUseAndTheCallbacksThatMatter) {
   EXPECT_NE(html.find("<h2>CPU utilisation</h2>"), std::string::npos);
   EXPECT_NE(html.find("Cores busy by thread pool"), std::string::npos);
   EXPECT_NE(html.find("<th>share of the run</th>"), std::string::npos);
+  // the settings that repeat the run, the command line first among them
+  const nlohmann::json settings = summary.at("settings");
+  EXPECT_EQ(settings.at("optimizer"), "adam");
+  EXPECT_EQ(settings.at("learning_rate"), "0.001");
+  EXPECT_EQ(settings.at("seed"), "0");
+  EXPECT_EQ(settings.at("data"), "synthetic");
+  EXPECT_EQ(settings.at("version"), "0.1.0");
+  const std::string command = settings.at("command_line").get<std::string>();
+  EXPECT_NE(command.find("fitscope train --model mlp --synthetic-size 1200"), std::string::npos) << command;
+  EXPECT_NE(html.find("<td>command_line</td><td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>learning_rate</td><td>0.001</td>"), std::string::npos);
   // each step's phases, stacked: the phases that took time, not h2d or comm
   const auto columns = html.find("aria-label=\"Each step&#39;s phases\"");
   ASSERT_NE(columns, std::string::npos);

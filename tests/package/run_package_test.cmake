@@ -24,7 +24,7 @@ function(files_of dir out)
 endfunction()
 
 # summary.json's keys, and the keys of its objects one level down ("threads.cores"); the logs' keys
-# are the run's own.
+# and settings' keys are the run's own (a command line only where a command started it).
 function(summary_keys dir out)
   file(READ ${dir}/summary.json json)
   set(keys)
@@ -34,7 +34,7 @@ function(summary_keys dir out)
     string(JSON key MEMBER "${json}" ${i})
     list(APPEND keys ${key})
     string(JSON type TYPE "${json}" ${key})
-    if(type STREQUAL "OBJECT" AND NOT key STREQUAL "logs")
+    if(type STREQUAL "OBJECT" AND NOT key STREQUAL "logs" AND NOT key STREQUAL "settings")
       string(JSON inner GET "${json}" ${key})
       string(JSON m LENGTH "${inner}")
       if(m GREATER 0)

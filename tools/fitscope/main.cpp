@@ -197,6 +197,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   fitscope::cli::TrainCommandOptions train_options;
+  // the command as typed, each word quoted where a shell would need it: summary.json's settings
+  for (int i = 0; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word.empty() || word.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;#~") != std::string::npos) {
+      std::string quoted = "'";
+      for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      word = quoted + "'";
+    }
+    train_options.run.command_line += (i ? " " : "") + word;
+  }
   CLI::App* train = app.add_subcommand("train", "Train a model, evaluate it on the validation split, write the run directory");
   add_train_options(train, train_options);
   int train_status = 0;

@@ -68,6 +68,7 @@ class Run {
   std::string default_dir_;
   std::string directory_, report_path_;
   std::optional<int64_t> resumed_from_step_;
+  std::string data_source_;  // the training data's Dataset::source(), for the settings
   History history_;
   std::unique_ptr<Signals> signals_;
 };

@@ -16,6 +16,9 @@ struct RunOptions {
   std::string run_dir;
   /// The model's name: in the default directory's name and summary.json's "model".
   std::string name = "model";
+  /// The command that started the run, for summary.json's `settings` and the report (the CLI gives its
+  /// own); empty = none recorded.
+  std::string command_line;
   bool progress_bar = true;         ///< ProgressBar on the terminal
   bool one_line_per_epoch = false;  ///< the progress bar prints one line per epoch (--quiet)
   bool csv_logger = true;           ///< metrics.csv (CSVLogger)

@@ -81,6 +81,9 @@ struct RunSummary {
   double samples_per_s = 0;
   RunTime run;
   bool interrupted = false;  ///< a signal ended the run early
+  /// What a reader needs to repeat the run, as text: the version, the command line, the optimizer,
+  /// learning rate, seed, data, ... (summary.json's `settings`; empty in a summary from before them).
+  std::vector<std::pair<std::string, std::string>> settings;
   std::string failure;       ///< why the fit failed (e.g. a non-finite loss); empty when it did not
   ThreadChoice threads;
   Logs logs;  ///< the last epoch's
@@ -127,6 +130,7 @@ struct RunFacts {
   RunTime run;
   bool interrupted = false;
   GpuUtilization gpu;
+  std::vector<std::pair<std::string, std::string>> settings;  ///< RunSummary::settings
 };
 
 /// The summary of a fit: its measurements, the verdict on them, and the run's facts.
