@@ -1,0 +1,161 @@
+#include "report/page.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "report/svg.hpp"
+#include "timing/bounded_json.hpp"
+
+namespace fitscope::report {
+namespace fs = std::filesystem;
+
+std::vector<double> Table::values(int c) const {
+  std::vector<double> out;
+  for (const auto& r : rows) out.push_back(r[static_cast<std::size_t>(c)]);
+  return out;
+}
+
+std::map<double, Table> Table::split_by(int c) const {
+  std::map<double, Table> out;
+  for (const auto& r : rows) {
+    Table& t = out[c < 0 ? 0.0 : r[static_cast<std::size_t>(c)]];
+    t.columns = columns;
+    t.rows.push_back(r);
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+}  // namespace
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path.string() + ": cannot read");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Table read_table(const fs::path& path) {
+  std::istringstream in(read_text(path));
+  Table t;
+  std::string line;
+  int64_t number = 1;
+  if (!std::getline(in, line) || line.empty()) throw std::invalid_argument(path.string() + ": line 1: expected a header line");
+  t.columns = split(line);
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const auto fields = split(line);
+    if (fields.size() != t.columns.size()) {
+      throw std::invalid_argument(path.string() + ": line " + std::to_string(number) + ": " +
+                                  std::to_string(fields.size()) + " fields, expected " +
+                                  std::to_string(t.columns.size()) + " like the header");
+    }
+    std::vector<double> row;
+    for (const auto& f : fields) {
+      char* end = nullptr;
+      const double v = std::strtod(f.c_str(), &end);
+      row.push_back(end == f.c_str() || *end != '\0' ? std::nan("") : v);
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+json read_json(const fs::path& path) { return detail::parse_bounded_json(read_text(path), path.string()); }
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string percent(double share) { return svg::format_percent(share); }
+
+std::string count_of(int64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
+std::string field(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "-";
+  const json& v = j.at(key);
+  if (v.is_number_float()) return svg::format_number(v.get<double>());
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+double number(const json& j, const char* key, double fallback) {
+  return j.is_object() && j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : fallback;
+}
+
+Rolling rolling(const std::vector<double>& v, std::size_t window) {
+  Rolling r;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::size_t lo = i >= window / 2 ? i - window / 2 : 0, hi = std::min(v.size(), i + window / 2 + 1);
+    std::vector<double> w(v.begin() + static_cast<std::ptrdiff_t>(lo), v.begin() + static_cast<std::ptrdiff_t>(hi));
+    std::sort(w.begin(), w.end());
+    const auto at = [&](double q) { return w[static_cast<std::size_t>(q * static_cast<double>(w.size() - 1))]; };
+    r.p10.push_back(at(0.1));
+    r.p50.push_back(at(0.5));
+    r.p90.push_back(at(0.9));
+  }
+  return r;
+}
+
+std::vector<double> thin(const std::vector<double>& v, std::size_t stride) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v.size(); i += stride) out.push_back(v[i]);
+  return out;
+}
+
+namespace {
+
+const char* kStyle = R"(<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:980px;color:#1a1a1a;line-height:1.4}
+h1{font-size:1.5em;margin-bottom:4px} h2{font-size:1.15em;margin-top:28px;border-bottom:1px solid #ccc;padding-bottom:3px}
+table{border-collapse:collapse;margin:8px 0;font-size:0.92em} td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
+.verdict{border:2px solid #1f4e99;background:#eef3fb;padding:10px 14px;margin:12px 0;border-radius:4px}
+.verdict b{font-size:1.1em} tr.slow td{background:#fdecea;font-weight:bold} .note{color:#555;font-size:0.9em}
+svg.chart{display:block;margin:8px 0;background:#fff;font-family:inherit} .flag{white-space:nowrap}
+</style>)";
+
+}  // namespace
+
+std::string with_unbroken_flags(const std::string& text) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size();) {
+    const bool flag = text.compare(at, 2, "--") == 0 && (at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1])));
+    if (!flag) {
+      out += svg::escape(std::string_view(text).substr(at, 1));
+      ++at;
+      continue;
+    }
+    std::size_t end = at + 2;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-')) ++end;
+    out += "<span class=\"flag\">" + svg::escape(std::string_view(text).substr(at, end - at)) + "</span>";
+    at = end;
+  }
+  return out;
+}
+
+std::string page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + svg::escape(title) +
+         "</title>" + kStyle + "</head><body>\n" + body + "</body></html>\n";
+}
+
+}  // namespace fitscope::report
