@@ -351,8 +351,14 @@ TEST(Accounting, AnAsyncCallbackIsReportedAsAsyncWithItsStallAndTracedOnItsOwnTh
 /// verdict; the hook queued behind it, which the training thread waits on, is not.
 TEST(Accounting, ASlowAsyncHookIsNamedNotTheHookQueuedBehindIt) {
   TempDir tmp;
-  const json s = short_run(tmp.path() + "/run", {"--slow-callback-ms", "3", "--callback-mode", "async"});
+  // 100 steps: the async queue (64 calls) fills, and the slow hook bounds the run on any machine
+  const std::string dir = tmp.path() + "/run";
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "4000", "--epochs", "1", "--threads", "1",
+                                        "--run-dir", dir, "--quiet", "--slow-callback-ms", "3", "--callback-mode", "async"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = check_run_directory(dir);
   ASSERT_FALSE(s.at("callbacks").empty());
+  ASSERT_EQ(s.at("verdict").at("bound"), "callbacks") << s.at("verdict").dump();
   EXPECT_EQ(s.at("callbacks")[0].at("name"), "SlowCallback");
   EXPECT_EQ(s.at("callbacks")[0].at("hook"), "on_train_batch_end");
   std::string warnings;

@@ -78,11 +78,12 @@ class Loader {
   int64_t samples_per_epoch_ = 0;
   int64_t cursor_ = 0;           // next batch (workers = 0)
   int64_t handed_out_ = 0;
-  std::unique_ptr<Prefetcher<Batch>> prefetcher_;  // the workers (workers > 0)
-  std::atomic<int64_t> workers_started_{0};        // numbers the workers 1..W
+  // what the workers record: declared before them, so destroyed after they are joined
+  std::atomic<int64_t> workers_started_{0};  // numbers the workers 1..W
   std::mutex builds_mutex_;
   std::vector<BatchBuild> builds_;
   int64_t builds_kept_ = 0;
+  std::unique_ptr<Prefetcher<Batch>> prefetcher_;  // the workers (workers > 0)
 };
 
 }  // namespace fitscope
