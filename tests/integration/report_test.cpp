@@ -25,6 +25,13 @@ void short_run(const std::string& dir) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
+/// The part of `html` from `from` to the next `to`, or "" when `from` is not in it (a chart: from its
+/// aria-label to its </svg>).
+std::string between(const std::string& html, const std::string& from, const std::string& to) {
+  const auto at = html.find(from);
+  return at == std::string::npos ? std::string() : html.substr(at, html.find(to, at) - at);
+}
+
 }  // namespace
 
 TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
@@ -90,15 +97,13 @@ TEST(Report, ThePageHasTheRunsWarningsItsCpuUseAndTheCallbacksThatMatter) {
   EXPECT_NE(html.find("<td>command_line</td><td>"), std::string::npos);
   EXPECT_NE(html.find("<td>learning_rate</td><td>0.001</td>"), std::string::npos);
   // each step's phases, stacked: the phases that took time, not h2d or comm
-  const auto columns = html.find("aria-label=\"Each step&#39;s phases\"");
-  ASSERT_NE(columns, std::string::npos);
-  const std::string stacked = html.substr(columns, html.find("</svg>", columns) - columns);
+  const std::string stacked = between(html, "aria-label=\"Each step&#39;s phases\"", "</svg>");
+  ASSERT_FALSE(stacked.empty());
   EXPECT_NE(stacked.find("data-name=\"forward\""), std::string::npos);
   EXPECT_NE(stacked.find("data-name=\"callbacks\""), std::string::npos);
   EXPECT_EQ(stacked.find("data-name=\"h2d\""), std::string::npos);
   // ten hooks shown, the others summed in one row
-  const auto table = html.find("<h2>Callbacks by cost</h2>");
-  const std::string callbacks = html.substr(table, html.find("</table>", table) - table);
+  const std::string callbacks = between(html, "<h2>Callbacks by cost</h2>", "</table>");
   const std::size_t hooks = summary.at("callbacks").size();
   ASSERT_GT(hooks, 10u);
   std::size_t rows = 0;
@@ -130,9 +135,8 @@ TEST(Report, TheStepChartOfTwoRanksHasTheirStepsOnceAndASeriesPerRank) {
   { std::ofstream(dir + "/steps.csv") << two.str(); }
   ASSERT_EQ(run_fitscope({"report", dir}).exit_code, 0);
   const std::string html = read_file(dir + "/report.html");
-  const auto chart = html.find("aria-label=\"Step time over the run\"");
-  ASSERT_NE(chart, std::string::npos);
-  const std::string svg = html.substr(chart, html.find("</svg>", chart) - chart);
+  const std::string svg = between(html, "aria-label=\"Step time over the run\"", "</svg>");
+  ASSERT_FALSE(svg.empty());
   EXPECT_NE(svg.find("data-name=\"rank 0: rolling p50 (band: p10 to p90)\""), std::string::npos);
   EXPECT_NE(svg.find("data-name=\"rank 1: rolling p50\""), std::string::npos);
   // the last step's dot is at step steps-1, not 2*steps-1
