@@ -29,6 +29,7 @@ int main() {
     row.batch_size = batch_size;
     row.samples_per_s = s.samples_per_s();
     row.step_ms_mean = s.step().mean_ms;
+    row.step_ms_p50 = s.step().p50_ms;  // what the fit is made on
     rows.push_back(row);
   }
   if (auto fit = fit_step_time(rows)) {

@@ -1,5 +1,6 @@
 #include "fitscope/report/sweep.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -37,46 +38,102 @@ std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows) {
   return squared_error(only_per_sample) <= squared_error(only_fixed) ? only_per_sample : only_fixed;
 }
 
-int64_t knee_batch_size(const std::vector<SweepRow>& rows, double fraction) {
-  if (rows.empty()) throw std::invalid_argument("a sweep without rows has no knee");
-  double best = 0;
-  for (const auto& r : rows) best = std::max(best, r.samples_per_s);
-  int64_t knee = -1;
-  for (const auto& r : rows) {
-    if (r.samples_per_s >= fraction * best && (knee < 0 || r.batch_size < knee)) knee = r.batch_size;
+double SweepRow::low() const { return windows.empty() ? samples_per_s : *std::min_element(windows.begin(), windows.end()); }
+double SweepRow::high() const { return windows.empty() ? samples_per_s : *std::max_element(windows.begin(), windows.end()); }
+
+namespace {
+/// `row`'s throughput over the best's: each round's ratio, sorted (see Knee).
+std::vector<double> ratios_to(const SweepRow& row, const SweepRow& best) {
+  std::vector<double> r;
+  if (best.samples_per_s <= 0) return {0};
+  if (!row.windows.empty() && row.windows.size() == best.windows.size()) {
+    for (std::size_t i = 0; i < row.windows.size(); ++i) r.push_back(best.windows[i] > 0 ? row.windows[i] / best.windows[i] : 0);
+  } else {
+    r = {row.low() / best.samples_per_s, row.samples_per_s / best.samples_per_s, row.high() / best.samples_per_s};
   }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+}  // namespace
+
+Knee find_knee(const std::vector<SweepRow>& rows, double fraction) {
+  if (rows.empty()) throw std::invalid_argument("a sweep without rows has no knee");
+  const SweepRow* best = &rows.front();
+  for (const auto& r : rows) {
+    if (r.samples_per_s > best->samples_per_s) best = &r;
+  }
+  Knee knee{-1, true, -1, -1};
+  const auto take_smallest = [](int64_t& into, int64_t b) {
+    if (into < 0 || b < into) into = b;
+  };
+  for (const auto& r : rows) {
+    const std::vector<double> ratios = &r == best ? std::vector<double>{1} : ratios_to(r, *best);
+    const std::size_t n = ratios.size();
+    const double median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+    if (median >= fraction) take_smallest(knee.batch_size, r.batch_size);
+    if (ratios.back() >= fraction) take_smallest(knee.lowest, r.batch_size);   // not surely below
+    if (ratios.front() >= fraction) take_smallest(knee.highest, r.batch_size);  // surely reaches
+  }
+  knee.resolved = knee.lowest == knee.batch_size && knee.highest == knee.batch_size;
   return knee;
 }
 
-std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& model, int64_t steps) {
+std::string describe_knee(const Knee& knee) {
+  const std::string b = std::to_string(knee.batch_size);
+  if (knee.resolved) {
+    return "Knee at batch size " + b + ": the smallest batch reaching 90% of the best samples/s, in every window";
+  }
+  return "Knee not resolved: between batch sizes " + std::to_string(knee.lowest) + " and " +
+         std::to_string(knee.highest) + " (" + b +
+         " by the medians): round by round, their samples/s straddle 90% of the best's. Longer windows "
+         "(--window-seconds) or a quieter machine would separate them";
+}
+
+std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& model, const SweepMethod& method) {
   using nlohmann::json;
   json out_rows = json::array();
   for (const auto& r : rows) {
     out_rows.push_back({{"batch_size", r.batch_size},
                         {"samples_per_s", r.samples_per_s},
+                        {"samples_per_s_low", r.low()},
+                        {"samples_per_s_high", r.high()},
+                        {"wide", r.spread() > kWideSpread},
+                        {"windows", r.windows},
+                        {"steps", r.steps},
                         {"step_ms_mean", r.step_ms_mean},
                         {"step_ms_p50", r.step_ms_p50},
                         {"step_ms_p99", r.step_ms_p99},
                         {"data_wait_share", r.data_wait_share},
-                        {"verdict", r.verdict}});
+                        {"verdict", r.verdict},
+                        {"threads", r.threads}});
   }
   json fit = nullptr;
   if (auto f = fit_step_time(rows)) fit = {{"fixed_ms", f->fixed_ms}, {"per_sample_ms", f->per_sample_ms}};
-  const json out = {{"model", model},
-                    {"steps", steps},
-                    {"rows", out_rows},
-                    {"fit", fit},
-                    {"knee_batch_size", rows.empty() ? json(nullptr) : json(knee_batch_size(rows))}};
+  json out = {{"model", model},
+              {"method",
+               {{"windows", method.windows}, {"window_seconds", method.window_seconds}, {"window_steps", method.window_steps}}},
+              {"rows", out_rows},
+              {"fit", fit},
+              {"knee_batch_size", nullptr},
+              {"knee", nullptr}};
+  if (!rows.empty()) {
+    const Knee knee = find_knee(rows);
+    out["knee_batch_size"] = knee.batch_size;
+    out["knee"] = {{"resolved", knee.resolved}, {"lowest", knee.lowest}, {"highest", knee.highest}};
+  }
   return out.dump(2) + "\n";
 }
 
 std::string sweep_csv(const std::vector<SweepRow>& rows) {
-  std::string out = "batch_size,samples_per_s,step_ms_mean,step_ms_p50,step_ms_p99,data_wait_share,verdict\n";
-  char line[256];
+  std::string out =
+      "batch_size,samples_per_s,samples_per_s_low,samples_per_s_high,windows,steps,step_ms_mean,step_ms_p50,"
+      "step_ms_p99,data_wait_share,verdict,threads\n";
+  char line[320];
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "%lld,%.3f,%.6f,%.6f,%.6f,%.6f,%s\n", static_cast<long long>(r.batch_size),
-                  r.samples_per_s, r.step_ms_mean, r.step_ms_p50, r.step_ms_p99, r.data_wait_share,
-                  r.verdict.c_str());
+    std::snprintf(line, sizeof line, "%lld,%.3f,%.3f,%.3f,%lld,%lld,%.6f,%.6f,%.6f,%.6f,%s,%s\n",
+                  static_cast<long long>(r.batch_size), r.samples_per_s, r.low(), r.high(),
+                  static_cast<long long>(r.windows.size()), static_cast<long long>(r.steps), r.step_ms_mean, r.step_ms_p50,
+                  r.step_ms_p99, r.data_wait_share, r.verdict.c_str(), r.threads.c_str());
     out += line;
   }
   return out;
@@ -84,18 +141,26 @@ std::string sweep_csv(const std::vector<SweepRow>& rows) {
 
 std::string format_sweep(const std::vector<SweepRow>& rows) {
   std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%10s %12s %10s %10s %10s  %s\n", "batch", "samples/s", "p50 ms", "p99 ms",
-                "data wait", "verdict");
+  char line[320];
+  std::snprintf(line, sizeof line, "%10s %12s %22s %10s %10s %10s %9s  %s\n", "batch", "samples/s",
+                "windows (low-high)", "p50 ms", "p99 ms", "data wait", "threads", "verdict");
   out += line;
-  const int64_t knee = rows.empty() ? -1 : knee_batch_size(rows);
+  const std::optional<Knee> knee = rows.empty() ? std::nullopt : std::optional<Knee>(find_knee(rows));
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "%10lld %12.0f %10.3f %10.3f %9.1f%%  %s%s\n",
-                  static_cast<long long>(r.batch_size), r.samples_per_s, r.step_ms_p50, r.step_ms_p99,
-                  r.data_wait_share * 100, r.verdict.c_str(),
-                  r.batch_size == knee ? "   <- knee (>= 90% of the best samples/s)" : "");
+    char range[64];
+    std::snprintf(range, sizeof range, "%.0f-%.0f%s", r.low(), r.high(),
+                  r.spread() > kWideSpread ? " wide" : "");
+    std::snprintf(line, sizeof line, "%10lld %12.0f %22s %10.3f %10.3f %9.1f%% %9s  %s%s\n",
+                  static_cast<long long>(r.batch_size), r.samples_per_s, range, r.step_ms_p50, r.step_ms_p99,
+                  r.data_wait_share * 100, r.threads.c_str(), r.verdict.c_str(), knee && r.batch_size == knee->batch_size ? "   <- knee" : "");
     out += line;
   }
+  if (std::any_of(rows.begin(), rows.end(), [](const SweepRow& r) { return r.spread() > kWideSpread; })) {
+    std::snprintf(line, sizeof line, "wide: the windows differ by more than %.0f%% of the median: not a number to compare\n",
+                  kWideSpread * 100);
+    out += line;
+  }
+  if (knee) out += describe_knee(*knee) + "\n";
   if (auto f = fit_step_time(rows)) {
     std::snprintf(line, sizeof line,
                   "Step time ~ %.3f ms fixed per step + %.4f ms per example (least squares over the medians, both >= 0)\n",

@@ -1,53 +1,127 @@
 #include "fitscope/run/sweep.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/report/html_report.hpp"
 #include "fitscope/run/run_options.hpp"
 #include "fitscope/timing/run_summary.hpp"
+#include "fitscope/timing/step_sink.hpp"
 
 namespace fitscope {
 namespace fs = std::filesystem;
+namespace {
+
+/// One window: skips the fit's warm-up records, times the measured steps from the first one's start to
+/// the last one's end, and stops the fit once they last `seconds` and number `steps`.
+class WindowSink final : public StepSink {
+ public:
+  WindowSink(Trainer& trainer, double seconds, int64_t steps)
+      : trainer_(trainer), seconds_ns_(static_cast<int64_t>(seconds * 1e9)), steps_(steps) {}
+
+  void on_step(const StepRecord& r) override {
+    if (++seen_ <= trainer_.measured().stats.warmup_steps()) return;  // read now: a thread search extends it
+    if (steps_seen_++ == 0) start_ns_ = r.start_ns;
+    end_ns_ = r.start_ns + r.step_ns;
+    samples_ += r.samples;
+    if (steps_seen_ >= steps_ && end_ns_ - start_ns_ >= seconds_ns_) trainer_.request_stop();
+  }
+
+  SweepWindow window(int64_t batch_size, int64_t round) const {
+    SweepWindow w{batch_size, round, steps_seen_, static_cast<double>(end_ns_ - start_ns_) * 1e-9, 0};
+    if (w.seconds > 0) w.samples_per_s = static_cast<double>(samples_) / w.seconds;
+    return w;
+  }
+
+ private:
+  Trainer& trainer_;
+  const int64_t seconds_ns_, steps_;
+  int64_t seen_ = 0, steps_seen_ = 0, samples_ = 0, start_ns_ = 0, end_ns_ = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// One batch size: its trainer, its steps over all windows, its windows' throughputs.
+struct Contender {
+  int64_t batch_size;
+  std::unique_ptr<Trainer> trainer;
+  PhaseStats steps{0};
+  std::vector<double> throughputs;
+};
+
+}  // namespace
 
 SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Dataset> data, FitOptions fit,
-                  const SweepOptions& options, const std::function<void(const SweepRow&)>& on_row) {
+                  const SweepOptions& options, const std::function<void(const SweepWindow&)>& on_window) {
   if (options.batch_sizes.empty()) throw std::invalid_argument("a sweep needs at least one batch size");
   if (options.steps < 1) throw std::invalid_argument("sweep steps must be >= 1, got " + std::to_string(options.steps));
+  if (options.windows < 1) {
+    throw std::invalid_argument("sweep windows must be >= 1, got " + std::to_string(options.windows));
+  }
+  if (!(options.window_seconds > 0)) {
+    throw std::invalid_argument("sweep window seconds must be > 0, got " + std::to_string(options.window_seconds));
+  }
+  for (int64_t batch_size : options.batch_sizes) {
+    if (batch_size < 1) throw std::invalid_argument("sweep batch sizes must be >= 1, got " + std::to_string(batch_size));
+  }
   const fs::path dir = options.run_dir.empty() ? default_run_dir("sweep-" + fs::path(options.name).stem().string())
                                                : options.run_dir;
   create_run_dir(dir.string());
-  SweepResult result;
-  result.directory = dir.string();
   fit.epochs = 1;
   fit.initial_epoch = 0;
   fit.validation_split = 0;
   fit.validation_data = nullptr;
-  for (int64_t batch_size : options.batch_sizes) {
-    if (batch_size < 1) throw std::invalid_argument("sweep batch sizes must be >= 1, got " + std::to_string(batch_size));
-    const std::unique_ptr<Trainer> trainer = make_trainer();
-    fit.loader.batch_size = batch_size;
-    fit.steps_per_epoch = trainer->warmup_steps() + options.steps;  // the thread search is warm-up too
-    trainer->fit(data, fit);
+  fit.steps_per_epoch = std::numeric_limits<int64_t>::max() / 2;  // the window's sink stops the fit
+  std::vector<Contender> contenders;
+  for (int64_t batch_size : options.batch_sizes) contenders.push_back({batch_size, make_trainer(), PhaseStats(0), {}});
+  const std::vector<std::shared_ptr<StepSink>> sinks = fit.step_sinks;
+  for (int64_t round = 0; round < options.windows; ++round) {
+    for (Contender& c : contenders) {
+      auto sink = std::make_shared<WindowSink>(*c.trainer, options.window_seconds, options.steps);
+      fit.loader.batch_size = c.batch_size;
+      fit.step_sinks = sinks;
+      fit.step_sinks.push_back(sink);
+      c.trainer->fit(data, fit);
+      c.steps.merge(c.trainer->measured().stats);
+      const SweepWindow window = sink->window(c.batch_size, round);
+      c.throughputs.push_back(window.samples_per_s);
+      if (on_window) on_window(window);
+    }
+  }
+  SweepResult result;
+  result.directory = dir.string();
+  for (Contender& c : contenders) {
     RunFacts facts;
     facts.model = options.name;
-    facts.batch_size = batch_size;
+    facts.batch_size = c.batch_size;
     facts.workers = fit.loader.workers;
     facts.callback_mode = options.callback_mode;
-    const RunSummary s = summarize(trainer->measured(), facts);
+    FitMeasurements all = c.trainer->measured();  // the last window's loader, threads and CPU...
+    all.stats = c.steps;                           // ...and every window's steps
+    const RunSummary s = summarize(all, facts);
     SweepRow row;
-    row.batch_size = batch_size;
-    row.samples_per_s = s.samples_per_s;
+    row.batch_size = c.batch_size;
+    row.samples_per_s = median(c.throughputs);
+    row.windows = c.throughputs;
+    row.steps = c.steps.measured_steps();
     row.step_ms_mean = s.step_ms.mean;
     row.step_ms_p50 = s.step_ms.p50;
     row.step_ms_p99 = s.step_ms.p99;
     row.data_wait_share = s.phases.at("data_wait").share;
     row.verdict = s.verdict.level + " " + s.verdict.bound;
+    row.threads = std::to_string(s.threads.setting.intra_op) + "+" + std::to_string(s.threads.setting.blas) + " " +
+                  s.threads.chosen_by;
     result.rows.push_back(row);
-    if (on_row) on_row(row);
   }
-  write_file_atomically((dir / "sweep.json").string(), sweep_json(result.rows, options.name, options.steps));
+  const SweepMethod method{options.windows, options.window_seconds, options.steps};
+  write_file_atomically((dir / "sweep.json").string(), sweep_json(result.rows, options.name, method));
   write_file_atomically((dir / "sweep.csv").string(), sweep_csv(result.rows));
   result.report_path = write_html_report(dir.string());
   return result;

@@ -6,7 +6,7 @@
 namespace fitscope {
 
 ThreadTuner::ThreadTuner(std::vector<ThreadSetting> candidates, int64_t steps_per_candidate)
-    : steps_(candidates.size()), per_candidate_(steps_per_candidate) {
+    : steps_(candidates.size()), measured_(steps_per_candidate) {
   if (candidates.empty()) throw std::invalid_argument("the thread tuner needs at least one candidate");
   if (steps_per_candidate < 1) {
     throw std::invalid_argument("steps per thread candidate must be >= 1, got " + std::to_string(steps_per_candidate));
@@ -16,50 +16,73 @@ ThreadTuner::ThreadTuner(std::vector<ThreadSetting> candidates, int64_t steps_pe
   if (candidates_.size() == 1) index_ = 1;  // nothing to compare
 }
 
-namespace {
-int64_t settling_steps(int64_t index) { return index == 0 ? ThreadTuner::kFirstSettlingSteps : 1; }
-}  // namespace
+int64_t ThreadTuner::settling_steps(int64_t index, int64_t settle) const {
+  if (index == 0) return kFirstSettlingSteps;
+  const ThreadSetting& now = candidates_[static_cast<std::size_t>(index)].setting;
+  const ThreadSetting& before = candidates_[static_cast<std::size_t>(index - 1)].setting;
+  return now.intra_op < before.intra_op || now.blas < before.blas ? settle : 1;
+}
 
-int64_t ThreadTuner::remaining_steps() const {
+int64_t ThreadTuner::remaining_steps_if_sized(int64_t measured_steps, int64_t settle_steps) const {
   if (!searching()) return 0;
   int64_t steps = -in_candidate_;
-  for (auto i = index_; i < static_cast<int64_t>(candidates_.size()); ++i) steps += settling_steps(i) + per_candidate_;
-  return steps;
+  for (auto i = index_; i < static_cast<int64_t>(candidates_.size()); ++i) {
+    steps += settling_steps(i, settle_steps) + std::max(measured_, measured_steps);
+  }
+  return std::max<int64_t>(steps, 0);
 }
 
 const ThreadSetting& ThreadTuner::current() const {
   return searching() ? candidates_[static_cast<std::size_t>(index_)].setting : chosen_;
 }
 
-bool ThreadTuner::record(double step_ms) {
-  if (!searching()) return false;
-  ++steps_run_;
-  if (in_candidate_++ >= settling_steps(index_)) steps_[static_cast<std::size_t>(index_)].push_back(step_ms);
-  if (in_candidate_ < settling_steps(index_) + per_candidate_) return false;
+ThreadTuner::Next ThreadTuner::next_candidate() {
   in_candidate_ = 0;
-  return ++index_ == static_cast<int64_t>(candidates_.size());
+  return ++index_ == static_cast<int64_t>(candidates_.size()) ? Next::choose : Next::step;
 }
 
-std::vector<double> ThreadTuner::medians() const {
-  std::vector<double> out;
-  for (std::vector<double> steps : steps_) {
-    if (steps.empty()) {
-      out.push_back(0);
-      continue;
-    }
-    auto middle = steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2);
-    std::nth_element(steps.begin(), middle, steps.end());
-    out.push_back(*middle);
+ThreadTuner::Next ThreadTuner::record(double step_ms) {
+  if (!searching()) return Next::step;
+  ++steps_run_;
+  if (in_candidate_++ >= settling_steps(index_, settle_)) steps_[static_cast<std::size_t>(index_)].push_back(step_ms);
+  if (in_candidate_ < settling_steps(index_, settle_) + measured_) return Next::step;
+  if (!sized_) {  // the first candidate's first measured steps: the caller sizes the search
+    sized_ = true;
+    return Next::size;
   }
+  return next_candidate();
+}
+
+void ThreadTuner::size(int64_t measured_steps, int64_t settle_steps) {
+  measured_ = std::max(measured_, measured_steps);
+  settle_ = std::max<int64_t>(settle_steps, 1);
+  sized_ = true;
+  // the first candidate may have measured enough already (a search of at least two candidates goes on)
+  if (searching() && in_candidate_ >= settling_steps(index_, settle_) + measured_) next_candidate();
+}
+
+namespace {
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+}  // namespace
+
+double ThreadTuner::first_mean_ms() const { return mean(steps_.front()); }
+
+std::vector<double> ThreadTuner::means() const {
+  std::vector<double> out;
+  for (const std::vector<double>& steps : steps_) out.push_back(mean(steps));
   return out;
 }
 
-void ThreadTuner::choose(const std::vector<double>& medians) {
+void ThreadTuner::choose(const std::vector<double>& means) {
   index_ = static_cast<int64_t>(candidates_.size());
   const ThreadCandidate* best = nullptr;
-  for (std::size_t i = 0; i < candidates_.size() && i < medians.size(); ++i) {
-    candidates_[i].step_ms = medians[i];
-    if (medians[i] > 0 && (!best || medians[i] < best->step_ms)) best = &candidates_[i];
+  for (std::size_t i = 0; i < candidates_.size() && i < means.size(); ++i) {
+    candidates_[i].step_ms = means[i];
+    if (means[i] > 0 && (!best || means[i] < best->step_ms)) best = &candidates_[i];
   }
   if (best) chosen_ = best->setting;
 }

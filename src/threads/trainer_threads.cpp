@@ -33,28 +33,59 @@ TrainerThreads::TrainerThreads(const ThreadOptions& t, int64_t cores, int64_t ra
 
 void TrainerThreads::apply() { choice_.setting = apply_threads(tuner_ ? tuner_->current() : choice_.setting); }
 
+namespace {
+/// Steps of `step_ms` that cover `ms`, within [1, cap].
+int64_t steps_covering(double ms, double step_ms, int64_t cap) {
+  return step_ms > 0 ? std::clamp<int64_t>(static_cast<int64_t>(std::ceil(ms / step_ms)), 1, cap) : 1;
+}
+}  // namespace
+
+int64_t TrainerThreads::size_search(int64_t steps_left, const std::function<void(std::vector<double>&)>& sum_across_ranks) {
+  std::vector<double> first{tuner_->first_mean_ms()};
+  sum_across_ranks(first);
+  const double step = first.front() / static_cast<double>(ranks_);  // the same on every rank
+  const int64_t before = tuner_->remaining_steps();
+  int64_t measured = steps_covering(kCandidateMs, step, kMaxCandidateSteps);
+  int64_t settle = steps_covering(kCooldownMs, step, kMaxCooldownSteps);
+  // a short fit keeps at least half of its steps out of the search
+  const int64_t allowed = std::max(before, steps_left / 2), wanted = tuner_->remaining_steps_if_sized(measured, settle);
+  if (wanted > allowed) {
+    const double scale = static_cast<double>(allowed) / static_cast<double>(wanted);
+    measured = static_cast<int64_t>(static_cast<double>(measured) * scale);
+    settle = static_cast<int64_t>(static_cast<double>(settle) * scale);
+  }
+  tuner_->size(measured, settle);
+  return tuner_->remaining_steps() - before;
+}
+
 int64_t TrainerThreads::after_step(double step_ms, int64_t steps_left,
                                    const std::function<void(std::vector<double>&)>& sum_across_ranks) {
   if (!tuner_) return 0;
   const ThreadSetting was = tuner_->current();
-  int64_t cooldown = 0;
-  if (tuner_->record(step_ms)) {
-    std::vector<double> medians = tuner_->medians();
-    sum_across_ranks(medians);
-    tuner_->choose(medians);
-    choice_.candidates = tuner_->candidates();
-    const auto chosen = std::find_if(choice_.candidates.begin(), choice_.candidates.end(),
-                                     [&](const ThreadCandidate& c) { return c.setting == tuner_->current(); });
-    const double step = chosen->step_ms / static_cast<double>(ranks_);  // the same on every rank
-    const bool fewer = tuner_->current().intra_op < was.intra_op || tuner_->current().blas < was.blas;
-    if (fewer && step > 0) {
-      cooldown = std::min({kMaxCooldownSteps, static_cast<int64_t>(std::ceil(kCooldownMs / step)), steps_left / 4});
+  int64_t more_warmup = 0;
+  switch (tuner_->record(step_ms)) {
+    case ThreadTuner::Next::step:
+      break;
+    case ThreadTuner::Next::size:
+      more_warmup = size_search(steps_left, sum_across_ranks);
+      break;
+    case ThreadTuner::Next::choose: {
+      std::vector<double> means = tuner_->means();
+      sum_across_ranks(means);
+      tuner_->choose(means);
+      choice_.candidates = tuner_->candidates();
+      const auto chosen = std::find_if(choice_.candidates.begin(), choice_.candidates.end(),
+                                       [&](const ThreadCandidate& c) { return c.setting == tuner_->current(); });
+      const double step = chosen->step_ms / static_cast<double>(ranks_);  // the same on every rank
+      const bool fewer = tuner_->current().intra_op < was.intra_op || tuner_->current().blas < was.blas;
+      if (fewer && step > 0) more_warmup = std::min(steps_covering(kCooldownMs, step, kMaxCooldownSteps), steps_left / 4);
+      choice_.search_steps = tuner_->steps_run() + more_warmup;
+      break;
     }
-    choice_.search_steps = tuner_->steps_run() + cooldown;
   }
   if (!(tuner_->current() == was)) apply();
   if (!tuner_->searching()) tuner_.reset();
-  return cooldown;
+  return more_warmup;
 }
 
 }  // namespace fitscope

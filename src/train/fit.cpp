@@ -219,11 +219,12 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
   clock.step(record);
   if (t.threads_.searching()) {
     const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
-    const int64_t cooldown = t.threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
+    const int64_t more_warmup = t.threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
                                                    [&](std::vector<double>& v) { ranks->sum(v); });
-    t.measured_.stats.extend_warmup(cooldown);  // the search's last pools still spin: warm-up too
-    ranks->extend_warmup(cooldown);
-    if (t.device_timer_) t.device_timer_->extend_warmup(cooldown);
+    // the search grew to cover its time, or its last pools still spin: warm-up too
+    t.measured_.stats.extend_warmup(more_warmup);
+    ranks->extend_warmup(more_warmup);
+    if (t.device_timer_) t.device_timer_->extend_warmup(more_warmup);
   }
   ranks->keep(record);
   pending.push_back(record);

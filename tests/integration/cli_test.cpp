@@ -12,6 +12,7 @@
 
 #include "process.hpp"
 
+using fitscope::testing::lines_of;
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
 using fitscope::testing::run_fitscope;
@@ -20,13 +21,6 @@ using fitscope::testing::TempDir;
 using nlohmann::json;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 const std::vector<std::string> kPhases = {"data_wait", "h2d",       "forward",   "backward",   "comm",
                                           "optimizer", "metrics",   "callbacks", "checkpoint", "other"};
@@ -443,15 +437,26 @@ TEST(SweepCommand, WritesOneRowPerBatchSizeAndAKneeAmongThem) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/sweep";
   const ProcessResult r = run_fitscope({"sweep", "--model", "mlp", "--batch-sizes", "8,32,128", "--steps", "10",
-                                        "--synthetic-size", "1000", "--threads", "1", "--run-dir", dir});
+                                        "--windows", "3", "--window-seconds", "0.02", "--synthetic-size", "1000",
+                                        "--threads", "1", "--run-dir", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json sweep = json::parse(read_file(dir + "/sweep.json"));
   std::vector<int64_t> sizes;
   for (const auto& row : sweep.at("rows")) {
     sizes.push_back(row.at("batch_size").get<int64_t>());
-    EXPECT_GT(row.at("samples_per_s").get<double>(), 0.0);
+    EXPECT_GT(row.at("samples_per_s_low").get<double>(), 0.0);
+    EXPECT_LE(row.at("samples_per_s_low").get<double>(), row.at("samples_per_s").get<double>());
+    EXPECT_LE(row.at("samples_per_s").get<double>(), row.at("samples_per_s_high").get<double>());
+    EXPECT_EQ(row.at("windows").size(), 3u);
+    EXPECT_GE(row.at("steps").get<int64_t>(), 3 * 10);  // every window holds its 10 steps
     EXPECT_LE(row.at("step_ms_p50").get<double>(), row.at("step_ms_p99").get<double>());
   }
+  EXPECT_EQ(sweep.at("method"), json::parse(R"({"windows": 3, "window_seconds": 0.02, "window_steps": 10})"));
+  // the batch sizes take turns: one line per round, each naming every batch size
+  for (const char* round : {"window 1:  8: ", "window 2:  8: ", "window 3:  8: "}) {
+    EXPECT_NE(r.out.find(round), std::string::npos) << r.out;
+  }
+  EXPECT_TRUE(sweep.at("knee").at("resolved").is_boolean());
   EXPECT_EQ(sizes, (std::vector<int64_t>{8, 32, 128}));
   const int64_t knee = sweep.at("knee_batch_size").get<int64_t>();
   EXPECT_TRUE(knee == 8 || knee == 32 || knee == 128) << knee;
@@ -463,6 +468,8 @@ TEST(SweepCommand, WritesOneRowPerBatchSizeAndAKneeAmongThem) {
 TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
   expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: Value 0 not in range");
   expect_usage_error({"sweep", "--batch-sizes", "16,abc"}, "--batch-sizes");
+  expect_usage_error({"sweep", "--windows", "0"}, "--windows: Value 0 not in range");
+  expect_usage_error({"sweep", "--window-seconds", "0"}, "--window-seconds: Value 0 not in range");
   expect_usage_error({"train", "--callback-mode", "threads"}, "--callback-mode: threads not in {sync,async}");
   expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds in [0, 3600000], got '-5'");
 }

@@ -55,5 +55,7 @@ bool wait_for_file(const std::string& path, double timeout_s = 120);
 
 /// The whole content of a file.
 std::string read_file(const std::string& path);
+/// `text` split at newlines (the last line's newline optional).
+std::vector<std::string> lines_of(const std::string& text);
 
 }  // namespace fitscope::testing

@@ -10,6 +10,7 @@
 
 #include "process.hpp"
 
+using fitscope::testing::lines_of;
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
 using fitscope::testing::run_fitscope;
@@ -45,6 +46,35 @@ TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
   EXPECT_GE(std::count(html.begin(), html.end(), '<') , 100);
   for (const char* banned : {"<script", "http://", "https://", "@import", "<link"}) {
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
+  }
+}
+
+/// A constant learning rate (logged by ReduceLROnPlateau or LearningRateScheduler, as Keras 3 does) gets
+/// a y range around its value with a tick at it (not a 0-1 axis), and the epoch axes count 1, 2 as the
+/// terminal's "Epoch 1/2" does.
+TEST(Report, EpochChartsHaveIntegerOneBasedEpochsAndAFlatRateGetsATickAtItsValue) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  short_run(dir);
+  std::vector<std::string> lines = lines_of(read_file(dir + "/metrics.csv"));
+  ASSERT_EQ(lines.size(), 3u);
+  std::ofstream(dir + "/metrics.csv") << lines[0] << ",learning_rate\n"
+                                      << lines[1] << ",0.001\n"
+                                      << lines[2] << ",0.001\n";
+  ASSERT_EQ(run_fitscope({"report", dir}).exit_code, 0);
+  const std::string html = read_file(dir + "/report.html");
+  const std::string lr = between(html, "learning_rate by epoch", "</svg>");
+  ASSERT_FALSE(lr.empty()) << "no learning-rate chart";
+  EXPECT_NE(lr.find("text-anchor=\"end\">0.001</text>"), std::string::npos) << lr;
+  EXPECT_EQ(lr.find("text-anchor=\"end\">1</text>"), std::string::npos) << lr;
+  const std::string loss = between(html, "loss by epoch", "</svg>");
+  ASSERT_FALSE(loss.empty());
+  for (const char* tick : {"text-anchor=\"middle\">1</text>", "text-anchor=\"middle\">2</text>"}) {
+    EXPECT_NE(loss.find(tick), std::string::npos) << tick << "\n" << loss;
+  }
+  for (const char* tick : {"text-anchor=\"middle\">0</text>", "text-anchor=\"middle\">1.5</text>",
+                           "text-anchor=\"middle\">0.5</text>"}) {
+    EXPECT_EQ(loss.find(tick), std::string::npos) << tick << "\n" << loss;
   }
 }
 
@@ -205,19 +235,26 @@ TEST(Report, ASweepGetsThroughputAndStepTimeCharts) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/sweep";
   const ProcessResult r = run_fitscope({"sweep", "--model", "mlp", "--synthetic-size", "2000", "--batch-sizes",
-                                        "8,32,128", "--steps", "10", "--run-dir", dir});
+                                        "8,32,128", "--steps", "10", "--windows", "3", "--window-seconds", "0.02",
+                                        "--run-dir", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string html = read_file(dir + "/report.html");
   EXPECT_NE(html.find("Samples per second against batch size"), std::string::npos);
   EXPECT_NE(html.find("fixed + per-example fit"), std::string::npos);
   EXPECT_NE(html.find(">knee<"), std::string::npos);
+  // the windows' range: a band around the throughput line, a column in the table, the method stated
+  const std::string throughput = between(html, "Samples per second against batch size", "</svg>");
+  EXPECT_NE(throughput.find("<polygon"), std::string::npos) << throughput;
+  EXPECT_NE(html.find("<th>windows (low&ndash;high)</th>"), std::string::npos);
+  EXPECT_NE(html.find("measured in 3 windows of at least 0.02 s and 10 steps"), std::string::npos);
+  EXPECT_TRUE(html.find("Knee at batch size") != std::string::npos || html.find("Knee not resolved") != std::string::npos);
 }
 
 /// Edited files: a value of another type, an array nested 200000 deep, markup in a sweep's fields.
 TEST(Report, AnEditedFileIsRefusedOrEscapedNeverCrashesOrInjects) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/sweep";
-  ASSERT_EQ(run_fitscope({"sweep", "--model", "mlp", "--synthetic-size", "2000", "--batch-sizes", "8,32", "--steps", "5",
+  ASSERT_EQ(run_fitscope({"sweep", "--model", "mlp", "--synthetic-size", "2000", "--batch-sizes", "8,32", "--steps", "5", "--window-seconds", "0.01",
                           "--run-dir", dir})
                 .exit_code,
             0);

@@ -72,8 +72,8 @@ TEST(ThreadPolicy, AutoMeasuresTheCandidatesAsWarmupAndLeavesTheChosenSettingInF
   trainer.fit(images(1600), short_fit());
   const ThreadChoice& choice = trainer.measured().threads;
   EXPECT_EQ(choice.chosen_by, "auto");
-  EXPECT_GE(choice.search_steps, search);  // the cool-down after the search, when there is one
-  EXPECT_LE(choice.search_steps, search + TrainerThreads::kMaxCooldownSteps);
+  // sized to cover TrainerThreads::kCandidateMs per candidate, and the cool-down when there is one
+  EXPECT_GE(choice.search_steps, search);
   EXPECT_EQ(trainer.step_stats().warmup_steps(), 2 + choice.search_steps);
   EXPECT_EQ(trainer.warmup_steps(), 2);  // searched once per trainer
   if (candidates.size() > 1) {

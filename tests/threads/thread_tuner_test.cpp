@@ -4,29 +4,63 @@
 
 using namespace fitscope;
 
-TEST(ThreadTuner, RunsEachCandidateForASettlingStepAndTheMeasuredStepsThenKeepsTheFastestMedian) {
+using Next = ThreadTuner::Next;
+
+/// Feeds `steps` and checks each answer: the last one's is `last`, every other one Next::step.
+void feed(ThreadTuner& tuner, const std::vector<double>& steps, Next last) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    ASSERT_TRUE(tuner.searching());
+    EXPECT_EQ(tuner.record(steps[i]), i + 1 == steps.size() ? last : Next::step) << "step " << i;
+  }
+}
+
+TEST(ThreadTuner, RunsEachCandidateForASettlingStepAndTheMeasuredStepsThenKeepsTheFastestMean) {
   ThreadTuner tuner({{1, 1}, {2, 1}, {1, 2}}, 3);
   EXPECT_EQ(tuner.remaining_steps(), 14);
   // per candidate: settling steps (left out: three for the first, then one), then three measured steps
-  const std::vector<std::vector<double>> steps = {{90, 50, 40, 10, 11, 12}, {1, 7, 30, 8}, {99, 9, 9, 9}};
-  for (std::size_t c = 0; c < steps.size(); ++c) {
-    for (std::size_t i = 0; i < steps[c].size(); ++i) {
-      ASSERT_TRUE(tuner.searching());
-      EXPECT_EQ(tuner.current(), tuner.candidates()[c].setting);
-      const bool last = c + 1 == steps.size() && i + 1 == steps[c].size();
-      EXPECT_EQ(tuner.record(steps[c][i]), last);
-    }
-  }
-  EXPECT_EQ(tuner.medians(), (std::vector<double>{11, 8, 9}));
-  tuner.choose(tuner.medians());
+  feed(tuner, {90, 50, 40, 10, 11, 12}, Next::size);
+  EXPECT_EQ(tuner.first_mean_ms(), 11);
+  tuner.size(3, 1);  // steps this long need no more: on to the next candidate
+  EXPECT_EQ(tuner.current(), (ThreadSetting{2, 1}));
+  feed(tuner, {1, 7, 30, 8}, Next::step);
+  EXPECT_EQ(tuner.current(), (ThreadSetting{1, 2}));
+  feed(tuner, {99, 9, 9, 9}, Next::choose);
+  // {2, 1} has the shortest median (8) but stalls now and then: its mean (15) loses to {1, 2}'s 9
+  EXPECT_EQ(tuner.means(), (std::vector<double>{11, 15, 9}));
+  tuner.choose(tuner.means());
   EXPECT_FALSE(tuner.searching());
   EXPECT_EQ(tuner.remaining_steps(), 0);
-  EXPECT_EQ(tuner.current(), (ThreadSetting{2, 1}));
-  EXPECT_EQ(tuner.candidates()[1].step_ms, 8);
+  EXPECT_EQ(tuner.current(), (ThreadSetting{1, 2}));
+  EXPECT_EQ(tuner.candidates()[1].step_ms, 15);
   EXPECT_EQ(tuner.steps_run(), 14);
 }
 
-TEST(ThreadTuner, DecidesOnTheMediansItIsGivenSoRanksCanAgreeOnSums) {
+TEST(ThreadTuner, IsSizedByTheFirstCandidatesStepsAndSettlesLongerAfterMoreThreads) {
+  ThreadTuner tuner({{1, 2}, {1, 1}, {2, 1}}, 2);
+  EXPECT_EQ(tuner.remaining_steps(), 3 + 2 + 2 * (1 + 2));
+  feed(tuner, {9, 9, 9, 2, 4}, Next::size);
+  EXPECT_EQ(tuner.first_mean_ms(), 3);
+  EXPECT_EQ(tuner.remaining_steps_if_sized(6, 4), 4 + (4 + 6) + (1 + 6));
+  tuner.size(6, 4);  // 6 measured steps each; 4 settling after a candidate with more threads
+  EXPECT_EQ(tuner.remaining_steps(), 4 + (4 + 6) + (1 + 6));
+  feed(tuner, {3, 3, 3, 3}, Next::step);
+  // {1, 1} runs fewer BLAS threads than {1, 2}: its first 4 steps are left out
+  EXPECT_EQ(tuner.current(), (ThreadSetting{1, 1}));
+  feed(tuner, {50, 50, 50, 50, 2, 2, 2, 2, 2, 2}, Next::step);
+  // {2, 1} adds a thread: one settling step
+  EXPECT_EQ(tuner.current(), (ThreadSetting{2, 1}));
+  feed(tuner, {50, 4, 4, 4, 4, 4, 4}, Next::choose);
+  EXPECT_EQ(tuner.means(), (std::vector<double>{3, 2, 4}));
+  EXPECT_EQ(tuner.steps_run(), 26);
+  // a size smaller than the measured steps never shortens the search
+  ThreadTuner other({{1, 1}, {2, 1}}, 4);
+  feed(other, {1, 1, 1, 1, 1, 1, 1}, Next::size);
+  other.size(1, 1);
+  EXPECT_EQ(other.current(), (ThreadSetting{2, 1}));
+  EXPECT_EQ(other.remaining_steps(), 1 + 4);
+}
+
+TEST(ThreadTuner, DecidesOnTheMeansItIsGivenSoRanksCanAgreeOnSums) {
   ThreadTuner tuner({{1, 1}, {2, 1}}, 1);
   for (double ms : {5.0, 5.0, 5.0, 5.0, 5.0, 4.0}) tuner.record(ms);
   tuner.choose({9.0, 12.0});  // summed over ranks, the single thread wins
@@ -37,7 +71,7 @@ TEST(ThreadTuner, HasNothingToMeasureWithOneCandidate) {
   ThreadTuner tuner({{1, 1}}, 5);
   EXPECT_FALSE(tuner.searching());
   EXPECT_EQ(tuner.remaining_steps(), 0);
-  EXPECT_FALSE(tuner.record(3.0));
+  EXPECT_EQ(tuner.record(3.0), Next::step);
   EXPECT_EQ(tuner.current(), (ThreadSetting{1, 1}));
 }
 

@@ -74,6 +74,14 @@ SweepRow row(int64_t batch, double samples_per_s, double step_ms) {
   r.step_ms_p50 = step_ms;
   return r;
 }
+/// A row measured in windows (samples/s per round); its median is the middle one.
+SweepRow windowed(int64_t batch, std::vector<double> windows) {
+  std::vector<double> sorted = windows;
+  std::sort(sorted.begin(), sorted.end());
+  SweepRow r = row(batch, sorted[sorted.size() / 2], 0);
+  r.windows = std::move(windows);
+  return r;
+}
 }  // namespace
 
 TEST(Sweep, FitsFixedAndPerExampleCostByLeastSquares) {
@@ -108,9 +116,57 @@ TEST(Sweep, TheFitIsOfTheMediansAndNeverNegative) {
 TEST(Sweep, TheKneeIsTheSmallestBatchWithinNinetyPercentOfTheBest) {
   const std::vector<SweepRow> rows = {row(16, 4000, 0), row(32, 7000, 0), row(64, 9200, 0), row(128, 10000, 0),
                                       row(256, 9900, 0)};
-  EXPECT_EQ(knee_batch_size(rows), 64);
-  const auto json = nlohmann::json::parse(sweep_json(rows, "mlp", 50));
+  const Knee knee = find_knee(rows);
+  EXPECT_EQ(knee.batch_size, 64);
+  EXPECT_TRUE(knee.resolved);  // one window each: nothing to tell apart
+  const auto json = nlohmann::json::parse(sweep_json(rows, "mlp", {5, 0.25, 20}));
   EXPECT_EQ(json.at("knee_batch_size").get<int64_t>(), 64);
+  EXPECT_TRUE(json.at("knee").at("resolved").get<bool>());
+  EXPECT_EQ(json.at("method").at("windows").get<int64_t>(), 5);
   EXPECT_EQ(json.at("rows").size(), 5u);
-  EXPECT_THROW(knee_batch_size({}), std::invalid_argument);
+  EXPECT_THROW(find_knee({}), std::invalid_argument);
+}
+
+TEST(Sweep, AKneeIsResolvedOnlyWhenEveryRoundPutsItOnTheSameSideOfNinetyPercent) {
+  // the machine slows down in rounds 3 and 4: every batch size alike
+  const SweepRow best = windowed(128, {10000, 10200, 8000, 8200, 9900});
+  // 64 reaches 90 % of 128 in every round although its slow rounds read under 90 % of 128's fast ones
+  const SweepRow reaches = windowed(64, {9200, 9300, 7300, 7500, 9000});
+  // 32 stays under 90 % in every round
+  const SweepRow below = windowed(32, {8500, 8600, 7000, 7100, 8700});
+  const Knee clear = find_knee({windowed(16, {4000, 4100, 3300, 3300, 4000}), below, reaches, best});
+  EXPECT_EQ(clear.batch_size, 64);
+  EXPECT_TRUE(clear.resolved);
+  EXPECT_EQ(clear.lowest, 64);
+  EXPECT_EQ(clear.highest, 64);
+  // 32 reaches 90 % in rounds 3 and 4 only: the knee is 32 or 64, 64 by the medians
+  const SweepRow straddles = windowed(32, {8500, 8600, 7300, 7500, 8700});
+  const std::vector<SweepRow> unclear_rows = {straddles, reaches, best};
+  const Knee unclear = find_knee(unclear_rows);
+  EXPECT_EQ(unclear.batch_size, 64);
+  EXPECT_FALSE(unclear.resolved);
+  EXPECT_EQ(unclear.lowest, 32);
+  EXPECT_EQ(unclear.highest, 64);
+  EXPECT_NE(describe_knee(unclear).find("Knee not resolved: between batch sizes 32 and 64"), std::string::npos)
+      << describe_knee(unclear);
+  const auto json = nlohmann::json::parse(sweep_json(unclear_rows, "mlp", {5, 0.25, 20}));
+  EXPECT_FALSE(json.at("knee").at("resolved").get<bool>());
+  EXPECT_EQ(json.at("knee").at("lowest").get<int64_t>(), 32);
+  EXPECT_EQ(json.at("knee").at("highest").get<int64_t>(), 64);
+  EXPECT_EQ(json.at("rows").at(1).at("windows").size(), 5u);
+  EXPECT_NE(format_sweep(unclear_rows).find("Knee not resolved"), std::string::npos);
+}
+
+TEST(Sweep, ARowWhoseWindowsDifferByMoreThanAFifthIsFlaggedWide) {
+  // seed 003's noise: batch 128 read 62 k and 296 k samples/s in two sweeps
+  const std::vector<SweepRow> rows = {windowed(64, {95000, 100000, 104000}), windowed(128, {62000, 180000, 296000})};
+  EXPECT_NEAR(rows[0].spread(), 0.09, 1e-12);
+  const auto json = nlohmann::json::parse(sweep_json(rows, "mlp", {3, 0.25, 20}));
+  EXPECT_FALSE(json.at("rows").at(0).at("wide").get<bool>());
+  EXPECT_TRUE(json.at("rows").at(1).at("wide").get<bool>());
+  EXPECT_EQ(json.at("rows").at(1).at("samples_per_s_low").get<double>(), 62000);
+  const std::string table = format_sweep(rows);
+  EXPECT_NE(table.find("62000-296000 wide"), std::string::npos) << table;
+  EXPECT_EQ(table.find("95000-104000 wide"), std::string::npos) << table;
+  EXPECT_NE(sweep_csv(rows).find("128,180000.000,62000.000,296000.000,3,"), std::string::npos) << sweep_csv(rows);
 }

@@ -217,7 +217,12 @@ int main(int argc, char** argv) {
   add_train_options(sweep, sweep_options.train);
   sweep->add_option("--batch-sizes", sweep_options.sweep.batch_sizes, "Comma-separated batch sizes")
       ->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
-  sweep->add_option("--steps", sweep_options.sweep.steps, "Measured steps per batch size (after the warm-up steps)")
+  sweep->add_option("--windows", sweep_options.sweep.windows,
+                    "Windows per batch size, the batch sizes taking turns (the samples/s range is the windows')")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000}))->capture_default_str();
+  sweep->add_option("--window-seconds", sweep_options.sweep.window_seconds, "Each window's measured steps last at least this long")
+      ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
+  sweep->add_option("--steps", sweep_options.sweep.steps, "Each window holds at least this many measured steps (after the warm-up steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
   sweep->callback([&] { fitscope::cli::run_sweep(sweep_options, std::cout); });
 

@@ -234,12 +234,16 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
   options.run_dir = s.train.run.run_dir;
   options.name = s.train.model;
   options.callback_mode = s.train.run.async_callbacks ? "async" : "sync";
-  out << "Sweeping batch sizes: " << s.sweep.steps << " measured steps each after " << s.train.trainer.warmup_steps
-      << " warm-up steps (and the thread search, with --threads auto)\n";
+  out << "Sweeping batch sizes: " << options.windows << " windows each, the batch sizes taking turns; a window is "
+      << s.train.trainer.warmup_steps << " warm-up steps (and the thread search, with --threads auto), then at least "
+      << options.steps << " measured steps lasting at least " << options.window_seconds << " s\n";
+  const std::size_t per_round = options.batch_sizes.size();
+  std::size_t heard = 0;  // one line per round
   const SweepResult result = sweep([&] { return session.make_trainer(s.train); }, session.data.train,
-                                   session.fit_options(s.train), options, [&](const SweepRow& row) {
-                                     out << "  batch " << row.batch_size << ": " << static_cast<int64_t>(row.samples_per_s)
-                                         << " samples/s" << std::endl;
+                                   session.fit_options(s.train), options, [&](const SweepWindow& w) {
+                                     if (heard % per_round == 0) out << "  window " << w.round + 1 << ":";
+                                     out << "  " << w.batch_size << ": " << static_cast<int64_t>(w.samples_per_s) << "/s";
+                                     if (++heard % per_round == 0) out << std::endl;
                                    });
   out << "\n" << format_sweep(result.rows) << "Report: " << result.report_path << "\n"
       << "Run directory: " << result.directory << "\n";

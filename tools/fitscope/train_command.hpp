@@ -39,7 +39,7 @@ struct TrainCommandOptions {
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.
 struct SweepCommandOptions {
   TrainCommandOptions train;
-  SweepOptions sweep;  ///< --batch-sizes --steps
+  SweepOptions sweep;  ///< --batch-sizes --windows --window-seconds --steps
 };
 
 /// Runs `train`; writes progress and the report to `out`. Returns the exit code: 0, or 128 + the

@@ -1,8 +1,11 @@
 #pragma once
-/// The batch-size sweep (`fitscope sweep`): for each batch size a fresh trainer runs the warm-up steps
-/// (and the thread search under --threads auto) and then `steps` measured steps; the rows, the fit of
-/// step time against batch size and the knee (report/sweep.hpp) are written to the sweep's directory
-/// as sweep.json, sweep.csv and report.html. Not thread-safe.
+/// The batch-size sweep (`fitscope sweep`): a fresh trainer per batch size (the same seed, so the same
+/// initial weights), measured in `windows` rounds in which the batch sizes take turns, so that a
+/// machine slowing down mid-sweep slows every batch size alike. A window is one fit: the warm-up steps
+/// (and, in the first, the thread search under --threads auto), then measured steps until the window
+/// lasts `window_seconds` and holds `steps` of them. The rows (the windows' median throughput and their
+/// range), the fit of step time against batch size and the knee with its resolution (report/sweep.hpp)
+/// are written to the sweep's directory as sweep.json, sweep.csv and report.html. Not thread-safe.
 
 #include <cstdint>
 #include <functional>
@@ -18,7 +21,9 @@ namespace fitscope {
 
 struct SweepOptions {
   std::vector<int64_t> batch_sizes = {16, 32, 64, 128, 256};  ///< in the order they run (each >= 1)
-  int64_t steps = 50;             ///< measured steps per batch size, after the warm-up steps (>= 1)
+  int64_t windows = 5;            ///< windows per batch size (>= 1); 5 give the median's 94 % range
+  double window_seconds = 0.25;   ///< each window's measured steps last at least this long (> 0)...
+  int64_t steps = 20;             ///< ...and number at least this many (>= 1)
   std::string run_dir;            ///< empty = runs/<YYYYmmdd-HHMMSS>-sweep-<name>
   std::string name = "model";     ///< the model's name, in the directory's name and sweep.json
   std::string callback_mode = "sync";  ///< how `fit`'s callbacks run (for the verdict's advice)
@@ -30,13 +35,22 @@ struct SweepResult {
   std::string report_path;     ///< report.html
 };
 
+/// One measured window, as the sweep goes.
+struct SweepWindow {
+  int64_t batch_size = 0;
+  int64_t round = 0;  ///< 0-based
+  int64_t steps = 0;  ///< measured steps in the window
+  double seconds = 0;  ///< from the first measured step's start to the last one's end
+  double samples_per_s = 0;
+};
+
 /// Makes a fresh trainer for each batch size (the same seed, so the same initial weights).
 using TrainerFactory = std::function<std::unique_ptr<Trainer>()>;
 
-/// Runs the sweep on `data` with `fit`'s settings (its epochs, validation and batch size are the
-/// sweep's); `on_row` (optional) hears each row as it is measured. Throws std::invalid_argument for
-/// bad options or a directory that cannot be made.
+/// Runs the sweep on `data` with `fit`'s settings (its epochs, steps, validation and batch size are the
+/// sweep's); `on_window` (optional) hears each window as it ends. Throws std::invalid_argument for bad
+/// options or a directory that cannot be made.
 SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Dataset> data, FitOptions fit,
-                  const SweepOptions& options, const std::function<void(const SweepRow&)>& on_row = {});
+                  const SweepOptions& options, const std::function<void(const SweepWindow&)>& on_window = {});
 
 }  // namespace fitscope

@@ -1,11 +1,15 @@
 #pragma once
-/// ThreadTuner: `--threads auto`. Runs each candidate setting for one settling step (the first
-/// candidate for kFirstSettlingSteps: a run's first steps pay for allocations and kernel set-up) and
-/// then `steps_per_candidate` measured steps, on the user's own model, batch and loader, and keeps the
-/// candidate with the shortest median step. The trainer applies current() before each step, feeds
-/// record() every finished step, and counts the search's steps as warm-up. Data-parallel ranks follow
-/// the same schedule and decide together: they sum medians() across ranks and pass the sums to
-/// choose(). Plain arithmetic, no threads touched here; not thread-safe (the training thread's).
+/// ThreadTuner: `--threads auto`. Runs each candidate setting on the user's own model, batch and loader:
+/// settling steps first, left out (kFirstSettlingSteps for the first candidate: a run's first steps pay
+/// for allocations and kernel set-up; then one, or size()'s settle steps after a candidate with more
+/// threads, whose idle workers go on spinning), then measured steps; keeps the candidate with the
+/// shortest mean step, the throughput (threads that fight the loader show in the tail, not the median).
+/// The search is sized by time: once the first candidate has measured `steps_per_candidate` steps,
+/// record() says Next::size and the caller, from first_mean_ms(), sets how many steps every candidate
+/// measures and settles (size()). The trainer applies current() before each step, feeds record() every
+/// finished step, and counts the search's steps as warm-up. Data-parallel ranks follow the same schedule
+/// and decide together: they sum first_mean_ms() and means() across ranks. Plain arithmetic, no threads
+/// touched here; not thread-safe (the training thread's).
 
 #include <cstdint>
 #include <string>
@@ -18,7 +22,7 @@ namespace fitscope {
 /// A measured candidate.
 struct ThreadCandidate {
   ThreadSetting setting;
-  double step_ms = 0;  ///< median measured step (summed over ranks in a data-parallel run); 0 = not run
+  double step_ms = 0;  ///< mean measured step (summed over ranks in a data-parallel run); 0 = not run
 };
 
 /// What runs, and how it was chosen (summary.json's `threads`).
@@ -34,33 +38,50 @@ struct ThreadChoice {
 class ThreadTuner {
  public:
   static constexpr int64_t kFirstSettlingSteps = 3;
+  /// What record() asks of the caller.
+  enum class Next {
+    step,    ///< nothing: run the next step with current()
+    size,    ///< call size(), from first_mean_ms()
+    choose,  ///< the last candidate is measured: call choose(), from means()
+  };
 
   /// `candidates` non-empty; `steps_per_candidate` >= 1 (std::invalid_argument otherwise).
   ThreadTuner(std::vector<ThreadSetting> candidates, int64_t steps_per_candidate);
 
   /// Whether steps are still being measured.
   bool searching() const { return index_ < static_cast<int64_t>(candidates_.size()); }
-  /// Steps until the search ends.
-  int64_t remaining_steps() const;
+  /// Steps until the search ends, as sized so far.
+  int64_t remaining_steps() const { return remaining_steps_if_sized(measured_, settle_); }
+  /// Steps until the search ends if size(measured_steps, settle_steps) were called now.
+  int64_t remaining_steps_if_sized(int64_t measured_steps, int64_t settle_steps) const;
   /// Steps recorded so far.
   int64_t steps_run() const { return steps_run_; }
   /// The setting the next step runs with: the candidate under test, then the chosen one.
   const ThreadSetting& current() const;
-  /// A finished step's duration. Returns true when the search has measured its last step: call
-  /// choose() then.
-  bool record(double step_ms);
-  /// Every candidate's median measured step so far (0 where not run).
-  std::vector<double> medians() const;
-  /// Ends the search with these medians (this rank's, or summed over ranks): the shortest wins.
-  void choose(const std::vector<double>& medians);
-  /// The candidates with their medians, as choose() saw them.
+  /// A finished step's duration.
+  Next record(double step_ms);
+  /// The first candidate's mean measured step so far (0 before any).
+  double first_mean_ms() const;
+  /// Every candidate measures `measured_steps` steps (never fewer than before), and one with fewer
+  /// threads than the candidate before it first settles for `settle_steps` (>= 1).
+  void size(int64_t measured_steps, int64_t settle_steps);
+  /// Every candidate's mean measured step so far (0 where not run).
+  std::vector<double> means() const;
+  /// Ends the search with these means (this rank's, or summed over ranks): the shortest wins.
+  void choose(const std::vector<double>& means);
+  /// The candidates with their means, as choose() saw them.
   const std::vector<ThreadCandidate>& candidates() const { return candidates_; }
 
  private:
+  int64_t settling_steps(int64_t index, int64_t settle) const;
+  Next next_candidate();
+
   std::vector<ThreadCandidate> candidates_;
   std::vector<std::vector<double>> steps_;
-  int64_t per_candidate_;
-  int64_t index_ = 0;     // the candidate under test
+  int64_t measured_;          // measured steps per candidate
+  int64_t settle_ = 1;        // settling steps after a candidate with more threads
+  bool sized_ = false;
+  int64_t index_ = 0;         // the candidate under test
   int64_t in_candidate_ = 0;  // steps run with it, the settling ones included
   int64_t steps_run_ = 0;
   ThreadSetting chosen_;

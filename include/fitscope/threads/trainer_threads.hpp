@@ -1,11 +1,13 @@
 #pragma once
 /// TrainerThreads: the thread policy as one trainer applies it. Holds the setting in force, fixed by
 /// ThreadOptions or searched under auto (ThreadTuner) on the trainer's first steps, and applies it
-/// (apply_threads) at each fit and whenever the search moves on. When the search ends on a setting
-/// with fewer threads than the last candidate's, the idle threads of that candidate go on spinning
-/// for a while (OpenMP's workers, tens of ms here): a cool-down of kCooldownMs of steps follows,
-/// counted as warm-up too, at most a quarter of the fit's steps left (a short run keeps measured
-/// steps). Not thread-safe: the training thread's.
+/// (apply_threads) at each fit and whenever the search moves on. The search is sized by time: each
+/// candidate measures kCandidateMs of steps (at least ThreadOptions::steps_per_candidate), at most half
+/// of the fit's steps left in all. A candidate, or the chosen setting, with fewer threads than the one
+/// before finds that one's idle threads still spinning for a while (OpenMP's and OpenBLAS's workers,
+/// tens of ms here): kCooldownMs of steps settle first, counted as warm-up too; after the search at
+/// most a quarter of the fit's steps left (a short run keeps measured steps). Not thread-safe: the
+/// training thread's.
 
 #include <cstdint>
 #include <functional>
@@ -21,8 +23,10 @@ class TrainerThreads {
  public:
   static constexpr double kCooldownMs = 100;
   static constexpr int64_t kMaxCooldownSteps = 2000;
+  static constexpr double kCandidateMs = 40;
+  static constexpr int64_t kMaxCandidateSteps = 2000;
 
-  /// `cores`: this process's share (core_share); `ranks`: the processes that sum their medians.
+  /// `cores`: this process's share (core_share); `ranks`: the processes that sum their means.
   /// Throws std::invalid_argument for a negative count.
   TrainerThreads(const ThreadOptions& options, int64_t cores, int64_t ranks = 1);
 
@@ -33,15 +37,18 @@ class TrainerThreads {
   /// Applies the setting the next step runs with.
   void apply();
   /// A finished step's duration while searching (no-op after), with the steps the fit has left. When
-  /// the search ends, `sum_across_ranks` sums the candidates' medians in place (data-parallel ranks
-  /// then agree), and the cool-down's steps are returned: the caller leaves them out of its statistics
-  /// (0 otherwise).
+  /// the search is sized and when it ends, `sum_across_ranks` sums the first candidate's mean, then
+  /// every candidate's, in place (data-parallel ranks then agree). Returns the steps the search grew
+  /// by when sized, and the cool-down's after it ended: the caller leaves them out of its statistics
+  /// too (0 otherwise).
   int64_t after_step(double step_ms, int64_t steps_left,
                      const std::function<void(std::vector<double>&)>& sum_across_ranks);
   /// The setting in force and how it was chosen.
   const ThreadChoice& choice() const { return choice_; }
 
  private:
+  int64_t size_search(int64_t steps_left, const std::function<void(std::vector<double>&)>& sum_across_ranks);
+
   int64_t ranks_;
   std::optional<ThreadTuner> tuner_;  // under auto, until the search ends
   ThreadChoice choice_;
