@@ -385,7 +385,8 @@ std::string sweep_report(const fs::path& dir) {
     rows << "<tr><td>" << svg::escape(field(r, "batch_size")) << "</td><td>" << fixed(speed.back(), 0) << "</td><td>"
          << fixed(low.back(), 0) << "&ndash;" << fixed(high.back(), 0) << (wide ? " <b>wide</b>" : "") << "</td><td>"
          << fixed(number(r, "step_ms_p50")) << "</td><td>" << fixed(number(r, "step_ms_p99")) << "</td><td>"
-         << percent(number(r, "data_wait_share")) << "</td><td>" << svg::escape(field(r, "verdict")) << "</td></tr>";
+         << percent(number(r, "data_wait_share")) << "</td><td>" << svg::escape(field(r, "threads")) << "</td><td>"
+         << svg::escape(field(r, "verdict")) << "</td></tr>";
   }
   std::ostringstream body;
   body << "<h1>Throughput against batch size: " << svg::escape(field(s, "model")) << "</h1><p class=\"note\">"
@@ -434,7 +435,7 @@ std::string sweep_report(const fs::path& dir) {
   o.y_label = "step time (ms)";
   body << "<h2>Step time</h2>" << svg::line_chart(step_series, o)
        << "<table><tr><th>batch size</th><th>samples/s</th><th>windows (low&ndash;high)</th><th>p50 ms</th><th>p99 ms</th><th>data wait</th>"
-          "<th>verdict</th></tr>"
+          "<th>threads</th><th>verdict</th></tr>"
        << rows.str() << "</table>";
   return page("fitscope sweep: " + field(s, "model"), body.str());
 }

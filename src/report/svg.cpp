@@ -177,9 +177,11 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
   out << "<text transform=\"translate(14," << (kTop + o.height - kBottom) / 2
       << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.y_label) << "</text></g>";
   for (const Marker& m : o.markers) {
+    const bool right_half = sx(m.x) > (kLeft + o.width - kRight) / 2.0;  // the label goes inside the plot
     out << "<g class=\"marker\"><line x1=\"" << num(sx(m.x)) << "\" x2=\"" << num(sx(m.x)) << "\" y1=\"" << kTop
         << "\" y2=\"" << o.height - kBottom << "\" stroke=\"#888\" stroke-dasharray=\"3 3\"/><text x=\""
-        << num(sx(m.x) + 3) << "\" y=\"" << kTop + 10 << "\" font-size=\"11\" fill=\"#444\">" << escape(m.label)
+        << num(sx(m.x) + (right_half ? -3 : 3)) << "\" y=\"" << kTop + 10 << "\" font-size=\"11\" fill=\"#444\""
+        << (right_half ? " text-anchor=\"end\">" : ">") << escape(m.label)
         << "</text><title>" << escape(m.label) << " at " << escape(x_text(m.x)) << "</title></g>";
   }
   std::size_t index = 0;

@@ -81,7 +81,7 @@ Knee find_knee(const std::vector<SweepRow>& rows, double fraction) {
 std::string describe_knee(const Knee& knee) {
   const std::string b = std::to_string(knee.batch_size);
   if (knee.resolved) {
-    return "Knee at batch size " + b + ": the smallest batch reaching 90% of the best samples/s, in every window";
+    return "Knee at batch size " + b + ": the smallest batch reaching 90% of the best samples/s, in every round";
   }
   return "Knee not resolved: between batch sizes " + std::to_string(knee.lowest) + " and " +
          std::to_string(knee.highest) + " (" + b +

@@ -127,6 +127,13 @@ TEST(Svg, BatchSizesGoOnALog2AxisTickedAtPowersOfTwo) {
   EXPECT_EQ(x_ticks(chart), (std::vector<std::string>{"16", "32", "64", "128", "256"})) << chart;
   EXPECT_NE(chart.find("samples/s: 128, 4"), std::string::npos);  // hover text in batch sizes, not logs
   EXPECT_NE(chart.find("knee at 64"), std::string::npos);
+  // a knee at the right end is labelled left of its line, inside the chart (it was cut to "kn")
+  o.markers = {{256, "knee"}};
+  const std::string at_end = line_chart({{"samples/s", {16, 256}, {1, 2}, false, false, {}, {}}}, o);
+  EXPECT_NE(at_end.find("text-anchor=\"end\">knee</text>"), std::string::npos) << at_end;
+  o.markers = {{16, "knee"}};
+  const std::string at_start = line_chart({{"samples/s", {16, 256}, {1, 2}, false, false, {}, {}}}, o);
+  EXPECT_NE(at_start.find("fill=\"#444\">knee</text>"), std::string::npos) << at_start;
 }
 
 TEST(Svg, EpochsAreWholeNumbersAndOneEpochIsAPoint) {
