@@ -90,6 +90,7 @@
 #include "fitscope/timing/thread_span.hpp"
 #include "fitscope/timing/trace_writer.hpp"
 #include "fitscope/timing/verdict.hpp"
+#include "fitscope/train/gradient_clipping.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/train/loss.hpp"
 #include "fitscope/train/train_step.hpp"

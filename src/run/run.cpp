@@ -123,6 +123,15 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
                     {"seed", std::to_string(fit.loader.seed)},
                     {"shuffle", fit.loader.shuffle ? "true" : "false"},
                     {"validation_split", std::to_string(fit.validation_split)}};
+  const GradientClipping& clip = trainer.options().clipping;
+  const auto setting = [&facts](const char* name, double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    facts.settings.emplace_back(name, text);
+  };
+  if (clip.max_norm > 0) setting("clip_norm", clip.max_norm);
+  if (clip.max_value > 0) setting("clip_value", clip.max_value);
+  if (trainer.options().accumulate > 1) setting("accumulate", static_cast<double>(trainer.options().accumulate));
   return facts;
 }
 

@@ -190,13 +190,23 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
   clock_.set_samples(batch.size());
   clock_.leave();
 
+  if (const int64_t n = t.options_.accumulate; n > 1) {  // groups of n batches from the epoch's start
+    const int64_t group = b / n * n, size = std::min(n, steps - group);
+    context.update = b + 1 == group + size;
+    context.loss_scale = 1.0 / static_cast<double>(size);
+  }
+  context.grad_norm.reset();
   const StepOutput out = t.options_.train_step(batch, context);
+  if (context.grad_norm) t.grad_norm_ = context.grad_norm;
   ++t.global_step_;  // as Keras's iterations: the batch hooks see this step counted
 
   clock_.enter(Phase::metrics);
   t.train_metrics_->update(out.outputs, batch.targets, out.loss);
   if (has_callbacks) {
-    if (batch_logs) logs = t.train_metrics_->logs();
+    if (batch_logs) {
+      logs = t.train_metrics_->logs();
+      if (context.grad_norm) logs.set("grad_norm", *context.grad_norm);
+    }
     clock_.enter(Phase::callbacks);
     struct Shown {  // the step's loss is the hooks' to read (a pointer: nothing is computed for them)
       const at::Tensor*& at;
@@ -308,6 +318,9 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   pass_ = o.steps_per_epoch ? o.initial_epoch : 0;  // a continuing stream of shuffled passes
   cursor_ = 0;
   StepContext context{*model_, *optimizer_, options_.loss, clock_};
+  context.clipping = options_.clipping;
+  optimizer_->zero_grad();  // an earlier fit stopped inside an accumulation group leaves its gradients
+  grad_norm_.reset();
   History history;
   try {
     model_->train(true);

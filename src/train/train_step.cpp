@@ -1,17 +1,30 @@
 #include "fitscope/train/train_step.hpp"
 
+#include <optional>
+
 namespace fitscope {
+
+void StepContext::backward(const at::Tensor& loss) {
+  std::optional<dist::NoSync> local_only;  // the group's last backward communicates
+  if (!update && reducer) local_only.emplace(*reducer);
+  (loss_scale == 1 ? loss : loss * loss_scale).backward();
+}
+
+void StepContext::update_weights() {
+  sync_gradients();
+  clock.enter(Phase::optimizer);
+  if (clipping.enabled()) grad_norm = clip_gradients(model.parameters(), clipping);
+  optimizer.step();
+  optimizer.zero_grad();
+}
 
 StepOutput standard_train_step(const Batch& batch, StepContext& ctx) {
   ctx.clock.enter(Phase::forward);
   at::Tensor outputs = ctx.model.forward(batch.inputs);
   at::Tensor loss = compute_loss(ctx.loss, outputs, batch.targets);
   ctx.clock.enter(Phase::backward);
-  loss.backward();
-  ctx.sync_gradients();
-  ctx.clock.enter(Phase::optimizer);
-  ctx.optimizer.step();
-  ctx.optimizer.zero_grad();
+  ctx.backward(loss);
+  if (ctx.update) ctx.update_weights();
   // metrics only read the outputs (argmax, comparisons), which records nothing: no detach needed
   return {loss.detach(), std::move(outputs)};
 }

@@ -36,6 +36,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
   if (!(options_.learning_rate > 0)) {
     throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(options_.learning_rate));
   }
+  options_.clipping.validate();
+  require_positive(options_.accumulate, "accumulate (batches per optimizer step)");
   if (options_.device.is_cuda() && !torch::cuda::is_available()) {
     throw std::invalid_argument("device " + options_.device.str() +
                                 " requested but this libtorch has no usable CUDA device");

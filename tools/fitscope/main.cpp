@@ -94,6 +94,15 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_option_function<std::string>("--optimizer", [&o](const std::string& v) {
         o.trainer.optimizer = v == "sgd" ? fitscope::OptimizerKind::sgd : fitscope::OptimizerKind::adam;
       }, "Optimizer: adam (the default) or sgd")->check(CLI::IsMember({"adam", "sgd"}));
+  CLI::Option* clip_norm = command->add_option("--clip-norm", o.trainer.clipping.max_norm,
+                                                "Clip the gradients to this global L2 norm before each optimizer step (0 = off)")
+      ->check(number_above(0, true, "a finite number >= 0"))->capture_default_str();
+  command->add_option("--clip-value", o.trainer.clipping.max_value,
+                      "Clamp every gradient element to [-X, X] before each optimizer step (0 = off)")
+      ->check(number_above(0, true, "a finite number >= 0"))->capture_default_str()->excludes(clip_norm);
+  command->add_option("--accumulate", o.trainer.accumulate,
+                      "Batches per optimizer step (gradient accumulation; the update follows their mean loss)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
   command->add_option("--validation-split", o.fit.validation_split, "Fraction of the data held out for validation")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         try {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace at {
@@ -72,6 +73,10 @@ class TrainingContext {
   /// synchronisation on a GPU), without computing the batch logs. Null in every other hook, and from a
   /// context that does not keep it.
   virtual const at::Tensor* step_loss() const { return nullptr; }
+  /// The global gradient norm before clipping of the last weight update, with gradient clipping on
+  /// (TrainerOptions::clipping); nothing otherwise. The batch logs carry it as "grad_norm" on the
+  /// batches that updated the weights.
+  virtual std::optional<double> grad_norm() const { return std::nullopt; }
   /// Restores a checkpoint (weights, optimizer, learning rate, random generator now; the position and
   /// the callbacks' states when the fit begins). From on_train_begin or before fit. Throws
   /// std::invalid_argument when the state does not fit the model.

@@ -1,18 +1,21 @@
 #pragma once
-/// TrainStep: the work of one optimisation step on one batch (forward, loss, backward, optimizer).
-/// The default is standard_train_step; a user-written step (the "custom training loop") has the same
-/// signature, runs inside the same loop and is timed by the same clock: it marks its phases with
-/// PhaseTimer on `context.clock` (time it leaves unmarked lands in `other`).
-/// Called on the training thread.
+/// TrainStep: the work of one training step on one batch (forward, loss, backward, and the optimizer
+/// on the last batch of an accumulation group). The default is standard_train_step; a user-written
+/// step (the "custom training loop") has the same signature, runs inside the same loop and is timed by
+/// the same clock: it marks its phases with PhaseTimer on `context.clock` (time it leaves unmarked
+/// lands in `other`), and gets accumulation and clipping by calling context.backward() and, when
+/// context.update, context.update_weights(). Called on the training thread.
 
 #include <ATen/core/Tensor.h>
 #include <torch/optim/optimizer.h>
 
 #include <functional>
+#include <optional>
 
 #include "fitscope/data/batch.hpp"
 #include "fitscope/distributed/gradient_reducer.hpp"
 #include "fitscope/timing/step_clock.hpp"
+#include "fitscope/train/gradient_clipping.hpp"
 #include "fitscope/train/loss.hpp"
 #include "fitscope/models/model.hpp"
 
@@ -30,9 +33,21 @@ struct StepContext {
   torch::optim::Optimizer& optimizer;
   Loss loss;
   StepClock& clock;
-  /// The data-parallel run's gradient reducer; null in a single process. Wrap micro-batches in
-  /// dist::NoSync for gradient accumulation.
+  /// The data-parallel run's gradient reducer; null in a single process. backward() wraps the
+  /// micro-batches before the last of a group in dist::NoSync.
   dist::GradientReducer* reducer = nullptr;
+  /// Gradient accumulation (TrainerOptions::accumulate): whether this batch ends its group, so the
+  /// weights are updated after its backward; the others only add their gradients.
+  bool update = true;
+  /// 1 / the batches in this batch's group: the group's update follows the mean of their losses, as
+  /// one batch of all their examples would (a short last group of an epoch is averaged over its own).
+  double loss_scale = 1;
+  GradientClipping clipping;  ///< applied by update_weights()
+  /// The global gradient norm before clipping, set by update_weights() when clipping is on.
+  std::optional<double> grad_norm;
+
+  /// Backward of `loss` times loss_scale, without gradient communication unless `update`.
+  void backward(const at::Tensor& loss);
 
   /// After backward: waits for the gradients averaged across ranks (phase `comm`); nothing in a
   /// single process. A custom step calls it between backward and the optimizer.
@@ -41,12 +56,15 @@ struct StepContext {
     clock.enter(Phase::comm);
     reducer->finish();
   }
+  /// sync_gradients (`comm`), then clipping, the optimizer step and zero_grad (`optimizer`, left open:
+  /// the loop's next phase closes it).
+  void update_weights();
 };
 
 using TrainStep = std::function<StepOutput(const Batch& batch, StepContext& context)>;
 
-/// forward + loss (phase `forward`), backward (`backward`), sync_gradients (`comm`), optimizer step and zero_grad (`optimizer`,
-/// left open: the loop's next phase closes it).
+/// forward + loss (phase `forward`), backward (`backward`), and when context.update, update_weights()
+/// (`comm`, `optimizer`).
 StepOutput standard_train_step(const Batch& batch, StepContext& context);
 
 }  // namespace fitscope

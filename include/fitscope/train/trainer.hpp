@@ -58,6 +58,13 @@ struct TrainerOptions {
   c10::Device device = c10::Device(c10::kCPU);  ///< where the model and batches live
   int64_t warmup_steps = 5;                    ///< first steps left out of the statistics (>= 0)
   TrainStep train_step;                        ///< a custom step; empty = standard_train_step
+  /// Gradient clipping before each optimizer step (by global norm or by value; off by default).
+  GradientClipping clipping;
+  /// Gradient accumulation (Lightning's accumulate_grad_batches): batches per optimizer step (>= 1).
+  /// Each batch is still a step of the loop, timed and seen by the batch hooks; the weights change
+  /// after every `accumulate`-th batch of an epoch and after its last one, from the mean of the group's
+  /// losses; a data-parallel run communicates on those batches only.
+  int64_t accumulate = 1;
   bool timing = true;                          ///< read the step clock (off only to measure its cost)
   /// A batch hook whose p50 reaches this fraction of the step's p50 gets a slow-callback warning.
   double slow_callback_threshold = 0.1;
@@ -144,6 +151,7 @@ class Trainer : public TrainingContext {
   void restore(const TrainingState& state) override;
   const at::Tensor* batch_outputs() const override { return batch_outputs_; }
   const at::Tensor* step_loss() const override { return step_loss_; }
+  std::optional<double> grad_norm() const override { return grad_norm_; }
 
   /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
   void set_timing(bool on) { options_.timing = on; }
@@ -190,6 +198,7 @@ class Trainer : public TrainingContext {
   CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
   const at::Tensor* batch_outputs_ = nullptr;  // predict's batch, during on_predict_batch_end
   const at::Tensor* step_loss_ = nullptr;      // the step's loss, during on_train_batch_end
+  std::optional<double> grad_norm_;            // the last update's norm before clipping (clipping on)
   int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
   TrainerThreads threads_;
   CpuUsage cpu_;

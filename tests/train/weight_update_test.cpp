@@ -1,0 +1,162 @@
+// What happens between backward and the next batch: gradient accumulation (TrainerOptions::accumulate)
+// and clipping (TrainerOptions::clipping), checked against the same updates written out by hand.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
+
+#include <cmath>
+
+#include "fitscope/data/synthetic.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+
+namespace {
+
+TensorDataset examples(int64_t size) {
+  SyntheticOptions o;
+  o.size = size;
+  return make_synthetic(o);
+}
+
+/// A linear classifier, initialised from `seed`.
+torch::nn::Sequential linear(uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 10));
+}
+
+at::Tensor flat_weights(Model& model) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& p : model.parameters()) flat.push_back(p.detach().flatten());
+  return at::cat(flat);
+}
+
+TrainerOptions sgd(double lr) {
+  TrainerOptions o;
+  o.optimizer = OptimizerKind::sgd;
+  o.learning_rate = lr;
+  o.warmup_steps = 0;
+  o.threads.intra_op = 1;
+  return o;
+}
+
+/// Trains a fresh linear(7) on `data` for `steps` batches of `batch`; the weights after.
+at::Tensor trained(const TensorDataset& data, TrainerOptions options, int64_t batch, int64_t steps, bool shuffle = true,
+                   std::vector<std::shared_ptr<Callback>> callbacks = {}) {
+  Trainer trainer(linear(7), std::move(options));
+  FitOptions fit;
+  fit.loader.batch_size = batch;
+  fit.loader.shuffle = shuffle;
+  fit.steps_per_epoch = steps;
+  fit.callbacks = std::move(callbacks);
+  trainer.fit(data, fit);
+  return flat_weights(trainer.model());
+}
+
+/// Plain SGD by hand on linear(7): one update per group of examples [begin, end), from their mean loss.
+at::Tensor by_hand(const TensorDataset& data, double lr, const std::vector<std::pair<int64_t, int64_t>>& groups) {
+  torch::nn::Sequential model = linear(7);
+  for (const auto& [begin, end] : groups) {
+    const at::Tensor x = data.inputs().slice(0, begin, end), y = data.targets().slice(0, begin, end);
+    for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
+    at::cross_entropy_loss(model->forward(x), y).backward();
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.sub_(lr * p.grad());
+  }
+  std::vector<at::Tensor> flat;
+  for (const auto& p : model->parameters()) flat.push_back(p.detach().flatten());
+  return at::cat(flat);
+}
+
+/// Records what the batch hooks see of the updates.
+class UpdateProbe : public Callback {
+ public:
+  std::vector<std::optional<double>> norms, logged;
+  void on_train_batch_end(int64_t, Logs& logs) override {
+    norms.push_back(context().grad_norm());
+    logged.push_back(logs.contains("grad_norm") ? std::optional<double>(logs.at("grad_norm")) : std::nullopt);
+  }
+};
+
+}  // namespace
+
+TEST(Accumulation, FourBatchesOfEightUpdateTheWeightsAsOneBatchOfThirtyTwo) {
+  const TensorDataset data = examples(32);
+  const at::Tensor one_batch = trained(data, sgd(0.5), 32, 1);
+  TrainerOptions accumulating = sgd(0.5);
+  accumulating.accumulate = 4;
+  const at::Tensor four_batches = trained(data, accumulating, 8, 4);
+  EXPECT_TRUE(at::allclose(one_batch, four_batches, 1e-5, 1e-6)) << (one_batch - four_batches).abs().max();
+  EXPECT_TRUE(at::allclose(one_batch, by_hand(data, 0.5, {{0, 32}}), 1e-5, 1e-6));
+  // without it, the same four batches make four updates: a different point
+  EXPECT_FALSE(at::allclose(one_batch, trained(data, sgd(0.5), 8, 4), 1e-3, 1e-4));
+}
+
+TEST(Accumulation, TheEpochsShortLastGroupUpdatesFromTheMeanOfItsOwnBatches) {
+  const TensorDataset data = examples(24);
+  TrainerOptions o = sgd(0.5);
+  o.accumulate = 2;
+  // three batches of 8 in order: batches 0 and 1 make one update, batch 2 alone the next (not halved)
+  const at::Tensor fitted = trained(data, o, 8, 3, /*shuffle=*/false);
+  EXPECT_TRUE(at::allclose(fitted, by_hand(data, 0.5, {{0, 16}, {16, 24}}), 1e-5, 1e-6))
+      << (fitted - by_hand(data, 0.5, {{0, 16}, {16, 24}})).abs().max();
+}
+
+TEST(Clipping, ByNormScalesEveryGradientAndByValueClampsEachElement) {
+  at::Tensor a = at::zeros({2}), b = at::zeros({1});
+  a.mutable_grad() = at::tensor({3.0f, 0.0f});
+  b.mutable_grad() = at::tensor({4.0f});
+  EXPECT_NEAR(clip_gradients({a, b}, {1.0, 0}), 5.0, 1e-5);
+  EXPECT_NEAR(a.grad()[0].item<double>(), 0.6, 1e-5);
+  EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-5);
+  EXPECT_NEAR(clip_gradients({a, b}, {10.0, 0}), 1.0, 1e-5);  // within the norm: unchanged
+  EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-5);
+
+  at::Tensor c = at::zeros({3});
+  c.mutable_grad() = at::tensor({-3.0f, 0.5f, 2.0f});
+  EXPECT_NEAR(clip_gradients({c, at::zeros({1})}, {0, 1.0}), std::sqrt(9 + 0.25 + 4), 1e-5);  // no grad: skipped
+  EXPECT_TRUE(at::equal(c.grad(), at::tensor({-1.0f, 0.5f, 1.0f})));
+
+  EXPECT_THROW((GradientClipping{1, 1}.validate()), std::invalid_argument);
+  EXPECT_THROW((GradientClipping{-1, 0}.validate()), std::invalid_argument);
+  EXPECT_THROW((GradientClipping{0, NAN}.validate()), std::invalid_argument);
+  TrainerOptions both;
+  both.clipping = {1, 1};
+  EXPECT_THROW(Trainer(linear(1), both), std::invalid_argument);
+  TrainerOptions none;
+  none.accumulate = 0;
+  EXPECT_THROW(Trainer(linear(1), none), std::invalid_argument);
+}
+
+TEST(Clipping, BoundsEachUpdateAndTellsTheHooksTheNormBeforeIt) {
+  const TensorDataset data = examples(64);
+  const at::Tensor start = flat_weights(*make_model(linear(7)));
+  TrainerOptions o = sgd(1.0);
+  o.clipping.max_norm = 1e-3;
+  auto probe = std::make_shared<UpdateProbe>();
+  const at::Tensor clipped = trained(data, o, 32, 1, true, {probe});
+  // SGD moves by lr * gradient: at most 1e-3 after clipping
+  EXPECT_LE((clipped - start).norm().item<double>(), 1e-3 * (1 + 1e-4));
+  ASSERT_EQ(probe->norms.size(), 1u);
+  ASSERT_TRUE(probe->norms[0].has_value());
+  EXPECT_GT(*probe->norms[0], 1e-2);  // the norm before clipping, far above the bound
+  EXPECT_EQ(probe->logged[0], probe->norms[0]);
+  // unclipped, the same step moves much further, and there is no norm to tell
+  auto unclipped_probe = std::make_shared<UpdateProbe>();
+  const at::Tensor unclipped = trained(data, sgd(1.0), 32, 1, true, {unclipped_probe});
+  EXPECT_GT((unclipped - start).norm().item<double>(), 1e-2);
+  EXPECT_FALSE(unclipped_probe->norms[0].has_value());
+  EXPECT_FALSE(unclipped_probe->logged[0].has_value());
+  // with accumulation, only the batches that update the weights have a norm
+  o.accumulate = 2;
+  auto accumulating = std::make_shared<UpdateProbe>();
+  trained(data, o, 16, 4, true, {accumulating});
+  ASSERT_EQ(accumulating->logged.size(), 4u);
+  EXPECT_FALSE(accumulating->logged[0].has_value());
+  EXPECT_TRUE(accumulating->logged[1].has_value());
+  EXPECT_FALSE(accumulating->logged[2].has_value());
+  EXPECT_TRUE(accumulating->logged[3].has_value());
+}
