@@ -184,7 +184,11 @@ std::vector<int64_t> GradientReducer::bucket_bytes() const {
 }
 
 void GradientReducer::on_gradient(std::size_t n, const at::Tensor& grad) {
-  if (!sync_) return;
+  if (!sync_) {  // autograd adds it to .grad; the next synced backward reduces the sum (finish() not needed)
+    std::lock_guard<std::mutex> lock(mutex_);
+    accumulated_ = true;
+    return;
+  }
   at::NoGradGuard no_grad;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto [b, slot] = where_[n];

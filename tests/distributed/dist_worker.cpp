@@ -1,5 +1,8 @@
 // A rank of the distributed tests, started by `fitscope launch` (or alone, as a world of one).
-//   dist_worker step OUT BATCH   one SGD step on the first examples, in order; writes OUT/rank<R>.bin
+//   dist_worker step OUT BATCH [ACCUMULATE]
+//                                one SGD update on the first examples, in order, from ACCUMULATE
+//                                batches (default 1); writes OUT/rank<R>.bin and OUT/rank<R>.sums, the
+//                                count of all-reduces of more than one value (gradient buckets)
 //   dist_worker train OUT        two epochs with validation; writes OUT/rank<R>.bin and, on rank 0,
 //                                OUT/result.json with the reduced epoch accuracies and the ones
 //                                computed here over the whole sets
@@ -35,6 +38,27 @@ TensorDataset examples(int64_t size, uint64_t seed) {
   return make_synthetic(s);
 }
 
+/// Counts the all-reduces of more than one value (the stop agreement sums one flag).
+class CountingContext : public dist::Context {
+ public:
+  explicit CountingContext(std::shared_ptr<dist::Context> inner) : inner_(std::move(inner)) {}
+  int64_t rank() const override { return inner_->rank(); }
+  int64_t world_size() const override { return inner_->world_size(); }
+  int64_t local_rank() const override { return inner_->local_rank(); }
+  int64_t local_world_size() const override { return inner_->local_world_size(); }
+  std::unique_ptr<dist::PendingCollective> all_reduce_async(const at::Tensor& tensor) override {
+    if (tensor.numel() > 1) ++sums;
+    return inner_->all_reduce_async(tensor);
+  }
+  void broadcast(const at::Tensor& tensor, int64_t root) override { inner_->broadcast(tensor, root); }
+  at::Tensor all_gather(const at::Tensor& tensor) override { return inner_->all_gather(tensor); }
+  void barrier() override { inner_->barrier(); }
+  int64_t sums = 0;
+
+ private:
+  std::shared_ptr<dist::Context> inner_;
+};
+
 /// A user metric: the mean of the largest logit, as a sum and a count that add across ranks.
 class MeanTopLogit : public MeanMetric {
  public:
@@ -61,15 +85,20 @@ int main(int argc, char** argv) {
   options.warmup_steps = 0;
   const std::string prefix = out + "/rank" + std::to_string(context->rank());
   if (mode == "step") {
+    auto counting = std::make_shared<CountingContext>(context);
+    options.context = counting;
     options.learning_rate = 0.5;
+    options.accumulate = argc > 4 ? std::stoll(argv[4]) : 1;
     Trainer trainer(models::Mlp(64, 10), options);
     FitOptions fit;
     fit.loader.batch_size = std::stoll(argv[3]);
     fit.loader.shuffle = false;
-    fit.steps_per_epoch = 1;
+    fit.steps_per_epoch = options.accumulate;
     fit.loader.workers = 0;
+    const int64_t before = counting->sums;  // the start's broadcasts are not sums
     trainer.fit(examples(256, 1), fit);
     write_parameters(trainer.model(), prefix + ".bin");
+    std::ofstream(prefix + ".sums") << counting->sums - before;
     return 0;
   }
   // train: lr so small that the weights stay put, so the epoch's training accuracy is the accuracy

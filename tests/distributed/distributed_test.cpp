@@ -154,6 +154,29 @@ TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
   EXPECT_TRUE(rank1_track);
 }
 
+/// Two ranks accumulating two batches of 8 each make the update of one rank's batch of 32, and sum the
+/// gradients once, as a two-rank step of 16 does: the first batch's backward stays local (no_sync).
+TEST(Distributed, AccumulatingRanksUpdateAsOneLargeBatchAndSumTheGradientsOnce) {
+  TempDir accumulated, plain, one;
+  const ProcessResult a = run_process(launch(2, {DIST_WORKER, "step", accumulated.path(), "8", "2"}));
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  const ProcessResult p = run_process(launch(2, {DIST_WORKER, "step", plain.path(), "16"}));
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  const ProcessResult b = run_process({DIST_WORKER, "step", one.path(), "32"});
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  // each rank's shard of the in-order examples: rank r reads examples r, r + 2, ...; 2 x 2 x 8 = 32
+  const auto w = parameters(accumulated.path() + "/rank0.bin"), w1 = parameters(one.path() + "/rank0.bin");
+  ASSERT_EQ(w.size(), w1.size());
+  double largest = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) largest = std::max(largest, static_cast<double>(std::abs(w[i] - w1[i])));
+  EXPECT_LT(largest, 1e-5);
+  EXPECT_EQ(w, parameters(accumulated.path() + "/rank1.bin"));
+  const std::string sums = read_file(accumulated.path() + "/rank0.sums");
+  EXPECT_EQ(sums, read_file(plain.path() + "/rank0.sums"));
+  EXPECT_GT(std::stoll(sums), 0);
+  EXPECT_EQ(sums, read_file(accumulated.path() + "/rank1.sums"));
+}
+
 TEST(Distributed, BackupsWithoutARunDirectoryAreRefusedOnEveryRank) {
   const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--checkpoint-every", "epoch", "--epochs", "1"}));
   EXPECT_EQ(r.exit_code, 1);
