@@ -180,6 +180,9 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--checkpoint-every", "0"},
                      "--checkpoint-every: expected epoch or a number of batches >= 1, got '0'");
   expect_usage_error({"train", "--resume"}, "--resume needs the --run-dir of the run to continue");
+  expect_usage_error({"train", "--clip-norm", "-1"}, "--clip-norm: expected a finite number >= 0, got '-1'");
+  expect_usage_error({"train", "--clip-norm", "1", "--clip-value", "1"}, "--clip-norm excludes --clip-value");
+  expect_usage_error({"train", "--accumulate", "0"}, "--accumulate: Value 0 not in range");
   expect_usage_error({}, "A subcommand is required");
 }
 
