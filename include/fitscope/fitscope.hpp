@@ -93,5 +93,6 @@
 #include "fitscope/train/gradient_clipping.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/train/loss.hpp"
+#include "fitscope/train/optimizer_kind.hpp"
 #include "fitscope/train/train_step.hpp"
 #include "fitscope/train/trainer.hpp"

@@ -118,7 +118,7 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   char rate[32];
   std::snprintf(rate, sizeof rate, "%g", trainer.options().learning_rate);
   facts.settings = {{"version", FITSCOPE_VERSION},
-                    {"optimizer", trainer.options().optimizer == OptimizerKind::sgd ? "sgd" : "adam"},
+                    {"optimizer", optimizer_name(trainer.options().optimizer)},
                     {"learning_rate", rate},
                     {"seed", std::to_string(fit.loader.seed)},
                     {"shuffle", fit.loader.shuffle ? "true" : "false"},
@@ -132,6 +132,9 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   if (clip.max_norm > 0) setting("clip_norm", clip.max_norm);
   if (clip.max_value > 0) setting("clip_value", clip.max_value);
   if (trainer.options().accumulate > 1) setting("accumulate", static_cast<double>(trainer.options().accumulate));
+  if (trainer.options().weight_decay) setting("weight_decay", *trainer.options().weight_decay);
+  if (trainer.options().momentum > 0) setting("momentum", trainer.options().momentum);
+  if (trainer.options().nesterov) facts.settings.emplace_back("nesterov", "true");
   return facts;
 }
 

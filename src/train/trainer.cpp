@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
@@ -26,6 +27,41 @@ using detail::callback_key;
 using detail::require_positive;
 using detail::to_device;
 
+namespace {
+
+void check_optimizer_options(const TrainerOptions& o) {
+  const std::string name = optimizer_name(o.optimizer);
+  if (o.weight_decay && !(std::isfinite(*o.weight_decay) && *o.weight_decay >= 0)) {
+    throw std::invalid_argument("weight decay must be a finite number >= 0, got " + std::to_string(*o.weight_decay));
+  }
+  if (!(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1)) {
+    throw std::invalid_argument("momentum must be in [0, 1), got " + std::to_string(o.momentum));
+  }
+  if (o.optimizer != OptimizerKind::sgd && (o.momentum > 0 || o.nesterov)) {
+    throw std::invalid_argument("momentum and nesterov (--momentum, --nesterov) apply to optimizer sgd only, got " + name);
+  }
+  if (o.nesterov && o.momentum == 0) throw std::invalid_argument("nesterov needs a momentum > 0, got 0");
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<at::Tensor>& params, const TrainerOptions& o) {
+  switch (o.optimizer) {
+    case OptimizerKind::adam:
+      return std::make_unique<torch::optim::Adam>(
+          params, torch::optim::AdamOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(0)));
+    case OptimizerKind::adamw:
+      return std::make_unique<torch::optim::AdamW>(
+          params, torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(1e-2)));
+    case OptimizerKind::sgd:
+      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.learning_rate)
+                                                             .momentum(o.momentum)
+                                                             .nesterov(o.nesterov)
+                                                             .weight_decay(o.weight_decay.value_or(0)));
+  }
+  throw std::invalid_argument("unknown optimizer");
+}
+
+}  // namespace
+
 Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     : model_(std::move(model)),
       options_(std::move(options)),
@@ -37,6 +73,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(options_.learning_rate));
   }
   options_.clipping.validate();
+  check_optimizer_options(options_);
   require_positive(options_.accumulate, "accumulate (batches per optimizer step)");
   if (options_.device.is_cuda() && !torch::cuda::is_available()) {
     throw std::invalid_argument("device " + options_.device.str() +
@@ -48,13 +85,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
   train_metrics_ = std::make_unique<MetricSet>(*options_.metrics);
   test_metrics_ = std::make_unique<MetricSet>(*options_.metrics);
   model_->to(options_.device);
-  if (options_.optimizer == OptimizerKind::adam) {
-    optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
-                                                      torch::optim::AdamOptions(options_.learning_rate));
-  } else {
-    optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(),
-                                                     torch::optim::SGDOptions(options_.learning_rate));
-  }
+  optimizer_ = make_optimizer(model_->parameters(), options_);
   if (!options_.train_step) options_.train_step = standard_train_step;
   measured_.stats = PhaseStats(options_.warmup_steps);
   measured_.threads = threads_.choice();
@@ -126,7 +157,7 @@ void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
   s.learning_rate = learning_rate();
   s.batch_size = params_.batch_size;
   s.world_size = ranks().world_size();
-  s.optimizer_kind = options_.optimizer == OptimizerKind::adam ? "adam" : "sgd";
+  s.optimizer_kind = optimizer_name(options_.optimizer);
   // the epoch's metrics so far, so a resumed epoch logs what an uninterrupted one would; with several
   // ranks the chief's alone would be wrong once summed, so they are not kept
   const std::vector<at::Tensor> metrics =
@@ -139,7 +170,7 @@ void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
     s.model[i].first = named[i].first;
     detail::copy_into(s.model[i].second, named[i].second);
   }
-  detail::copy_optimizer_state(*optimizer_, options_.optimizer == OptimizerKind::adam, s.optimizer, s.optimizer_counts);
+  detail::copy_optimizer_state(*optimizer_, options_.optimizer, s.optimizer, s.optimizer_counts);
   s.rng = at::detail::getDefaultCPUGenerator().get_state();
   s.callbacks.clear();
   if (callbacks_) {
@@ -155,7 +186,7 @@ void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
 
 void Trainer::restore(const TrainingState& s) {
   // everything is checked before anything is copied: a state that does not fit leaves the trainer as it was
-  const std::string kind = options_.optimizer == OptimizerKind::adam ? "adam" : "sgd";
+  const std::string kind = optimizer_name(options_.optimizer);
   if (s.batch_size > 0 && params_.batch_size > 0 && s.batch_size != params_.batch_size) {
     throw std::invalid_argument("it was written with batch size " + std::to_string(s.batch_size) + ", this fit has " +
                                 std::to_string(params_.batch_size));
@@ -181,7 +212,7 @@ void Trainer::restore(const TrainingState& s) {
                                   c10::str(mine.sizes()) + " of " + c10::toString(mine.scalar_type()));
     }
   }
-  detail::check_optimizer_state(*optimizer_, options_.optimizer == OptimizerKind::adam, s.optimizer, s.optimizer_counts);
+  detail::check_optimizer_state(*optimizer_, options_.optimizer, s.optimizer, s.optimizer_counts);
   if (s.rng.defined()) {
     const at::Tensor now = at::detail::getDefaultCPUGenerator().get_state();
     if (s.rng.scalar_type() != now.scalar_type() || s.rng.numel() != now.numel()) {
@@ -192,7 +223,7 @@ void Trainer::restore(const TrainingState& s) {
   }
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < named.size(); ++i) named[i].second.copy_(s.model[i].second);
-  detail::load_optimizer_state(*optimizer_, options_.optimizer == OptimizerKind::adam, s.optimizer, s.optimizer_counts);
+  detail::load_optimizer_state(*optimizer_, options_.optimizer, s.optimizer, s.optimizer_counts);
   set_learning_rate(s.learning_rate);
   if (s.rng.defined()) {
     at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the default generator

@@ -152,7 +152,10 @@ TEST(TrainCommand, HelpListsTheFlagsAndExitsZero) {
 TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--epochs", "0"}, "--epochs: Value 0 not in range");
   expect_usage_error({"train", "--batch-size", "many"}, "--batch-size");
-  expect_usage_error({"train", "--optimizer", "rmsprop"}, "--optimizer: rmsprop not in {adam,sgd}");
+  expect_usage_error({"train", "--optimizer", "rmsprop"}, "--optimizer: rmsprop not in {adam,adamw,sgd}");
+  expect_usage_error({"train", "--nesterov"}, "--nesterov requires --momentum");
+  expect_usage_error({"train", "--momentum", "1"}, "--momentum: expected a number in [0, 1), got '1'");
+  expect_usage_error({"train", "--momentum", "0.9", "--epochs", "1"}, "apply to optimizer sgd only, got adam");
   expect_usage_error({"train", "--validation-split", "1.5"},
                      "--validation-split: expected a fraction in [0, 1), got '1.5'");
   expect_usage_error({"train", "--lr", "-1"}, "--lr: expected a finite number > 0, got '-1'");

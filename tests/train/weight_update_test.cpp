@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
 #include <cmath>
@@ -159,4 +161,94 @@ TEST(Clipping, BoundsEachUpdateAndTellsTheHooksTheNormBeforeIt) {
   EXPECT_TRUE(accumulating->logged[1].has_value());
   EXPECT_FALSE(accumulating->logged[2].has_value());
   EXPECT_TRUE(accumulating->logged[3].has_value());
+}
+
+namespace {
+
+/// Takes the trainer's state after global step `at` (as BackupAndRestore does, through the fit).
+class StateAt : public Callback {
+ public:
+  explicit StateAt(int64_t at) : at_(at) {}
+  TrainingState state;
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (context().global_step() != at_) return;
+    context().request_checkpoint([this](int64_t epoch, int64_t batch) { context().capture_state(state, epoch, batch); });
+  }
+
+ private:
+  int64_t at_;
+};
+
+FitOptions two_epochs_of_six() {
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.loader.batch_size = 16;
+  fit.loader.workers = 0;
+  return fit;
+}
+
+}  // namespace
+
+TEST(Optimizers, EachIsBuiltWithItsSettingsAndResumesFromACheckpointWithTheUninterruptedWeights) {
+  const TensorDataset data = examples(96);  // six batches of 16 an epoch
+  for (const std::string& name : {"adam", "adamw", "sgd"}) {
+    TrainerOptions o = sgd(0.05);
+    o.optimizer = parse_optimizer(name);
+    if (name == "sgd") {
+      o.momentum = 0.9;
+      o.nesterov = true;
+      o.weight_decay = 1e-3;
+    }
+    Trainer whole(linear(7), o);
+    auto state = std::make_shared<StateAt>(4);
+    FitOptions fit = two_epochs_of_six();
+    fit.callbacks = {state};
+    whole.fit(data, fit);
+    ASSERT_EQ(state->state.optimizer_kind, name);
+    // the optimizer's settings as libtorch holds them
+    const auto& group = whole.optimizer().param_groups().front().options();
+    if (name == "adamw") {
+      EXPECT_EQ(static_cast<const torch::optim::AdamWOptions&>(group).weight_decay(), 1e-2);  // PyTorch's default
+    } else if (name == "sgd") {
+      const auto& s = static_cast<const torch::optim::SGDOptions&>(group);
+      EXPECT_EQ(s.momentum(), 0.9);
+      EXPECT_TRUE(s.nesterov());
+      EXPECT_EQ(s.weight_decay(), 1e-3);
+    }
+    Trainer resumed(linear(99), o);  // other initial weights: the state replaces them
+    resumed.restore(state->state);
+    resumed.fit(data, two_epochs_of_six());
+    EXPECT_TRUE(at::equal(flat_weights(whole.model()), flat_weights(resumed.model()))) << name;
+    // a state of another optimizer is refused, naming both
+    TrainerOptions other = o;
+    other.optimizer = name == "adamw" ? OptimizerKind::adam : OptimizerKind::adamw;
+    other.momentum = 0;
+    other.nesterov = false;
+    Trainer mismatched(linear(7), other);
+    EXPECT_THROW(mismatched.restore(state->state), std::invalid_argument) << name;
+  }
+}
+
+TEST(Optimizers, SettingsThatDoNotApplyAreRefusedByName) {
+  const auto message = [](TrainerOptions o) {
+    try {
+      Trainer t(linear(1), o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  TrainerOptions o;
+  o.momentum = 0.9;  // Adam
+  EXPECT_EQ(message(o), "momentum and nesterov (--momentum, --nesterov) apply to optimizer sgd only, got adam");
+  o.optimizer = OptimizerKind::sgd;
+  o.momentum = 1;
+  EXPECT_EQ(message(o), "momentum must be in [0, 1), got 1.000000");
+  o.momentum = 0;
+  o.nesterov = true;
+  EXPECT_EQ(message(o), "nesterov needs a momentum > 0, got 0");
+  o.nesterov = false;
+  o.weight_decay = -1;
+  EXPECT_EQ(message(o), "weight decay must be a finite number >= 0, got -1.000000");
+  EXPECT_THROW(parse_optimizer("rmsprop"), std::invalid_argument);
 }

@@ -92,8 +92,14 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
   command->add_option("--lr", o.trainer.learning_rate, "Learning rate")->check(number_above(0, false, "a finite number > 0"))->capture_default_str();
   command->add_option_function<std::string>("--optimizer", [&o](const std::string& v) {
-        o.trainer.optimizer = v == "sgd" ? fitscope::OptimizerKind::sgd : fitscope::OptimizerKind::adam;
-      }, "Optimizer: adam (the default) or sgd")->check(CLI::IsMember({"adam", "sgd"}));
+        o.trainer.optimizer = fitscope::parse_optimizer(v);
+      }, "Optimizer: adam (the default), adamw (decoupled weight decay) or sgd")->check(CLI::IsMember({"adam", "adamw", "sgd"}));
+  command->add_option_function<double>("--weight-decay", [&o](double v) { o.trainer.weight_decay = v; },
+                                       "Weight decay (default: 0.01 for adamw, PyTorch's; else 0)")
+      ->check(number_above(0, true, "a finite number >= 0"));
+  CLI::Option* momentum = command->add_option("--momentum", o.trainer.momentum, "SGD momentum, in [0, 1)")
+      ->check(number_above(0, true, "a number in [0, 1)", 1 - 1e-12))->capture_default_str();
+  command->add_flag("--nesterov", o.trainer.nesterov, "SGD with Nesterov momentum (needs --momentum)")->needs(momentum);
   CLI::Option* clip_norm = command->add_option("--clip-norm", o.trainer.clipping.max_norm,
                                                 "Clip the gradients to this global L2 norm before each optimizer step (0 = off)")
       ->check(number_above(0, true, "a finite number >= 0"))->capture_default_str();

@@ -32,7 +32,7 @@ struct TrainingState {
   // what the run was, to refuse a resume that differs (0 or empty: a file of an older fitscope)
   int64_t batch_size = 0;
   int64_t world_size = 0;
-  std::string optimizer_kind;  ///< "adam", "sgd"
+  std::string optimizer_kind;  ///< "adam", "adamw", "sgd"
 };
 
 /// The payload of a checkpoint (see checkpoint_file.hpp for the framing).

@@ -40,18 +40,21 @@
 #include "fitscope/train/history.hpp"
 #include "fitscope/metrics/logs.hpp"
 #include "fitscope/train/loss.hpp"
+#include "fitscope/train/optimizer_kind.hpp"
 #include "fitscope/models/model.hpp"
 #include "fitscope/train/train_step.hpp"
 
 namespace fitscope {
 
-enum class OptimizerKind { adam, sgd };
-
 /// How the model is trained (Keras's compile()).
 struct TrainerOptions {
   Loss loss = Loss::cross_entropy;             ///< the loss
-  OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam or SGD
+  OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam, AdamW or SGD
   double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
+  /// Weight decay (>= 0); unset = the optimizer's default: 0.01 for AdamW (PyTorch's), else 0.
+  std::optional<double> weight_decay;
+  double momentum = 0;    ///< SGD's momentum, in [0, 1) (another optimizer refuses a non-zero one)
+  bool nesterov = false;  ///< SGD's Nesterov momentum (needs momentum > 0)
   /// Metrics besides the loss: built-ins by name, user metrics by factory (metric_spec.hpp). Unset =
   /// follow the loss: {"accuracy"} for cross_entropy, none for mean_squared_error.
   std::optional<std::vector<MetricSpec>> metrics;
