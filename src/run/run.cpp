@@ -119,6 +119,7 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   std::snprintf(rate, sizeof rate, "%g", trainer.options().learning_rate);
   facts.settings = {{"version", FITSCOPE_VERSION},
                     {"optimizer", optimizer_name(trainer.options().optimizer)},
+                    {"loss", loss_name(trainer.options().loss)},
                     {"learning_rate", rate},
                     {"seed", std::to_string(fit.loader.seed)},
                     {"shuffle", fit.loader.shuffle ? "true" : "false"},
@@ -135,6 +136,17 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   if (trainer.options().weight_decay) setting("weight_decay", *trainer.options().weight_decay);
   if (trainer.options().momentum > 0) setting("momentum", trainer.options().momentum);
   if (trainer.options().nesterov) facts.settings.emplace_back("nesterov", "true");
+  const LossOptions& loss = trainer.options().loss_options;
+  if (loss.label_smoothing > 0) setting("label_smoothing", loss.label_smoothing);
+  if (!loss.class_weights.empty()) {
+    std::string weights;
+    for (double w : loss.class_weights) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%s%g", weights.empty() ? "" : ",", w);
+      weights += text;
+    }
+    facts.settings.emplace_back("class_weight", weights);
+  }
   return facts;
 }
 

@@ -73,6 +73,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(options_.learning_rate));
   }
   options_.clipping.validate();
+  options_.loss_options.validate(options_.loss);
   check_optimizer_options(options_);
   require_positive(options_.accumulate, "accumulate (batches per optimizer step)");
   if (options_.device.is_cuda() && !torch::cuda::is_available()) {
@@ -258,7 +259,7 @@ Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduc
     const Batch batch = loader.next();
     const at::Tensor targets = to_device(batch.targets, options_.device);
     const at::Tensor outputs = model_->forward(to_device(batch.inputs, options_.device));
-    test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets));
+    test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets, options_.loss_options));
     logs = batch_logs ? test_metrics_->logs() : Logs();
     callbacks.on_test_batch_end(b, logs);
   }

@@ -186,6 +186,11 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--clip-norm", "-1"}, "--clip-norm: expected a finite number >= 0, got '-1'");
   expect_usage_error({"train", "--clip-norm", "1", "--clip-value", "1"}, "--clip-norm excludes --clip-value");
   expect_usage_error({"train", "--accumulate", "0"}, "--accumulate: Value 0 not in range");
+  expect_usage_error({"train", "--loss", "hinge"}, "--loss: hinge not in {cross-entropy,mse,mae,huber,bce-with-logits}");
+  expect_usage_error({"train", "--class-weight", "1,2"},
+                     "--class-weight: 2 weights, but --data synthetic has 10 classes (expected one weight per class)");
+  expect_usage_error({"train", "--loss", "mse", "--label-smoothing", "0.1", "--epochs", "1"},
+                     "label smoothing and class weights apply to the cross-entropy loss only, got mse");
   expect_usage_error({}, "A subcommand is required");
 }
 

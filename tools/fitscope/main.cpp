@@ -100,6 +100,15 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   CLI::Option* momentum = command->add_option("--momentum", o.trainer.momentum, "SGD momentum, in [0, 1)")
       ->check(number_above(0, true, "a number in [0, 1)", 1 - 1e-12))->capture_default_str();
   command->add_flag("--nesterov", o.trainer.nesterov, "SGD with Nesterov momentum (needs --momentum)")->needs(momentum);
+  command->add_option_function<std::string>("--loss", [&o](const std::string& v) { o.trainer.loss = fitscope::parse_loss(v); },
+                                            "Loss: cross-entropy (the default), mse, mae, huber or bce-with-logits "
+                                            "(class indices against several outputs count as one-hot)")
+      ->check(CLI::IsMember({"cross-entropy", "mse", "mae", "huber", "bce-with-logits"}));
+  command->add_option("--label-smoothing", o.trainer.loss_options.label_smoothing, "Cross-entropy's label smoothing, in [0, 1)")
+      ->check(number_above(0, true, "a number in [0, 1)", 1 - 1e-12))->capture_default_str();
+  command->add_option("--class-weight", o.trainer.loss_options.class_weights,
+                      "Cross-entropy's weight per class, comma-separated (Keras's class_weight)")
+      ->delimiter(',')->check(number_above(0, true, "a finite number >= 0"));
   CLI::Option* clip_norm = command->add_option("--clip-norm", o.trainer.clipping.max_norm,
                                                 "Clip the gradients to this global L2 norm before each optimizer step (0 = off)")
       ->check(number_above(0, true, "a finite number >= 0"))->capture_default_str();

@@ -177,6 +177,11 @@ struct Session {
            std::to_string(classes) + " classes");
     }
     if (trainer.model().parameters().empty()) fail("has no parameters to train");
+    const auto& weights = o.trainer.loss_options.class_weights;
+    if (!weights.empty() && static_cast<int64_t>(weights.size()) != classes) {
+      throw std::invalid_argument("--class-weight: " + std::to_string(weights.size()) + " weights, but --data " + o.data +
+                                  " has " + std::to_string(classes) + " classes (expected one weight per class)");
+    }
   }
 
   /// The fit settings of the command line, with the seed scenario's SlowCallback in --callback-mode.

@@ -33,6 +33,7 @@ struct StepContext {
   torch::optim::Optimizer& optimizer;
   Loss loss;
   StepClock& clock;
+  LossOptions loss_options;  ///< TrainerOptions::loss_options
   /// The data-parallel run's gradient reducer; null in a single process. backward() wraps the
   /// micro-batches before the last of a group in dist::NoSync.
   dist::GradientReducer* reducer = nullptr;

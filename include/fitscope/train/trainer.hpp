@@ -49,6 +49,7 @@ namespace fitscope {
 /// How the model is trained (Keras's compile()).
 struct TrainerOptions {
   Loss loss = Loss::cross_entropy;             ///< the loss
+  LossOptions loss_options;                    ///< label smoothing, class weights, Huber's delta
   OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam, AdamW or SGD
   double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
   /// Weight decay (>= 0); unset = the optimizer's default: 0.01 for AdamW (PyTorch's), else 0.
