@@ -93,6 +93,7 @@
 #include "fitscope/train/gradient_clipping.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/train/loss.hpp"
+#include "fitscope/train/lr_schedule.hpp"
 #include "fitscope/train/optimizer_kind.hpp"
 #include "fitscope/train/train_step.hpp"
 #include "fitscope/train/trainer.hpp"

@@ -136,6 +136,9 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   if (trainer.options().weight_decay) setting("weight_decay", *trainer.options().weight_decay);
   if (trainer.options().momentum > 0) setting("momentum", trainer.options().momentum);
   if (trainer.options().nesterov) facts.settings.emplace_back("nesterov", "true");
+  if (const LrSchedule& s = trainer.options().lr_schedule) {
+    facts.settings.emplace_back("lr_schedule", s.name + (s.unit == LrSchedule::Unit::epoch ? " per epoch" : " per step"));
+  }
   const LossOptions& loss = trainer.options().loss_options;
   if (loss.label_smoothing > 0) setting("label_smoothing", loss.label_smoothing);
   if (!loss.class_weights.empty()) {

@@ -96,6 +96,7 @@ struct Trainer::Fit {
   std::shared_ptr<const Dataset> train, validation;
   std::unique_ptr<Loader> loader, validation_loader;
   int64_t steps = 0;
+  int64_t schedule_length = 0;  // TrainerOptions::lr_schedule's, in its units
   std::unique_ptr<detail::DataParallelFit> ranks;
   CallbackList callbacks;
   std::unique_ptr<SlowCallbackWarning> slow_callbacks;
@@ -130,6 +131,9 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
                                 std::to_string(o.loader.batch_size) + " with drop_last");
   }
   steps = o.steps_per_epoch.value_or(loader->num_batches());
+  if (const LrSchedule& s = t.options_.lr_schedule) {
+    schedule_length = s.length.value_or(s.unit == LrSchedule::Unit::step ? o.epochs * steps : o.epochs);
+  }
   t.params_ = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
 
   const int64_t warmup = t.warmup_steps();
@@ -171,6 +175,10 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
   // phases that cannot take time here (no callbacks, no transfer on the CPU) are not entered: every
   // clock read counts against the step
   clock_.begin_step(epoch, b, has_callbacks ? Phase::callbacks : Phase::data_wait);
+  // the batch's rate before its hooks, as Keras's optimizer evaluates its schedule at `iterations`
+  if (const LrSchedule& s = t.options_.lr_schedule; s && s.unit == LrSchedule::Unit::step) {
+    t.set_learning_rate(s.rate(t.global_step_, schedule_length));
+  }
   Logs logs;
   if (has_callbacks) {
     callbacks.on_train_batch_begin(b, logs);
@@ -261,6 +269,7 @@ Logs Trainer::Fit::end_epoch(int64_t epoch) {
     t.model_->train(true);
     clock.validation_ends();
   }
+  if (t.options_.lr_schedule) logs.set("learning_rate", t.learning_rate());  // as Keras 3's schedulers
   callbacks.on_epoch_end(epoch, logs);
   if (!t.saves_.empty() && !o.steps_per_epoch) {  // a resume at the next epoch starts a new pass
     t.pass_ = epoch + 1;
@@ -344,6 +353,9 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       }
       if (cursor_ == 0 || continuing) fit.loader->set_epoch(pass_, cursor_);
       logs = Logs();
+      if (const LrSchedule& s = options_.lr_schedule; s && s.unit == LrSchedule::Unit::epoch) {
+        set_learning_rate(s.rate(epoch, fit.schedule_length));
+      }
       fit.callbacks.on_epoch_begin(epoch, logs);
       fit.clock.loop_begins();
       for (int64_t b = continuing ? resumed->second : 0; b < fit.steps; ++b) {

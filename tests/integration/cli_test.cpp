@@ -186,6 +186,10 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--clip-norm", "-1"}, "--clip-norm: expected a finite number >= 0, got '-1'");
   expect_usage_error({"train", "--clip-norm", "1", "--clip-value", "1"}, "--clip-norm excludes --clip-value");
   expect_usage_error({"train", "--accumulate", "0"}, "--accumulate: Value 0 not in range");
+  expect_usage_error({"train", "--lr-schedule", "step", "--epochs", "1"}, "--lr-schedule step needs --lr-decay-every N");
+  expect_usage_error({"train", "--lr-warmup", "5"}, "--lr-warmup requires --lr-schedule");
+  expect_usage_error({"train", "--lr-schedule", "cosine", "--reduce-lr-on-plateau", "2"},
+                     "--lr-schedule excludes --reduce-lr-on-plateau");
   expect_usage_error({"train", "--loss", "hinge"}, "--loss: hinge not in {cross-entropy,mse,mae,huber,bce-with-logits}");
   expect_usage_error({"train", "--class-weight", "1,2"},
                      "--class-weight: 2 weights, but --data synthetic has 10 classes (expected one weight per class)");
@@ -483,6 +487,38 @@ TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
   expect_usage_error({"sweep", "--window-seconds", "0"}, "--window-seconds: Value 0 not in range");
   expect_usage_error({"train", "--callback-mode", "threads"}, "--callback-mode: threads not in {sync,async}");
   expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds in [0, 3600000], got '-5'");
+}
+
+/// A cosine schedule with warm-up shows in the logged rate; EarlyStopping stops a run that does not
+/// improve (a rate so small the weights stay put: the validation loss repeats exactly).
+TEST(TrainCommand, AScheduleSetsTheRateAndEarlyStoppingEndsARunThatStopsImproving) {
+  TempDir tmp;
+  const std::string scheduled = tmp.path() + "/scheduled";
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "4",
+                                        "--lr-schedule", "cosine", "--lr-warmup", "5", "--quiet", "--run-dir", scheduled});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = lines_of(read_file(scheduled + "/metrics.csv"));
+  ASSERT_EQ(rows.size(), 5u);
+  const auto header = rows[0];
+  const std::size_t column = std::count(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(header.find("learning_rate")), ',');
+  std::vector<double> rates;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    std::istringstream cells(rows[i]);
+    std::string cell;
+    for (std::size_t c = 0; c <= column; ++c) std::getline(cells, cell, ',');
+    rates.push_back(std::stod(cell));
+  }
+  // falling after the warm-up, to 0 at the run's last step's end
+  EXPECT_GT(rates[0], rates[1]);
+  EXPECT_GT(rates[2], rates[3]);
+  EXPECT_LT(rates[3], 0.001 * 0.01);
+  EXPECT_EQ(json::parse(read_file(scheduled + "/summary.json")).at("settings").at("lr_schedule"), "cosine per step");
+
+  const std::string stopped = tmp.path() + "/stopped";
+  const ProcessResult s = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "10",
+                                        "--lr", "1e-30", "--early-stopping", "1", "--quiet", "--run-dir", stopped});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(lines_of(read_file(stopped + "/metrics.csv")).size(), 3u);  // epoch 2 did not improve on epoch 1
 }
 
 TEST(TrainCommand, ChosenMetricsAppearInTheLogsWithValidationTwins) {

@@ -109,6 +109,28 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_option("--class-weight", o.trainer.loss_options.class_weights,
                       "Cross-entropy's weight per class, comma-separated (Keras's class_weight)")
       ->delimiter(',')->check(number_above(0, true, "a finite number >= 0"));
+  CLI::Option* schedule = command->add_option("--lr-schedule", o.lr_schedule,
+                      "Learning-rate schedule from --lr: step or exponential (x --lr-decay-factor every --lr-decay-every), "
+                      "cosine (after --lr-warmup, down to 0 at the run's end) or one-cycle")
+      ->check(CLI::IsMember({"step", "exponential", "cosine", "one-cycle"}));
+  command->add_option("--lr-schedule-unit", o.lr_schedule_unit, "Whether the schedule counts steps (batches) or epochs")
+      ->check(CLI::IsMember({"step", "epoch"}))->capture_default_str()->needs(schedule);
+  command->add_option("--lr-decay-every", o.lr_decay_every, "The step and exponential schedules' interval")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}))->needs(schedule);
+  command->add_option("--lr-decay-factor", o.lr_decay_factor, "The step and exponential schedules' factor per interval")
+      ->check(number_above(0, false, "a finite number > 0"))->capture_default_str()->needs(schedule);
+  command->add_option("--lr-warmup", o.lr_warmup, "The cosine schedule's linear warm-up, in the schedule's units")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000'000}))->capture_default_str()->needs(schedule);
+  command->add_option("--early-stopping", o.early_stopping, "Stop after this many epochs without improvement of --monitor (0 = off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str();
+  CLI::Option* plateau = command->add_option("--reduce-lr-on-plateau", o.reduce_lr_on_plateau,
+                      "Multiply the learning rate by --reduce-lr-factor after this many epochs without improvement of "
+                      "--monitor (0 = off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}))->capture_default_str()->excludes(schedule);
+  command->add_option("--reduce-lr-factor", o.reduce_lr_factor, "ReduceLROnPlateau's factor, in (0, 1)")
+      ->check(number_above(0, false, "a number in (0, 1)", 1 - 1e-12))->capture_default_str()->needs(plateau);
+  command->add_option("--monitor", o.monitor, "The log key --early-stopping and --reduce-lr-on-plateau watch "
+                                              "(default val_loss, or loss without validation)");
   CLI::Option* clip_norm = command->add_option("--clip-norm", o.trainer.clipping.max_norm,
                                                 "Clip the gradients to this global L2 norm before each optimizer step (0 = off)")
       ->check(number_above(0, true, "a finite number >= 0"))->capture_default_str();

@@ -143,6 +143,15 @@ struct Session {
     TrainerOptions options = o.trainer;
     options.device = device;
     options.context = ranks;
+    if (!o.lr_schedule.empty()) {
+      if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
+        throw std::invalid_argument("--lr-schedule " + o.lr_schedule + " needs --lr-decay-every N (the interval, in " +
+                                    o.lr_schedule_unit + "s)");
+      }
+      options.lr_schedule = make_lr_schedule(o.lr_schedule, options.learning_rate, o.lr_decay_every, o.lr_decay_factor,
+                                             o.lr_warmup, o.lr_schedule_unit == "epoch" ? LrSchedule::Unit::epoch
+                                                                                        : LrSchedule::Unit::step);
+    }
     std::shared_ptr<Model> model =
         is_script_file(o.model) ? std::make_shared<ScriptModel>(load_script_module(o.model), o.model)
                                 : make_seed_model(o.model, o.data, data.train->example_shape(), classes);
@@ -188,6 +197,20 @@ struct Session {
   FitOptions fit_options(const TrainCommandOptions& o) const {
     FitOptions fit = o.fit;
     if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
+    const std::string monitor = !o.monitor.empty() ? o.monitor : fit.validation_data || fit.validation_split > 0 ? "val_loss" : "loss";
+    if (o.early_stopping > 0) {
+      EarlyStoppingOptions e;
+      e.monitor = monitor;
+      e.patience = o.early_stopping;
+      fit.callbacks.push_back(std::make_shared<EarlyStopping>(e));
+    }
+    if (o.reduce_lr_on_plateau > 0) {
+      ReduceLROnPlateauOptions r;
+      r.monitor = monitor;
+      r.patience = o.reduce_lr_on_plateau;
+      r.factor = o.reduce_lr_factor;
+      fit.callbacks.push_back(std::make_shared<ReduceLROnPlateau>(r));
+    }
     if (o.slow_callback_ms > 0) {
       auto slow = std::make_shared<SlowCallback>(o.slow_callback_ms);
       slow->set_async(o.run.async_callbacks);

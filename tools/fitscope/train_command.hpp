@@ -34,6 +34,15 @@ struct TrainCommandOptions {
   double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch
   double dist_timeout_s = 60;       ///< --dist-timeout: collective and rendezvous timeout under launch/torchrun
   std::string dist_backend = "auto";  ///< --dist-backend auto|gloo|nccl under launch/torchrun
+  std::string lr_schedule;            ///< --lr-schedule step|exponential|cosine|one-cycle; empty = none
+  std::string lr_schedule_unit = "step";  ///< --lr-schedule-unit step|epoch
+  int64_t lr_decay_every = 0;         ///< --lr-decay-every: step and exponential's interval (required by them)
+  double lr_decay_factor = 0.5;       ///< --lr-decay-factor
+  int64_t lr_warmup = 0;              ///< --lr-warmup: cosine's linear warm-up, in the schedule's units
+  int64_t early_stopping = 0;         ///< --early-stopping PATIENCE (0 = off)
+  int64_t reduce_lr_on_plateau = 0;   ///< --reduce-lr-on-plateau PATIENCE (0 = off)
+  double reduce_lr_factor = 0.1;      ///< --reduce-lr-factor
+  std::string monitor;                ///< --monitor: their log key; empty = val_loss, or loss without validation
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.

@@ -40,6 +40,7 @@
 #include "fitscope/train/history.hpp"
 #include "fitscope/metrics/logs.hpp"
 #include "fitscope/train/loss.hpp"
+#include "fitscope/train/lr_schedule.hpp"
 #include "fitscope/train/optimizer_kind.hpp"
 #include "fitscope/models/model.hpp"
 #include "fitscope/train/train_step.hpp"
@@ -52,6 +53,9 @@ struct TrainerOptions {
   LossOptions loss_options;                    ///< label smoothing, class weights, Huber's delta
   OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam, AdamW or SGD
   double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
+  /// The learning rate over the run (lr_schedule.hpp), replacing learning_rate from the first batch;
+  /// empty = constant (callbacks may still change it).
+  LrSchedule lr_schedule;
   /// Weight decay (>= 0); unset = the optimizer's default: 0.01 for AdamW (PyTorch's), else 0.
   std::optional<double> weight_decay;
   double momentum = 0;    ///< SGD's momentum, in [0, 1) (another optimizer refuses a non-zero one)
