@@ -15,6 +15,7 @@
 #include "fitscope/callbacks/slow_callback.hpp"
 #include "fitscope/callbacks/tensorboard.hpp"
 #include "fitscope/callbacks/terminate_on_nan.hpp"
+#include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/callbacks/training_context.hpp"
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/checkpoint/checkpoint_file.hpp"

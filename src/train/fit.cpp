@@ -12,6 +12,7 @@
 
 #include "callbacks/slow_callback_warning.hpp"
 #include "data_parallel_fit.hpp"
+#include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -97,6 +98,7 @@ struct Trainer::Fit {
   std::unique_ptr<Loader> loader, validation_loader;
   int64_t steps = 0;
   int64_t schedule_length = 0;  // TrainerOptions::lr_schedule's, in its units
+  int64_t steps_run = 0;        // batches of this fit (FitOptions::max_steps)
   std::unique_ptr<detail::DataParallelFit> ranks;
   CallbackList callbacks;
   std::unique_ptr<SlowCallbackWarning> slow_callbacks;
@@ -132,7 +134,8 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   }
   steps = o.steps_per_epoch.value_or(loader->num_batches());
   if (const LrSchedule& s = t.options_.lr_schedule) {
-    schedule_length = s.length.value_or(s.unit == LrSchedule::Unit::step ? o.epochs * steps : o.epochs);
+    const int64_t fit_steps = std::min(o.epochs * steps, o.max_steps.value_or(o.epochs * steps));
+    schedule_length = s.length.value_or(s.unit == LrSchedule::Unit::step ? fit_steps : o.epochs);
   }
   t.params_ = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
 
@@ -148,7 +151,9 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   m.warnings.clear();
   m.callbacks.clear();
   ranks = std::make_unique<detail::DataParallelFit>(t.options_.context, t.options_.buckets, warmup, m.ranks, m.communication);
-  callbacks = CallbackList(ranks->callbacks_of_this_rank(o.callbacks));
+  std::vector<std::shared_ptr<Callback>> all = o.callbacks;
+  if (o.max_time_s) all.push_back(std::make_shared<TimeLimit>(*o.max_time_s));
+  callbacks = CallbackList(ranks->callbacks_of_this_rank(all));
   batch_logs = callbacks.reads_batch_logs();
   has_callbacks = !callbacks.empty();
   transfer = !t.options_.device.is_cpu();
@@ -258,7 +263,7 @@ Logs Trainer::Fit::end_epoch(int64_t epoch) {
   Logs logs = t.train_metrics_->logs();
   const auto warn = [this](const std::string& text) { t.warn(text); };
   t.train_metrics_->warn_undefined(warn, "");
-  if (validation) {
+  if (validation && (epoch + 1) % o.validation_freq == 0) {
     clock.validation_begins();
     const int64_t validation_start = StepClock::now_ns();
     validation_loader->set_epoch(0);
@@ -309,6 +314,8 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     throw std::invalid_argument("initial epoch must be >= 0, got " + std::to_string(o.initial_epoch));
   }
   if (o.steps_per_epoch) require_positive(*o.steps_per_epoch, "steps per epoch");
+  require_positive(o.validation_freq, "validation frequency");
+  if (o.max_steps) require_positive(*o.max_steps, "max steps");
   if (o.validation_split < 0 || o.validation_split >= 1) {
     throw std::invalid_argument("validation split must be in [0, 1), got " + std::to_string(o.validation_split));
   }
@@ -360,6 +367,10 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       fit.clock.loop_begins();
       for (int64_t b = continuing ? resumed->second : 0; b < fit.steps; ++b) {
         if (fit.train_step(epoch, b, context)) break;
+        if (o.max_steps && ++fit.steps_run >= *o.max_steps) {  // the same batch on every rank
+          stop_requested_ = true;
+          break;
+        }
       }
       fit.clock.loop_ends();
       logs = fit.end_epoch(epoch);

@@ -190,6 +190,9 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--lr-warmup", "5"}, "--lr-warmup requires --lr-schedule");
   expect_usage_error({"train", "--lr-schedule", "cosine", "--reduce-lr-on-plateau", "2"},
                      "--lr-schedule excludes --reduce-lr-on-plateau");
+  expect_usage_error({"train", "--max-time", "10x"}, "--max-time: expected a duration > 0 such as 90, 90s, 10m or 2h, got '10x'");
+  expect_usage_error({"train", "--validation-data", "mnist"},
+                     "--validation-data mnist: unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
   expect_usage_error({"train", "--loss", "hinge"}, "--loss: hinge not in {cross-entropy,mse,mae,huber,bce-with-logits}");
   expect_usage_error({"train", "--class-weight", "1,2"},
                      "--class-weight: 2 weights, but --data synthetic has 10 classes (expected one weight per class)");
@@ -519,6 +522,35 @@ TEST(TrainCommand, AScheduleSetsTheRateAndEarlyStoppingEndsARunThatStopsImprovin
                                         "--lr", "1e-30", "--early-stopping", "1", "--quiet", "--run-dir", stopped});
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(lines_of(read_file(stopped + "/metrics.csv")).size(), 3u);  // epoch 2 did not improve on epoch 1
+}
+
+/// The run's length and its validation from the command line.
+TEST(TrainCommand, StepsPerEpochMaxStepsValidationDataAndFrequencyShapeTheRun) {
+  TempDir tmp;
+  const std::string capped = tmp.path() + "/capped";
+  // 800 training examples: 25 batches an epoch; 30 batches in all stop inside the second epoch
+  ASSERT_EQ(run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "5", "--max-steps", "30",
+                          "--warmup-steps", "0", "--threads", "1", "--quiet", "--run-dir", capped})
+                .exit_code,
+            0);
+  EXPECT_EQ(lines_of(read_file(capped + "/steps.csv")).size(), 31u);
+  EXPECT_EQ(lines_of(read_file(capped + "/metrics.csv")).size(), 3u);
+  EXPECT_TRUE(std::filesystem::exists(capped + "/model.weights.pt"));
+
+  const std::string shaped = tmp.path() + "/shaped";
+  ASSERT_EQ(run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "2", "--steps-per-epoch", "5",
+                          "--validation-split", "0", "--validation-data", "synthetic", "--validation-freq", "2",
+                          "--no-shuffle", "--threads", "1", "--quiet", "--run-dir", shaped})
+                .exit_code,
+            0);
+  EXPECT_EQ(lines_of(read_file(shaped + "/steps.csv")).size(), 11u);
+  const auto rows = lines_of(read_file(shaped + "/metrics.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_NE(rows[0].find("val_loss"), std::string::npos) << rows[0];  // the separate set validates...
+  EXPECT_NE(rows[1].find("NA"), std::string::npos) << rows[1];          // ...at epoch 2 only
+  EXPECT_EQ(rows[2].find("NA"), std::string::npos) << rows[2];
+  const auto settings = json::parse(read_file(shaped + "/summary.json")).at("settings");
+  EXPECT_EQ(settings.at("shuffle"), "false");
 }
 
 TEST(TrainCommand, ChosenMetricsAppearInTheLogsWithValidationTwins) {

@@ -252,3 +252,41 @@ TEST(Optimizers, SettingsThatDoNotApplyAreRefusedByName) {
   EXPECT_EQ(message(o), "weight decay must be a finite number >= 0, got -1.000000");
   EXPECT_THROW(parse_optimizer("rmsprop"), std::invalid_argument);
 }
+
+TEST(RunLength, MaxStepsAndMaxTimeStopAtABatchEndAndTheEpochStillEnds) {
+  const TensorDataset data = examples(64);  // 4 batches of 16 an epoch
+  FitOptions fit;
+  fit.epochs = 5;
+  fit.loader.batch_size = 16;
+  fit.max_steps = 6;
+  Trainer trainer(linear(7), sgd(0.01));
+  const History stopped = trainer.fit(data, fit);
+  EXPECT_EQ(trainer.global_step(), 6);
+  EXPECT_EQ(stopped.epochs(), (std::vector<int64_t>{0, 1}));  // the second epoch ended after 2 batches
+  fit.max_steps.reset();
+  fit.max_time_s = 1e-9;  // past at the first batch end
+  Trainer timed(linear(7), sgd(0.01));
+  EXPECT_EQ(timed.fit(data, fit).epochs().size(), 1u);
+  EXPECT_EQ(timed.global_step(), 1);
+  EXPECT_EQ(timed.measured().callbacks.front().name, "TimeLimit");  // its cost is counted like any callback's
+  fit.max_time_s = -1;
+  EXPECT_THROW(timed.fit(data, fit), std::invalid_argument);
+}
+
+TEST(RunLength, ValidationRunsEveryNthEpochOnly) {
+  const TensorDataset data = examples(80);
+  FitOptions fit;
+  fit.epochs = 4;
+  fit.loader.batch_size = 16;
+  fit.validation_split = 0.2;
+  fit.validation_freq = 2;
+  Trainer trainer(linear(7), sgd(0.01));
+  const std::vector<double> val_loss = trainer.fit(data, fit).at("val_loss");
+  ASSERT_EQ(val_loss.size(), 4u);
+  EXPECT_TRUE(std::isnan(val_loss[0]));
+  EXPECT_FALSE(std::isnan(val_loss[1]));
+  EXPECT_TRUE(std::isnan(val_loss[2]));
+  EXPECT_FALSE(std::isnan(val_loss[3]));
+  fit.validation_freq = 0;
+  EXPECT_THROW(trainer.fit(data, fit), std::invalid_argument);
+}

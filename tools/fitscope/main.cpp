@@ -35,6 +35,22 @@ CLI::Validator number_above(double bound, bool inclusive, const std::string& exp
       expected);
 }
 
+/// "90", "90s", "10m", "2h" in seconds; throws std::invalid_argument saying what is expected.
+double parse_duration_s(const std::string& text) {
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string unit = text.substr(std::min(used, text.size()));
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (used == 0 || scale < 0 || !std::isfinite(value) || value <= 0 || value * scale >= 1e9) {
+    throw std::invalid_argument("expected a duration > 0 such as 90, 90s, 10m or 2h, got '" + text + "'");
+  }
+  return value * scale;
+}
+
 /// The flags of `train`, shared by `sweep`.
 /// Accepts one of `words` or a number of batches >= 1 ("epoch|N" flags).
 CLI::Validator words_or_batches(std::vector<std::string> words) {
@@ -140,6 +156,28 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
   command->add_option("--accumulate", o.trainer.accumulate,
                       "Batches per optimizer step (gradient accumulation; the update follows their mean loss)")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  command->add_option("--validation-data", o.validation_data,
+                      "A separate validation set, as --data (its test part where the files hold one)");
+  command->add_option("--validation-freq", o.fit.validation_freq, "Validate every N-th epoch (N, 2N, ...)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))->capture_default_str();
+  command->add_flag_function("--no-shuffle", [&o](int64_t) { o.fit.loader.shuffle = false; },
+                             "Read the training set in order every epoch");
+  command->add_option_function<int64_t>("--steps-per-epoch", [&o](int64_t v) { o.fit.steps_per_epoch = v; },
+                                        "Batches per epoch (default: one pass; more continue into the next shuffled pass)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+  command->add_option_function<int64_t>("--max-steps", [&o](int64_t v) { o.fit.max_steps = v; },
+                                        "Stop after this many batches (the run's files are written as after any stop)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000'000}));
+  command->add_option_function<std::string>("--max-time", [&o](const std::string& v) { o.fit.max_time_s = parse_duration_s(v); },
+                                            "Stop at the first batch end after this long: 90, 90s, 10m or 2h")
+      ->check(CLI::Validator([](std::string& v) -> std::string {
+        try {
+          parse_duration_s(v);
+          return {};
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      }, "DURATION"));
   command->add_option("--validation-split", o.fit.validation_split, "Fraction of the data held out for validation")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         try {

@@ -42,28 +42,50 @@ std::optional<std::string> after_prefix(const std::string& spec, const std::stri
   return spec.substr(prefix.size() + 1);
 }
 
-/// --data: the training set and, when the files hold one, their test set.
-FileData load_data(const TrainCommandOptions& o) {
+/// A shape as "[1x28x28]".
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// The data set `spec` (`--data`'s syntax) of `flag`, with a synthetic set drawn from `seed`.
+FileData load_data(const std::string& spec, const std::string& flag, const TrainCommandOptions& o, uint64_t seed) {
   try {
-    if (o.data == "synthetic") {
+    if (spec == "synthetic") {
       SyntheticOptions data_options;
       data_options.size = o.synthetic_size;
-      data_options.seed = o.fit.loader.seed;
+      data_options.seed = seed;
       return {std::make_shared<TensorDataset>(make_synthetic(data_options)), nullptr};
     }
     const int64_t classes = o.num_classes.value_or(10);
-    if (auto dir = after_prefix(o.data, "idx")) return load_idx(*dir, classes);
-    if (auto dir = after_prefix(o.data, "cifar10")) return load_cifar10(*dir, classes);
-    if (auto file = after_prefix(o.data, "csv")) {
+    if (auto dir = after_prefix(spec, "idx")) return load_idx(*dir, classes);
+    if (auto dir = after_prefix(spec, "cifar10")) return load_cifar10(*dir, classes);
+    if (auto file = after_prefix(spec, "csv")) {
       CsvOptions csv;
       csv.label_column = o.label_column;
       if (o.num_classes) csv.max_classes = *o.num_classes;
       return {std::make_shared<TensorDataset>(load_csv(*file, csv)), nullptr};
     }
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("--data " + o.data + ": " + e.what());
+    throw std::invalid_argument(flag + " " + spec + ": " + e.what());
   }
-  throw std::invalid_argument("--data " + o.data + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
+  throw std::invalid_argument(flag + " " + spec + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
+}
+
+/// --data, and --validation-data as the test set (its files' test part where it has one).
+FileData load_data(const TrainCommandOptions& o) {
+  FileData data = load_data(o.data, "--data", o, o.fit.loader.seed);
+  if (!o.validation_data.empty()) {
+    const FileData v = load_data(o.validation_data, "--validation-data", o, o.fit.loader.seed + 1);
+    data.test = v.test ? v.test : v.train;
+    if (data.test->example_shape() != data.train->example_shape()) {
+      throw std::invalid_argument("--validation-data " + o.validation_data + ": examples of shape " +
+                                  shape_text(data.test->example_shape()) + ", but --data " + o.data + " has " +
+                                  shape_text(data.train->example_shape()));
+    }
+  }
+  return data;
 }
 
 /// Classes of the data: --num-classes, else 10, or the largest label + 1 when larger (CSV).
@@ -77,12 +99,6 @@ int64_t class_count(const FileData& data, const TrainCommandOptions& o) {
                                 std::to_string(largest) + " (expected labels below --num-classes)");
   }
   return o.num_classes.value_or(std::max<int64_t>(10, largest + 1));
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 /// The seed model shaped for the data: the MLP on the flattened example, the CNN on square images.

@@ -27,6 +27,7 @@ struct TrainCommandOptions {
   RunOptions run;          ///< --run-dir --quiet --no-* --tensorboard-freq --best-monitor --checkpoint-every --keep --resume --callback-mode
   std::string model = "cnn";        ///< --model cnn|mlp|FILE.pt
   std::string data = "synthetic";   ///< --data synthetic|idx:DIR|cifar10:DIR|csv:FILE
+  std::string validation_data;      ///< --validation-data SPEC (--data's syntax); empty = --data's test part or split
   int64_t synthetic_size = 20000;   ///< --synthetic-size: examples in the built-in set
   std::string label_column;         ///< --label-column: CSV label column (name or index); empty = default
   std::optional<int64_t> num_classes;  ///< --num-classes: the classifier's classes; unset = from the data

@@ -107,6 +107,13 @@ struct FitOptions {
   /// Steps per epoch; unset = one pass over the training set. When larger than a pass, the epoch
   /// continues into the next shuffled pass.
   std::optional<int64_t> steps_per_epoch;
+  /// Validate at the end of every `validation_freq`-th epoch (1-based: N, 2N, ...; Keras's
+  /// validation_freq); >= 1.
+  int64_t validation_freq = 1;
+  /// Stop after this many batches of this fit (Lightning's max_steps, counted in batches); unset = none.
+  std::optional<int64_t> max_steps;
+  /// Stop at the first batch end after this many seconds of the fit (adds a TimeLimit callback); unset = none.
+  std::optional<double> max_time_s;
   std::vector<std::shared_ptr<Callback>> callbacks;  ///< called in order
   std::vector<std::shared_ptr<StepSink>> step_sinks;  ///< get every StepRecord (steps.csv, ...)
   /// Metrics for this fit and later evaluations (replacing TrainerOptions::metrics); unset = keep.
