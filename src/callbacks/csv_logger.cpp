@@ -52,7 +52,7 @@ void CSVLogger::on_epoch_end(int64_t epoch, Logs& logs) {
     keys_ = logs.keys();
     // as Keras: a fit that validates later (validation_freq > 1) gets its val_ columns from the start
     const bool validated = std::any_of(keys_.begin(), keys_.end(), [](const std::string& k) { return k.rfind("val_", 0) == 0; });
-    if (!validated && context().params().validation_samples > 0) {
+    if (!validated && attached() && context().params().validation_samples > 0) {
       const std::vector<std::string> train_keys = keys_;
       for (const auto& key : train_keys) {
         if (key != "learning_rate") keys_.push_back("val_" + key);

@@ -98,6 +98,8 @@ class Callback {
   virtual void set_context(TrainingContext* context) { context_ = context; }
   /// The attached fit; throws std::logic_error when the callback is not attached.
   TrainingContext& context() const;
+  /// Whether a fit is attached (a callback driven by hand has none).
+  bool attached() const { return context_ != nullptr; }
 
  private:
   TrainingContext* context_ = nullptr;
