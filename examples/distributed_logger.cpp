@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   RunOptions run_options;
   run_options.run_dir = argc > 1 ? argv[1] : "runs/distributed_logger";
   run_options.name = "mlp";
-  run_options.one_line_per_epoch = true;
+  run_options.verbose = 2;
   Run run(run_options);
   TrainerOptions options;
   options.context = dist::context_from_environment();

@@ -343,9 +343,9 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (signals_) first.push_back(std::make_shared<StopOnSignal>(backup));
   if (dist::has_launcher()) first.push_back(std::make_shared<TellLauncher>());
   if (options_.terminate_on_nan) first.push_back(std::make_shared<TerminateOnNaN>(/*raise_error=*/true));
-  if (chief && options_.progress_bar) {
+  if (chief && options_.progress_bar && options_.verbose > 0) {
     ProgressBarOptions bar;
-    bar.one_line_per_epoch = options_.one_line_per_epoch;
+    bar.one_line_per_epoch = options_.verbose == 2;
     last.push_back(std::make_shared<ProgressBar>(bar));
   }
   if (chief && options_.csv_logger) {  // a resumed run continues the file (Keras users append on resume)

@@ -66,7 +66,7 @@ std::vector<std::string> launch(int ranks, const std::vector<std::string>& comma
 std::vector<std::string> backed_up_mlp_command(const std::string& run_dir, const std::string& dist_timeout,
                                                std::vector<std::string> extra) {
   std::vector<std::string> cmd = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "10", "--synthetic-size", "3200",
-                                  "--workers", "0", "--quiet", "--checkpoint-every", "20", "--seed", "4",
+                                  "--workers", "0", "--verbose", "2", "--checkpoint-every", "20", "--seed", "4",
                                   "--dist-timeout", dist_timeout, "--run-dir", run_dir};
   cmd.insert(cmd.end(), extra.begin(), extra.end());
   return cmd;
@@ -123,7 +123,7 @@ TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
   TempDir dir;
   const std::string run = dir.path() + "/run";
   const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size",
-                                                 "1000", "--quiet", "--run-dir", run, "--dist-timeout", "20"}));
+                                                 "1000", "--verbose", "2", "--run-dir", run, "--dist-timeout", "20"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[rank 1] rank 1 of 2 finished"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[rank 0] Ranks (step p50 / p99"), std::string::npos) << r.out;
@@ -481,7 +481,7 @@ TEST(Distributed, AOneNodeLaunchOpensNoPortForItsStore) {
   const std::string port = free_port();
   std::vector<std::string> args = {FITSCOPE_CLI, "launch", "--nproc-per-node", "2", "--master-port", port, "--",
                                    FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1000", "--synthetic-size", "2000",
-                                   "--quiet", "--run-dir", dir.path() + "/run"};
+                                   "--verbose", "2", "--run-dir", dir.path() + "/run"};
   fitscope::testing::Child run(args);
   const bool training = wait_for_file(dir.path() + "/run/metrics.csv");
   const bool listening = listening_on(std::stoi(port));
@@ -499,7 +499,7 @@ TEST(Distributed, ARankOfAnotherJobOnTheSamePortIsRefused) {
   auto node = [&](int rank, const std::string& id) {
     return std::vector<std::string>{FITSCOPE_CLI, "launch", "--nnodes", "2", "--node-rank", std::to_string(rank),
                                     "--nproc-per-node", "1", "--master-port", port, "--job-id", id, "--",
-                                    FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1", "--quiet", "--dist-timeout", "3"};
+                                    FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1", "--verbose", "2", "--dist-timeout", "3"};
   };
   fitscope::testing::Child first(node(0, "job-a"));
   const ProcessResult other = run_process(node(1, "job-b"));
@@ -551,7 +551,7 @@ TEST(Distributed, TwoHostsOverAVethPairTrainTogether) {
   SKIP_WITHOUT(hosts);
   TempDir dir;
   auto node = [&](int rank) {
-    return hosts.launch(rank, "", {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size", "1000", "--quiet",
+    return hosts.launch(rank, "", {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size", "1000", "--verbose", "2",
                                    "--dist-timeout", "20", "--run-dir", dir.path() + "/node" + std::to_string(rank)});
   };
   const ProcessResult both = run_process(

@@ -101,7 +101,7 @@ TEST(TrainCommand, LeavesTheChosenNumberOfWarmupStepsOutOfTheCounts) {
   const std::string dir = tmp.path() + "/run";
   const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "2",
                                     "--batch-size", "40", "--warmup-steps", "7", "--threads", "1",
-                                    "--run-dir", dir, "--quiet"});
+                                    "--run-dir", dir, "--verbose", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json summary = check_run_directory(dir);
   EXPECT_EQ(summary.at("steps").get<int64_t>(), 40);  // 800 / 40 = 20 an epoch
@@ -118,7 +118,7 @@ TEST(TrainCommand, AnOversubscribedRunGetsContentionAdviceNamingTheFlag) {
   const std::string dir = tmp.path() + "/run";
   const std::string twice = std::to_string(2 * std::max(1u, std::thread::hardware_concurrency()));
   const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "1",
-                                        "--threads", twice, "--run-dir", dir, "--quiet"});
+                                        "--threads", twice, "--run-dir", dir, "--verbose", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json summary = check_run_directory(dir);
   const std::string contention = summary.at("verdict").at("contention").get<std::string>();
@@ -144,7 +144,7 @@ TEST(TrainCommand, HelpListsTheFlagsAndExitsZero) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag : {"--model", "--data", "--epochs", "--batch-size", "--lr", "--optimizer",
                            "--validation-split", "--seed", "--warmup-steps", "--threads", "--run-dir",
-                           "--quiet", "--device"}) {
+                           "--quiet", "--verbose", "--device"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
 }
@@ -210,7 +210,7 @@ TEST(TrainCommand, ADivergingRunFailsAtTheBatchWithANonFiniteLossAndMarksTheSumm
   std::filesystem::create_directories(dir + "/checkpoints");
   std::ofstream(dir + "/checkpoints/best.fitscope") << "an earlier run's best";
   const ProcessResult r = run_fitscope({"train", "--optimizer", "sgd", "--lr", "1e9", "--epochs", "2", "--synthetic-size",
-                                        "1000", "--threads", "1", "--quiet", "--run-dir", dir, "--overwrite"});
+                                        "1000", "--threads", "1", "--verbose", "2", "--run-dir", dir, "--overwrite"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("fitscope: the run failed: the loss of batch "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not a finite number: the training diverged (TerminateOnNaN)"), std::string::npos) << r.err;
@@ -219,7 +219,7 @@ TEST(TrainCommand, ADivergingRunFailsAtTheBatchWithANonFiniteLossAndMarksTheSumm
   EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoints/best.fitscope"));
   // opted out, the same run goes on to its end
   const ProcessResult on = run_fitscope({"train", "--optimizer", "sgd", "--lr", "1e9", "--epochs", "2", "--synthetic-size",
-                                         "1000", "--threads", "1", "--quiet", "--run-dir", dir, "--no-terminate-on-nan",
+                                         "1000", "--threads", "1", "--verbose", "2", "--run-dir", dir, "--no-terminate-on-nan",
                                          "--overwrite"});
   EXPECT_EQ(on.exit_code, 0) << on.err;
 }
@@ -231,7 +231,7 @@ TEST(TrainCommand, ASecondRunIntoARunDirectoryIsRefusedUnlessItOverwritesOrResum
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";
   const std::vector<std::string> train = {"train", "--model", "mlp", "--epochs", "1", "--synthetic-size", "300",
-                                          "--threads", "1", "--quiet", "--run-dir", dir};
+                                          "--threads", "1", "--verbose", "2", "--run-dir", dir};
   ASSERT_EQ(run_fitscope(train).exit_code, 0);
   std::ofstream(dir + "/notes.txt") << "mine";
   const auto event_files = [&] {
@@ -296,7 +296,7 @@ namespace {
 json short_run(const std::string& dir, std::vector<std::string> extra, ProcessResult* result = nullptr,
                const std::string& model = "mlp") {
   std::vector<std::string> args = {"train", "--model", model, "--synthetic-size", "1200", "--epochs", "1",
-                                   "--threads", "1", "--run-dir", dir, "--quiet"};
+                                   "--threads", "1", "--run-dir", dir, "--verbose", "2"};
   args.insert(args.end(), extra.begin(), extra.end());
   const ProcessResult r = run_fitscope(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -366,7 +366,7 @@ TEST(Accounting, ASlowAsyncHookIsNamedNotTheHookQueuedBehindIt) {
   // 100 steps: the async queue (64 calls) fills, and the slow hook bounds the run on any machine
   const std::string dir = tmp.path() + "/run";
   const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "4000", "--epochs", "1", "--threads", "1",
-                                        "--run-dir", dir, "--quiet", "--slow-callback-ms", "3", "--callback-mode", "async"});
+                                        "--run-dir", dir, "--verbose", "2", "--slow-callback-ms", "3", "--callback-mode", "async"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json s = check_run_directory(dir);
   ASSERT_FALSE(s.at("callbacks").empty());
@@ -498,7 +498,7 @@ TEST(TrainCommand, AScheduleSetsTheRateAndEarlyStoppingEndsARunThatStopsImprovin
   TempDir tmp;
   const std::string scheduled = tmp.path() + "/scheduled";
   const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "4",
-                                        "--lr-schedule", "cosine", "--lr-warmup", "5", "--quiet", "--run-dir", scheduled});
+                                        "--lr-schedule", "cosine", "--lr-warmup", "5", "--verbose", "2", "--run-dir", scheduled});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = lines_of(read_file(scheduled + "/metrics.csv"));
   ASSERT_EQ(rows.size(), 5u);
@@ -519,7 +519,7 @@ TEST(TrainCommand, AScheduleSetsTheRateAndEarlyStoppingEndsARunThatStopsImprovin
 
   const std::string stopped = tmp.path() + "/stopped";
   const ProcessResult s = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "10",
-                                        "--lr", "1e-30", "--early-stopping", "1", "--quiet", "--run-dir", stopped});
+                                        "--lr", "1e-30", "--early-stopping", "1", "--verbose", "2", "--run-dir", stopped});
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(lines_of(read_file(stopped + "/metrics.csv")).size(), 3u);  // epoch 2 did not improve on epoch 1
 }
@@ -530,7 +530,7 @@ TEST(TrainCommand, StepsPerEpochMaxStepsValidationDataAndFrequencyShapeTheRun) {
   const std::string capped = tmp.path() + "/capped";
   // 800 training examples: 25 batches an epoch; 30 batches in all stop inside the second epoch
   ASSERT_EQ(run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "5", "--max-steps", "30",
-                          "--warmup-steps", "0", "--threads", "1", "--quiet", "--run-dir", capped})
+                          "--warmup-steps", "0", "--threads", "1", "--verbose", "2", "--run-dir", capped})
                 .exit_code,
             0);
   EXPECT_EQ(lines_of(read_file(capped + "/steps.csv")).size(), 31u);
@@ -540,7 +540,7 @@ TEST(TrainCommand, StepsPerEpochMaxStepsValidationDataAndFrequencyShapeTheRun) {
   const std::string shaped = tmp.path() + "/shaped";
   ASSERT_EQ(run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "2", "--steps-per-epoch", "5",
                           "--validation-split", "0", "--validation-data", "synthetic", "--validation-freq", "2",
-                          "--no-shuffle", "--threads", "1", "--quiet", "--run-dir", shaped})
+                          "--no-shuffle", "--threads", "1", "--verbose", "2", "--run-dir", shaped})
                 .exit_code,
             0);
   EXPECT_EQ(lines_of(read_file(shaped + "/steps.csv")).size(), 11u);
@@ -551,6 +551,29 @@ TEST(TrainCommand, StepsPerEpochMaxStepsValidationDataAndFrequencyShapeTheRun) {
   EXPECT_EQ(rows[2].find("NA"), std::string::npos) << rows[2];
   const auto settings = json::parse(read_file(shaped + "/summary.json")).at("settings");
   EXPECT_EQ(settings.at("shuffle"), "false");
+}
+
+/// --quiet (--verbose 0) prints nothing but errors: no progress, no report, no warnings (summary.json
+/// keeps them); --verbose 2 prints one line per epoch and the report.
+TEST(TrainCommand, QuietPrintsNothingButErrorsAndVerboseTwoOneLinePerEpoch) {
+  TempDir tmp;
+  // validating every 2nd epoch, the best checkpoint lacks val_loss at epoch 1: a warning
+  const ProcessResult quiet = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "2",
+                                            "--validation-freq", "2", "--quiet", "--run-dir", tmp.path() + "/quiet"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.out, "");
+  EXPECT_EQ(quiet.err, "");
+  const auto warnings = json::parse(read_file(tmp.path() + "/quiet/summary.json")).at("warnings");
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].get<std::string>().find("ModelCheckpoint"), std::string::npos) << warnings;
+
+  const ProcessResult lines = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1000", "--epochs", "2",
+                                            "--verbose", "2", "--run-dir", tmp.path() + "/lines"});
+  ASSERT_EQ(lines.exit_code, 0) << lines.err;
+  EXPECT_NE(lines.out.find("Epoch 2/2\n25/25 - "), std::string::npos) << lines.out;
+  EXPECT_EQ(lines.out.find('\r'), std::string::npos);
+  EXPECT_NE(lines.out.find("Report: "), std::string::npos);
+  expect_usage_error({"train", "--verbose", "3"}, "--verbose: Value 3 not in range");
 }
 
 TEST(TrainCommand, ChosenMetricsAppearInTheLogsWithValidationTwins) {
@@ -593,7 +616,7 @@ TEST(DataCommand, TrainsOnAnIdxPairWrittenByTheTestAndValidatesOnItsTestSet) {
   write_idx_pair(tmp.path(), "t10k", 100);
   const std::string dir = tmp.path() + "/run";
   const ProcessResult r = run_fitscope({"train", "--data", "idx:" + tmp.path(), "--epochs", "2", "--run-dir", dir,
-                                        "--quiet", "--workers", "2", "--prefetch", "4", "--augment", "brightness"});
+                                        "--verbose", "2", "--workers", "2", "--prefetch", "4", "--augment", "brightness"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json s = check_run_directory(dir);
   EXPECT_GT(s.at("logs").at("val_accuracy").get<double>(), 0.9);  // the bright column gives the class away
@@ -629,7 +652,7 @@ TEST(DataCommand, CsvTrainsTheMlpAndTheCnnIsRefusedWithTheShape) {
   }
   const std::string dir = tmp.path() + "/run";
   const ProcessResult r = run_fitscope({"train", "--data", "csv:" + csv, "--model", "mlp", "--epochs", "5", "--lr",
-                                        "0.05", "--run-dir", dir, "--quiet", "--workers", "0"});
+                                        "0.05", "--run-dir", dir, "--verbose", "2", "--workers", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(check_run_directory(dir).at("logs").at("val_accuracy").get<double>(), 0.8);
   expect_usage_error({"train", "--data", "csv:" + csv, "--run-dir", dir},

@@ -22,7 +22,7 @@ namespace {
 /// A short real run of the seed MLP with a slow callback, into `dir`.
 void short_run(const std::string& dir) {
   const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1200", "--epochs", "2",
-                                        "--run-dir", dir, "--quiet", "--slow-callback-ms", "1", "--threads", "1"});  // no search: 35 measured steps
+                                        "--run-dir", dir, "--verbose", "2", "--slow-callback-ms", "1", "--threads", "1"});  // no search: 35 measured steps
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
@@ -94,7 +94,7 @@ TEST(Report, TextIsConsistentPhasesThatNeverRanAreFoldedAndFlagsNeverBreak) {
   // ones make the run input-bound, and the advice's flag names each stay on one line
   const std::string inline_dir = tmp.path() + "/inline";
   const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "600", "--epochs", "1", "--run-dir",
-                                        inline_dir, "--quiet", "--workers", "0", "--threads", "1", "--load-delay-ms", "2"});
+                                        inline_dir, "--verbose", "2", "--workers", "0", "--threads", "1", "--load-delay-ms", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string inline_html = read_file(inline_dir + "/report.html");
   EXPECT_NE(inline_html.find("raise <span class=\"flag\">--workers</span> from 0"), std::string::npos);

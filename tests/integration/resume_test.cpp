@@ -31,7 +31,7 @@ using fitscope::testing::TempDir;
 namespace {
 
 const std::vector<std::string> kTrain = {FITSCOPE_CLI, "train", "--model", "mlp", "--synthetic-size", "3200",
-                                         "--epochs", "25", "--workers", "0", "--threads", "1", "--quiet",
+                                         "--epochs", "25", "--workers", "0", "--threads", "1", "--verbose", "2",
                                          "--checkpoint-every", "20", "--seed", "4"};
 
 std::vector<std::string> train_into(const std::string& dir, std::vector<std::string> extra = {},

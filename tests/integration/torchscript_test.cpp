@@ -37,7 +37,7 @@ void script_model(const std::string& path, const std::string& kind) {
 
 json train(const std::string& model, const std::string& dir) {
   const ProcessResult r = run_fitscope({"train", "--model", model, "--synthetic-size", "8000", "--epochs", "2",
-                                    "--run-dir", dir, "--quiet", "--seed", "3"});
+                                    "--run-dir", dir, "--verbose", "2", "--seed", "3"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(read_file(dir + "/summary.json"));
 }
@@ -99,7 +99,7 @@ TEST_F(TorchScript, TheCppSeedModelsWeightsLoadWithWeightsOnlyIntoThePythonSeedM
   for (const std::string model : {"mlp", "cnn"}) {
     const std::string dir = tmp_.path() + "/" + model;
     ASSERT_EQ(run_fitscope({"train", "--model", model, "--synthetic-size", "200", "--epochs", "1", "--run-dir", dir,
-                            "--quiet"}).exit_code, 0);
+                            "--verbose", "2"}).exit_code, 0);
     const ProcessResult r = python_code(
         "import sys, torch\n"
         "sys.path.insert(0, '" FITSCOPE_SOURCE_DIR "/examples/python_model')\n"

@@ -221,7 +221,11 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
         return "expected auto, cpu, cuda or cuda:N, got '" + v + "'";
       }, "auto|cpu|cuda|cuda:N"))->capture_default_str();
   command->add_option("--run-dir", o.run.run_dir, "Run directory (default runs/<YYYYmmdd-HHMMSS>-<model>)");
-  command->add_flag("--quiet", o.run.one_line_per_epoch, "One progress line per epoch");
+  CLI::Option* verbose = command->add_option("--verbose", o.run.verbose,
+                      "0: nothing but errors, 1: a progress bar and the report, 2: one line per epoch and the report")
+      ->check(CLI::Range(0, 2))->capture_default_str();
+  command->add_flag_function("--quiet", [&o](int64_t) { o.run.verbose = 0; }, "Print nothing but errors (--verbose 0)")
+      ->excludes(verbose);
   command->add_option("--load-delay-ms", o.fit.loader.delay_ms, "Artificial loader delay per batch, to reproduce a slow input pipeline")
       ->check(number_above(0, true, "a number of milliseconds in [0, 3600000]", 3.6e6))->capture_default_str();
   command->add_option("--slow-callback-ms", o.slow_callback_ms, "Add a callback costing this many ms per batch")

@@ -159,6 +159,7 @@ struct Session {
     TrainerOptions options = o.trainer;
     options.device = device;
     options.context = ranks;
+    if (o.run.verbose == 0) options.warn = [](const std::string&) {};  // silent: summary.json keeps them
     if (!o.lr_schedule.empty()) {
       if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
         throw std::invalid_argument("--lr-schedule " + o.lr_schedule + " needs --lr-decay-every N (the interval, in " +
@@ -260,10 +261,10 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
   const Session session(o, process_context(o, device), device);
   auto trainer = session.make_trainer(o);
   const RunSummary summary = run.fit(*trainer, session.data.train, session.fit_options(o));
-  if (!trainer->is_chief()) {  // the chief reports for every rank
+  if (o.run.verbose > 0 && !trainer->is_chief()) {  // the chief reports for every rank
     out << "rank " << trainer->ranks().rank() << " of " << trainer->ranks().world_size() << " finished: "
         << summary.measured_steps << " measured steps, step p50 " << summary.step_ms.p50 << " ms\n";
-  } else {
+  } else if (o.run.verbose > 0) {
     out << "\n" << format_summary(summary);
     if (run.resumed_from_step()) out << "Resumed from the backup of step " << *run.resumed_from_step() << "\n";
     if (!run.report_path().empty()) out << "Report: " << run.report_path() << "\n";

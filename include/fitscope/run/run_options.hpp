@@ -19,8 +19,10 @@ struct RunOptions {
   /// The command that started the run, for summary.json's `settings` and the report (the CLI gives its
   /// own); empty = none recorded.
   std::string command_line;
-  bool progress_bar = true;         ///< ProgressBar on the terminal
-  bool one_line_per_epoch = false;  ///< the progress bar prints one line per epoch (--quiet)
+  bool progress_bar = true;         ///< ProgressBar on the terminal (with verbose >= 1)
+  /// Keras's verbose: 0 silent (no progress; the command line prints nothing but errors), 1 a progress
+  /// bar (one line per epoch when stdout is not a terminal), 2 one line per epoch.
+  int verbose = 1;
   bool csv_logger = true;           ///< metrics.csv (CSVLogger)
   bool tensorboard = true;          ///< train/ and validation/ event files (TensorBoard)
   int64_t tensorboard_update_freq = 0;  ///< 0 = scalars per epoch, N = every N batches

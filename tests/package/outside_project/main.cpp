@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   fitscope::RunOptions run_options;
   run_options.run_dir = argv[1];
   run_options.name = "net";
-  run_options.one_line_per_epoch = true;
+  run_options.verbose = 2;
   fitscope::Run run(run_options);  // first: building the data and the model is the run's start-up
 
   torch::manual_seed(0);
