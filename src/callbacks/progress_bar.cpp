@@ -1,8 +1,12 @@
 #include "fitscope/callbacks/progress_bar.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -10,6 +14,18 @@
 
 namespace fitscope {
 namespace {
+
+std::atomic<std::ostream*> open_line{nullptr};  // the stream whose last line a bar left open
+
+int terminal_columns() {
+  winsize size{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* columns = std::getenv("COLUMNS")) {
+    const int n = std::atoi(columns);
+    if (n > 0) return n;
+  }
+  return 80;
+}
 
 std::string format_value(double v) {
   char buf[32];
@@ -35,7 +51,15 @@ std::string format_seconds(double s) {
 ProgressBar::ProgressBar(ProgressBarOptions options)
     : options_(options),
       out_(options.out ? *options.out : std::cout),
-      one_line_(options.one_line_per_epoch || (options.out == nullptr && !::isatty(STDOUT_FILENO))) {}
+      one_line_(options.one_line_per_epoch || (options.out == nullptr && !::isatty(STDOUT_FILENO))),
+      columns_(options.columns > 0 ? options.columns : terminal_columns()) {}
+
+void end_progress_line() {
+  if (std::ostream* out = open_line.exchange(nullptr)) {
+    *out << "\n";
+    out->flush();
+  }
+}
 
 void ProgressBar::on_epoch_begin(int64_t epoch, Logs&) {
   const auto& params = context().params();
@@ -63,28 +87,33 @@ void ProgressBar::draw(int64_t done, const Logs& logs, bool final_line) {
   const std::string total = std::to_string(steps_);
   std::string line = std::string(total.size() - std::min(total.size(), std::to_string(done).size()), ' ') +
                      std::to_string(done) + "/" + total;
-  if (!one_line_) {
-    const int filled = steps_ > 0 ? static_cast<int>(options_.width * done / steps_) : options_.width;
-    std::string bar(options_.width, '.');
-    for (int i = 0; i < filled && i < options_.width; ++i) bar[i] = '=';
-    if (filled > 0 && filled < options_.width) bar[filled - 1] = '>';
-    line += " [" + bar + "]";
-  }
+  std::string tail;  // after the bar
   char step_time[48];
   std::snprintf(step_time, sizeof step_time, "%.1fms/step", per_step * 1e3);
   if (final_line) {
-    line += " - " + format_seconds(elapsed) + " " + step_time;
+    tail += " - " + format_seconds(elapsed) + " " + step_time;
   } else {
-    line += " - ETA: " + format_seconds(per_step * (steps_ - done));
+    tail += " - ETA: " + format_seconds(per_step * (steps_ - done));
   }
-  for (const auto& [key, value] : logs) line += " - " + key + ": " + format_value(value);
-  if (!final_line) line += std::string(" - ") + step_time;
+  for (const auto& [key, value] : logs) tail += " - " + key + ": " + format_value(value);
+  if (!final_line) tail += std::string(" - ") + step_time;
   if (one_line_) {
-    out_ << line << "\n";
-  } else {
-    out_ << "\r" << line << "\033[K" << (final_line ? "\n" : "");
+    out_ << line << tail << "\n";
+    out_.flush();
+    return;
   }
+  // the bar gives way first (down to 10), then the line is cut short of the last column: no wrapping
+  const int room = columns_ - 1 - static_cast<int>(line.size() + tail.size()) - 3;
+  const int width = std::clamp(room, 10, options_.width);
+  const int filled = steps_ > 0 ? static_cast<int>(width * done / steps_) : width;
+  std::string bar(static_cast<std::size_t>(width), '.');
+  for (int i = 0; i < filled && i < width; ++i) bar[static_cast<std::size_t>(i)] = '=';
+  if (filled > 0 && filled < width) bar[static_cast<std::size_t>(filled - 1)] = '>';
+  line += " [" + bar + "]" + tail;
+  if (static_cast<int>(line.size()) > columns_ - 1) line.resize(static_cast<std::size_t>(std::max(columns_ - 1, 0)));
+  out_ << "\r" << line << "\033[K" << (final_line ? "\n" : "");
   out_.flush();
+  open_line.store(final_line ? nullptr : &out_);
 }
 
 }  // namespace fitscope

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "fitscope/callbacks/progress_bar.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/metrics/metric_set.hpp"
@@ -103,6 +104,7 @@ void Trainer::warn(const std::string& text) {
   if (options_.warn) {
     options_.warn(text);
   } else {
+    end_progress_line();  // a bar drawn mid-epoch: the warning gets a line of its own
     std::cerr << "fitscope: warning: " << text << "\n";
   }
 }

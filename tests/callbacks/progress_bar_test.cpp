@@ -1,0 +1,54 @@
+// ProgressBar on a terminal: fitted to its width, and a warning printed mid-epoch starts its own line.
+#include <gtest/gtest.h>
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+
+#include <sstream>
+
+#include "fitscope/callbacks/progress_bar.hpp"
+#include "fitscope/data/synthetic.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+
+namespace {
+
+class WarnAtBatch : public Callback {
+ public:
+  void on_train_batch_end(int64_t batch, Logs&) override {
+    if (batch == 2) context().warn("something slow");
+  }
+};
+
+}  // namespace
+
+TEST(ProgressBar, FitsTheTerminalWidthAndAWarningMidEpochStartsItsOwnLine) {
+  SyntheticOptions data;
+  data.size = 96;
+  std::ostringstream out;
+  ProgressBarOptions options;
+  options.out = &out;     // a stream given: drawn as on a terminal
+  options.columns = 50;   // narrower than the bar and the logs
+  options.refresh_s = 0;  // every batch
+  TrainerOptions trainer_options;
+  trainer_options.threads.intra_op = 1;
+  Trainer trainer(torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 10)), trainer_options);
+  FitOptions fit;
+  fit.loader.batch_size = 16;
+  fit.callbacks = {std::make_shared<WarnAtBatch>(), std::make_shared<ProgressBar>(options)};
+  trainer.fit(make_synthetic(data), fit);
+  const std::string text = out.str();
+  // every drawn line, between a carriage return and its erase-to-end, fits in 49 columns
+  int drawn = 0;
+  for (std::size_t at = text.find('\r'); at != std::string::npos; at = text.find('\r', at + 1)) {
+    const std::size_t end = text.find("\033[K", at);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_LE(end - at - 1, 49u) << text.substr(at + 1, end - at - 1);
+    ++drawn;
+  }
+  EXPECT_EQ(drawn, 7);  // one per batch, and the epoch's final line
+  // the warning ended the open line (the bar then redraws below it)
+  EXPECT_NE(text.find("\033[K\n\r"), std::string::npos) << text;
+  EXPECT_NE(text.find(" [="), std::string::npos) << text;  // a bar, shrunk, not dropped
+}
