@@ -85,6 +85,13 @@ std::vector<float> parameters(const std::string& path) {
   return values;
 }
 
+/// The largest element-wise difference of two parameter lists of the same size.
+double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double largest = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) largest = std::max(largest, static_cast<double>(std::abs(a[i] - b[i])));
+  return largest;
+}
+
 TEST(Distributed, TwoRanksFinishWithIdenticalWeightsAndEpochMetricsOverTheUnionOfShards) {
   TempDir dir;
   const ProcessResult r = run_process(launch(2, {DIST_WORKER, "train", dir.path()}));
@@ -109,13 +116,8 @@ TEST(Distributed, OneStepOfTwoRanksTimesBatchBEqualsOneRankTimesBatchTwoB) {
   ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
   const auto w2 = parameters(two.path() + "/rank0.bin"), w1 = parameters(one.path() + "/rank0.bin");
   ASSERT_EQ(w2.size(), w1.size());
-  double largest = 0, moved = 0;
-  const auto w1_other = parameters(two.path() + "/rank1.bin");
-  for (std::size_t i = 0; i < w1.size(); ++i) {
-    largest = std::max(largest, static_cast<double>(std::abs(w2[i] - w1[i])));
-    moved = std::max(moved, static_cast<double>(std::abs(w2[i] - w1_other[i])));
-  }
-  EXPECT_LT(largest, 1e-5);
+  EXPECT_LT(largest_difference(w2, w1), 1e-5);
+  const double moved = largest_difference(w2, parameters(two.path() + "/rank1.bin"));
   EXPECT_EQ(moved, 0);
 }
 
@@ -167,9 +169,7 @@ TEST(Distributed, AccumulatingRanksUpdateAsOneLargeBatchAndSumTheGradientsOnce) 
   // each rank's shard of the in-order examples: rank r reads examples r, r + 2, ...; 2 x 2 x 8 = 32
   const auto w = parameters(accumulated.path() + "/rank0.bin"), w1 = parameters(one.path() + "/rank0.bin");
   ASSERT_EQ(w.size(), w1.size());
-  double largest = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) largest = std::max(largest, static_cast<double>(std::abs(w[i] - w1[i])));
-  EXPECT_LT(largest, 1e-5);
+  EXPECT_LT(largest_difference(w, w1), 1e-5);
   EXPECT_EQ(w, parameters(accumulated.path() + "/rank1.bin"));
   const std::string sums = read_file(accumulated.path() + "/rank0.sums");
   EXPECT_EQ(sums, read_file(plain.path() + "/rank0.sums"));
