@@ -38,6 +38,21 @@ std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows) {
   return squared_error(only_per_sample) <= squared_error(only_fixed) ? only_per_sample : only_fixed;
 }
 
+namespace {
+/// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+}  // namespace
+
+void SweepRow::set_windows(std::vector<double> samples_per_s_by_window) {
+  windows = std::move(samples_per_s_by_window);
+  samples_per_s = median(windows);
+}
+
 double SweepRow::low() const { return windows.empty() ? samples_per_s : *std::min_element(windows.begin(), windows.end()); }
 double SweepRow::high() const { return windows.empty() ? samples_per_s : *std::max_element(windows.begin(), windows.end()); }
 
@@ -68,9 +83,7 @@ Knee find_knee(const std::vector<SweepRow>& rows, double fraction) {
   };
   for (const auto& r : rows) {
     const std::vector<double> ratios = &r == best ? std::vector<double>{1} : ratios_to(r, *best);
-    const std::size_t n = ratios.size();
-    const double median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
-    if (median >= fraction) take_smallest(knee.batch_size, r.batch_size);
+    if (median(ratios) >= fraction) take_smallest(knee.batch_size, r.batch_size);
     if (ratios.back() >= fraction) take_smallest(knee.lowest, r.batch_size);   // not surely below
     if (ratios.front() >= fraction) take_smallest(knee.highest, r.batch_size);  // surely reaches
   }

@@ -114,22 +114,21 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   facts.callback_mode = async_callbacks ? "async" : "sync";
   facts.validation_split = fit.validation_split;
   facts.device = trainer.options().device.str();
-  // what repeats the run (the report's settings)
-  char rate[32];
-  std::snprintf(rate, sizeof rate, "%g", trainer.options().learning_rate);
+  // what repeats the run (the report's settings), numbers in their shortest form ("%g")
+  const auto text = [](double v) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%g", v);
+    return std::string(t);
+  };
   facts.settings = {{"version", FITSCOPE_VERSION},
                     {"optimizer", optimizer_name(trainer.options().optimizer)},
                     {"loss", loss_name(trainer.options().loss)},
-                    {"learning_rate", rate},
+                    {"learning_rate", text(trainer.options().learning_rate)},
                     {"seed", std::to_string(fit.loader.seed)},
                     {"shuffle", fit.loader.shuffle ? "true" : "false"},
                     {"validation_split", std::to_string(fit.validation_split)}};
   const GradientClipping& clip = trainer.options().clipping;
-  const auto setting = [&facts](const char* name, double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", v);
-    facts.settings.emplace_back(name, text);
-  };
+  const auto setting = [&](const char* name, double v) { facts.settings.emplace_back(name, text(v)); };
   if (clip.max_norm > 0) setting("clip_norm", clip.max_norm);
   if (clip.max_value > 0) setting("clip_value", clip.max_value);
   if (trainer.options().accumulate > 1) setting("accumulate", static_cast<double>(trainer.options().accumulate));
@@ -143,11 +142,7 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   if (loss.label_smoothing > 0) setting("label_smoothing", loss.label_smoothing);
   if (!loss.class_weights.empty()) {
     std::string weights;
-    for (double w : loss.class_weights) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%s%g", weights.empty() ? "" : ",", w);
-      weights += text;
-    }
+    for (double w : loss.class_weights) weights += (weights.empty() ? "" : ",") + text(w);
     facts.settings.emplace_back("class_weight", weights);
   }
   return facts;

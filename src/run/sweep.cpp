@@ -42,12 +42,6 @@ class WindowSink final : public StepSink {
   int64_t seen_ = 0, steps_seen_ = 0, samples_ = 0, start_ns_ = 0, end_ns_ = 0;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /// One batch size: its trainer, its steps over all windows, its windows' throughputs.
 struct Contender {
   int64_t batch_size;
@@ -108,8 +102,7 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     const RunSummary s = summarize(all, facts);
     SweepRow row;
     row.batch_size = c.batch_size;
-    row.samples_per_s = median(c.throughputs);
-    row.windows = c.throughputs;
+    row.set_windows(c.throughputs);
     row.steps = c.steps.measured_steps();
     row.step_ms_mean = s.step_ms.mean;
     row.step_ms_p50 = s.step_ms.p50;

@@ -76,10 +76,8 @@ SweepRow row(int64_t batch, double samples_per_s, double step_ms) {
 }
 /// A row measured in windows (samples/s per round); its median is the middle one.
 SweepRow windowed(int64_t batch, std::vector<double> windows) {
-  std::vector<double> sorted = windows;
-  std::sort(sorted.begin(), sorted.end());
-  SweepRow r = row(batch, sorted[sorted.size() / 2], 0);
-  r.windows = std::move(windows);
+  SweepRow r = row(batch, 0, 0);
+  r.set_windows(std::move(windows));
   return r;
 }
 }  // namespace

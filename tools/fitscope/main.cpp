@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <stdexcept>
 
@@ -33,6 +34,20 @@ CLI::Validator number_above(double bound, bool inclusive, const std::string& exp
         return "expected " + expected + ", got '" + v + "'";
       },
       expected);
+}
+
+/// A validator accepting what `parse` accepts; its error message when it throws.
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const std::string& description) {
+  return CLI::Validator(
+      [parse = std::move(parse)](std::string& v) -> std::string {
+        try {
+          parse(v);
+          return {};
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      },
+      description);
 }
 
 /// "90", "90s", "10m", "2h" in seconds; throws std::invalid_argument saying what is expected.
@@ -92,14 +107,7 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))->capture_default_str();
   command->add_option_function<std::string>("--augment", [&o](const std::string& v) { o.fit.loader.transforms = fitscope::parse_augment(v); },
                                              "Random augmentation in the loader: flip, brightness (comma-separated)")
-      ->check(CLI::Validator([](std::string& v) -> std::string {
-        try {
-          fitscope::parse_augment(v);
-          return {};
-        } catch (const std::exception& e) {
-          return e.what();
-        }
-      }, "flip,brightness"));
+      ->check(parsed_by([](const std::string& v) { fitscope::parse_augment(v); }, "flip,brightness"));
   command->add_flag("--cache", o.fit.loader.cache, "Keep examples in memory after their first use");
   command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
       ->check(CLI::Range(int64_t{100}, int64_t{10'000'000}))->capture_default_str();
@@ -170,14 +178,7 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000'000}));
   command->add_option_function<std::string>("--max-time", [&o](const std::string& v) { o.fit.max_time_s = parse_duration_s(v); },
                                             "Stop at the first batch end after this long: 90, 90s, 10m or 2h")
-      ->check(CLI::Validator([](std::string& v) -> std::string {
-        try {
-          parse_duration_s(v);
-          return {};
-        } catch (const std::invalid_argument& e) {
-          return e.what();
-        }
-      }, "DURATION"));
+      ->check(parsed_by([](const std::string& v) { parse_duration_s(v); }, "DURATION"));
   command->add_option("--validation-split", o.fit.validation_split, "Fraction of the data held out for validation")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         try {
@@ -241,14 +242,7 @@ void add_train_options(CLI::App* command, fitscope::cli::TrainCommandOptions& o)
              "Comma-separated metrics besides the loss (accuracy, top_k_accuracy, precision, recall, f1[_macro|_micro], auc, "
              "mse, mae; default accuracy)")
       ->delimiter(',')
-      ->check(CLI::Validator([](std::string& v) -> std::string {
-        try {
-          fitscope::make_metric(v);
-          return {};
-        } catch (const std::exception& e) {
-          return e.what();
-        }
-      }, "METRIC"));
+      ->check(parsed_by([](const std::string& v) { fitscope::make_metric(v); }, "METRIC"));
   command->add_option_function<std::string>("--checkpoint-every", [&o](const std::string& v) {
         o.run.backup = true;
         o.run.backup_every_batches = v == "epoch" ? 0 : std::stoll(v);

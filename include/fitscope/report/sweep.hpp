@@ -28,6 +28,8 @@ struct SweepRow {
   /// (auto: the batch size's own thread search; flag: --threads).
   std::string threads;
 
+  /// Stores each window's samples/s (in round order) and sets samples_per_s to their median.
+  void set_windows(std::vector<double> samples_per_s_by_window);
   /// The lowest and highest window's samples/s (samples_per_s without windows). With 5 windows the
   /// range holds the median with 94 % confidence (1 - 2 * 0.5^5).
   double low() const;
