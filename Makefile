@@ -70,6 +70,7 @@ bench: build
 	$(BUILD_DIR)/bench/bench_data_pipeline
 	$(BUILD_DIR)/bench/bench_checkpoint_cost
 	$(BUILD_DIR)/bench/bench_async_callbacks
+	$(BUILD_DIR)/bench/bench_precision
 	$(BUILD_DIR)/bench/bench_distributed
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 

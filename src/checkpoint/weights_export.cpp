@@ -6,7 +6,12 @@
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
 #include "fitscope/checkpoint/atomic_file.hpp"
+#include "pickle_archive.hpp"
 
 namespace fitscope {
 
@@ -33,5 +38,26 @@ std::string weights_pickle(const NamedTensors& state) {
 }
 
 void save_weights(const NamedTensors& state, const std::string& path) { write_file_atomically(path, weights_pickle(state)); }
+
+NamedTensors load_weights(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("weights file " + path + ": cannot be read");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  NamedTensors weights;
+  try {
+    check_pickle_archive(bytes);
+    const c10::IValue value = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    if (!value.isGenericDict()) throw std::invalid_argument("it holds a " + value.tagKind() + ", not a dict");
+    for (const auto& entry : value.toGenericDict()) {
+      if (!entry.key().isString() || !entry.value().isTensor()) throw std::invalid_argument("it holds an entry that is not name -> tensor");
+      weights.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("weights file " + path + ": " + e.what());
+  } catch (const c10::Error& e) {
+    throw std::invalid_argument("weights file " + path + ": not a weights archive (" + e.what_without_backtrace() + ")");
+  }
+  return weights;
+}
 
 }  // namespace fitscope

@@ -123,6 +123,7 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   facts.settings = {{"version", FITSCOPE_VERSION},
                     {"optimizer", optimizer_name(trainer.options().optimizer)},
                     {"loss", loss_name(trainer.options().loss)},
+                    {"precision", precision_name(trainer.options().precision)},
                     {"learning_rate", text(trainer.options().learning_rate)},
                     {"seed", std::to_string(fit.loader.seed)},
                     {"shuffle", fit.loader.shuffle ? "true" : "false"},
@@ -189,8 +190,8 @@ std::string default_run_dir(const std::string& name) {
 
 std::vector<std::string> earlier_run_files(const std::string& dir) {
   static const std::set<std::string> names = {"summary.json", "steps.csv", "metrics.csv", "trace.json", "report.html",
-                                              "model.weights.pt", "model.pt", "config.toml", "train", "validation",
-                                              "checkpoints", "backup"};
+                                              "model.weights.pt", "model.pt", "config.toml", "evaluation.json", "train",
+                                              "validation", "checkpoints", "backup"};
   std::vector<std::string> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -321,6 +322,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     has_backups = false;
   }
   if (chief) create_run_dir(dir.string());
+  if (chief && !options_.configuration.empty()) write_file_atomically((dir / "config.toml").string(), options_.configuration);
   directory_ = dir.string();
   data_source_ = train->source();
   if (options_.backup || resume) {

@@ -336,6 +336,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   StepContext context{*model_, *optimizer_, options_.loss, clock_};
   context.clipping = options_.clipping;
   context.loss_options = options_.loss_options;
+  context.precision = options_.precision;
   optimizer_->zero_grad();  // an earlier fit stopped inside an accumulation group leaves its gradients
   grad_norm_.reset();
   History history;

@@ -20,7 +20,7 @@ void StepContext::update_weights() {
 
 StepOutput standard_train_step(const Batch& batch, StepContext& ctx) {
   ctx.clock.enter(Phase::forward);
-  at::Tensor outputs = ctx.model.forward(batch.inputs);
+  at::Tensor outputs = ctx.forward(batch.inputs);
   at::Tensor loss = compute_loss(ctx.loss, outputs, batch.targets, ctx.loss_options);
   ctx.clock.enter(Phase::backward);
   ctx.backward(loss);

@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <numeric>
 #include <stdexcept>
 #include <utility>
 
 #include "fitscope/callbacks/progress_bar.hpp"
+#include "fitscope/checkpoint/weights_export.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/metrics/metric_set.hpp"
@@ -80,6 +82,14 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
   if (options_.device.is_cuda() && !torch::cuda::is_available()) {
     throw std::invalid_argument("device " + options_.device.str() +
                                 " requested but this libtorch has no usable CUDA device");
+  }
+  if (options_.precision == Precision::bfloat16 && !options_.device.is_cpu()) {
+    throw std::invalid_argument("precision bf16 is bfloat16 autocast on the CPU, but the device is " + options_.device.str() +
+                                " (expected device cpu, or precision 32)");
+  }
+  if (options_.precision == Precision::bfloat16 && !cpu_has_bf16_instructions()) {
+    warn("precision bf16: this CPU has no bfloat16 instructions (avx512_bf16, amx_bf16), so libtorch converts in "
+         "software: expect it slower than precision 32");
   }
   if (!options_.metrics) {  // as the loss: classes get accuracy, a regression none
     options_.metrics = options_.loss == Loss::cross_entropy ? std::vector<MetricSpec>{"accuracy"} : std::vector<MetricSpec>{};
@@ -260,7 +270,7 @@ Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduc
     callbacks.on_test_batch_begin(b, logs);
     const Batch batch = loader.next();
     const at::Tensor targets = to_device(batch.targets, options_.device);
-    const at::Tensor outputs = model_->forward(to_device(batch.inputs, options_.device));
+    const at::Tensor outputs = forward_in(*model_, to_device(batch.inputs, options_.device), options_.precision);
     test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets, options_.loss_options));
     logs = batch_logs ? test_metrics_->logs() : Logs();
     callbacks.on_test_batch_end(b, logs);
@@ -288,10 +298,24 @@ Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOption
 }
 
 at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {
-  require_positive(o.batch_size, "batch size");
   if (!inputs.defined() || inputs.dim() == 0) {
     throw std::invalid_argument("predict needs inputs with a batch dimension");
   }
+  return predict_batches(inputs.size(0), [&](int64_t begin, int64_t count) { return inputs.narrow(0, begin, count); }, o);
+}
+
+at::Tensor Trainer::predict(std::shared_ptr<const Dataset> data, const PredictOptions& o) {
+  if (!data) throw std::invalid_argument("predict needs a data set, got null");
+  return predict_batches(data->size(), [&](int64_t begin, int64_t count) {
+    std::vector<int64_t> indices(static_cast<std::size_t>(count));
+    std::iota(indices.begin(), indices.end(), begin);
+    return data->get_batch(indices).inputs;
+  }, o);
+}
+
+at::Tensor Trainer::predict_batches(int64_t n, const std::function<at::Tensor(int64_t, int64_t)>& inputs,
+                                    const PredictOptions& o) {
+  require_positive(o.batch_size, "batch size");
   CallbackList callbacks(o.callbacks);
   Attached attached(callbacks, this);
   torch::NoGradGuard no_grad;
@@ -299,12 +323,11 @@ at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {
   std::vector<at::Tensor> outputs;
   Logs logs;
   callbacks.on_predict_begin(logs);
-  const int64_t n = inputs.size(0);
   for (int64_t b = 0, begin = 0; begin < n; ++b, begin += o.batch_size) {
     logs = Logs();
     callbacks.on_predict_batch_begin(b, logs);
     const int64_t count = std::min(o.batch_size, n - begin);
-    outputs.push_back(model_->forward(to_device(inputs.narrow(0, begin, count), options_.device)));
+    outputs.push_back(forward_in(*model_, to_device(inputs(begin, count), options_.device), options_.precision));
     logs = Logs();
     struct Shown {  // the outputs are the hook's to read, and only its
       const at::Tensor*& at;
@@ -315,6 +338,20 @@ at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {
   logs = Logs();
   callbacks.on_predict_end(logs);
   return outputs.empty() ? at::Tensor() : at::cat(outputs);
+}
+
+void Trainer::load_weights(const std::string& path) {
+  const NamedTensors weights = fitscope::load_weights(path);
+  torch::NoGradGuard no_grad;
+  for (auto& [name, tensor] : model_->named_state()) {
+    const auto found = std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == name; });
+    if (found == weights.end()) throw std::invalid_argument("weights file " + path + ": no tensor " + name + " (the model's)");
+    if (!found->second.sizes().equals(tensor.sizes())) {
+      throw std::invalid_argument("weights file " + path + ": tensor " + name + " has shape " + c10::str(found->second.sizes()) +
+                                  ", the model's " + c10::str(tensor.sizes()));
+    }
+    tensor.copy_(found->second);
+  }
 }
 
 }  // namespace fitscope

@@ -149,11 +149,44 @@ TEST(TrainCommand, HelpListsTheFlagsAndExitsZero) {
   }
 }
 
+TEST(TrainCommand, HelpGroupsTheFlagsAndShowsValuesAndDefaultsPlainly) {
+  const std::string help = run_fitscope({"train", "--help"}).out;
+  std::size_t at = 0;
+  for (const char* group : {"Model:", "Data:", "Optimisation:", "Schedule:", "Run length and validation:",
+                            "Timing and threads:", "Checkpoints:", "Output:", "Distributed"}) {
+    const std::size_t found = help.find(std::string("\n") + group, at);
+    EXPECT_NE(found, std::string::npos) << group << " (in this order)";
+    at = found == std::string::npos ? at : found;
+  }
+  EXPECT_NE(help.find("--lr X "), std::string::npos);
+  EXPECT_NE(help.find("--optimizer adam|adamw|sgd "), std::string::npos);
+  EXPECT_NE(help.find("--epochs N "), std::string::npos);
+  EXPECT_NE(help.find("Learning rate (default 0.001)"), std::string::npos);
+  for (const char* notation : {"FLOAT", "INT", "TEXT", ":{", "=0.001"}) EXPECT_EQ(help.find(notation), std::string::npos) << notation;
+  for (const auto& line : lines_of(help)) EXPECT_LE(line.size(), 110u) << line;
+
+  const std::string sweep = run_fitscope({"sweep", "--help"}).out;
+  EXPECT_NE(sweep.find("--batch-sizes N,... "), std::string::npos);
+  EXPECT_NE(sweep.find("--lr X "), std::string::npos);
+  for (const char* train_only : {"--epochs", "--resume", "--checkpoint-every", "--validation-split", "--batch-size "}) {
+    EXPECT_EQ(sweep.find(train_only), std::string::npos) << train_only;
+  }
+}
+
+TEST(TrainCommand, AMisspeltFlagOrCommandGetsTheNearestNameAndSweepRefusesTrainOnlyFlags) {
+  expect_usage_error({"train", "--epoch", "3"}, "fitscope train: unknown flag --epoch (did you mean --epochs?)");
+  expect_usage_error({"train", "--batchsize=8"}, "fitscope train: unknown flag --batchsize (did you mean --batch-size?)");
+  expect_usage_error({"trian"}, "fitscope: unknown command 'trian' (did you mean train?)");
+  expect_usage_error({"sweep", "--epochs", "3"}, "fitscope sweep: --epochs is a flag of fitscope train, which sweep does not use");
+  expect_usage_error({"sweep", "--resume"}, "fitscope sweep: --resume is a flag of fitscope train");
+  expect_usage_error({"sweep", "--checkpoint-every", "epoch"}, "fitscope sweep: --checkpoint-every is a flag of fitscope train");
+}
+
 TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
-  expect_usage_error({"train", "--epochs", "0"}, "--epochs: Value 0 not in range");
-  expect_usage_error({"train", "--batch-size", "many"}, "--batch-size");
+  expect_usage_error({"train", "--epochs", "0"}, "fitscope train: --epochs: expected an integer in [1, 1000000], got '0'");
+  expect_usage_error({"train", "--batch-size", "many"}, "--batch-size: expected an integer in [1, 1000000], got 'many' (not a number)");
   expect_usage_error({"train", "--optimizer", "rmsprop"}, "--optimizer: rmsprop not in {adam,adamw,sgd}");
-  expect_usage_error({"train", "--nesterov"}, "--nesterov requires --momentum");
+  expect_usage_error({"train", "--optimizer", "sgd", "--nesterov"}, "nesterov needs a momentum > 0, got 0");
   expect_usage_error({"train", "--momentum", "1"}, "--momentum: expected a number in [0, 1), got '1'");
   expect_usage_error({"train", "--momentum", "0.9", "--epochs", "1"}, "apply to optimizer sgd only, got adam");
   expect_usage_error({"train", "--validation-split", "1.5"},
@@ -172,24 +205,24 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--device", "tpu"}, "--device: expected auto, cpu, cuda or cuda:N, got 'tpu'");
   expect_usage_error({"train", "--device", "cuda:x"}, "--device: expected auto, cpu, cuda or cuda:N, got 'cuda:x'");
   expect_usage_error({"train", "--device", "cuda:7"}, "--device cuda:7: ");  // no GPU here, or fewer than 8
-  expect_usage_error({"train", "--bogus"}, "The following argument was not expected: --bogus");
+  expect_usage_error({"train", "--bogus"}, "fitscope train: unknown flag --bogus (see fitscope train --help)");
   expect_usage_error({"train", "--data", "idx:/no/such/dir"},
                      "--data idx:/no/such/dir: IDX directory /no/such/dir: does not exist");
   expect_usage_error({"train", "--data", "parquet:x"},
                      "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
   expect_usage_error({"train", "--augment", "rotate"},
                      "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness)");
-  expect_usage_error({"train", "--workers", "-1"}, "--workers: Value -1 not in range");
+  expect_usage_error({"train", "--workers", "-1"}, "--workers: expected an integer in [0, 256], got '-1'");
   expect_usage_error({"train", "--checkpoint-every", "0"},
-                     "--checkpoint-every: expected epoch or a number of batches >= 1, got '0'");
+                     "--checkpoint-every: expected epoch, or a number of batches >= 1, got '0'");
   expect_usage_error({"train", "--resume"}, "--resume needs the --run-dir of the run to continue");
   expect_usage_error({"train", "--clip-norm", "-1"}, "--clip-norm: expected a finite number >= 0, got '-1'");
-  expect_usage_error({"train", "--clip-norm", "1", "--clip-value", "1"}, "--clip-norm excludes --clip-value");
-  expect_usage_error({"train", "--accumulate", "0"}, "--accumulate: Value 0 not in range");
+  expect_usage_error({"train", "--clip-norm", "1", "--clip-value", "1"}, "--clip-norm and --clip-value: choose one (got both)");
+  expect_usage_error({"train", "--accumulate", "0"}, "--accumulate: expected an integer in [1, 1000000], got '0'");
   expect_usage_error({"train", "--lr-schedule", "step", "--epochs", "1"}, "--lr-schedule step needs --lr-decay-every N");
-  expect_usage_error({"train", "--lr-warmup", "5"}, "--lr-warmup requires --lr-schedule");
+  expect_usage_error({"train", "--lr-warmup", "5"}, "--lr-warmup needs --lr-schedule (it sets a schedule's parameter)");
   expect_usage_error({"train", "--lr-schedule", "cosine", "--reduce-lr-on-plateau", "2"},
-                     "--lr-schedule excludes --reduce-lr-on-plateau");
+                     "--lr-schedule and --reduce-lr-on-plateau: choose one (both set the learning rate)");
   expect_usage_error({"train", "--max-time", "10x"}, "--max-time: expected a duration > 0 such as 90, 90s, 10m or 2h, got '10x'");
   expect_usage_error({"train", "--validation-data", "mnist"},
                      "--validation-data mnist: unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
@@ -248,7 +281,7 @@ TEST(TrainCommand, ASecondRunIntoARunDirectoryIsRefusedUnlessItOverwritesOrResum
 
   const ProcessResult again = run_fitscope(train);
   EXPECT_EQ(again.exit_code, 2);
-  EXPECT_EQ(again.err, "fitscope: --run-dir " + dir + " holds an earlier run (checkpoints, metrics.csv, model.weights.pt, "
+  EXPECT_EQ(again.err, "fitscope: --run-dir " + dir + " holds an earlier run (checkpoints, config.toml, metrics.csv, model.weights.pt, "
                        "report.html, steps.csv, summary.json, trace.json, train, validation): pass --resume to continue "
                        "it (with backups), --overwrite to replace it, or choose another --run-dir\n");
   EXPECT_EQ(event_files(), first_events);
@@ -484,10 +517,10 @@ TEST(SweepCommand, WritesOneRowPerBatchSizeAndAKneeAmongThem) {
 }
 
 TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
-  expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: Value 0 not in range");
+  expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: expected an integer in [1, 1000000], got '0'");
   expect_usage_error({"sweep", "--batch-sizes", "16,abc"}, "--batch-sizes");
-  expect_usage_error({"sweep", "--windows", "0"}, "--windows: Value 0 not in range");
-  expect_usage_error({"sweep", "--window-seconds", "0"}, "--window-seconds: Value 0 not in range");
+  expect_usage_error({"sweep", "--windows", "0"}, "--windows: expected an integer in [1, 1000], got '0'");
+  expect_usage_error({"sweep", "--window-seconds", "0"}, "--window-seconds: expected a number of seconds in [0.001, 3600], got '0'");
   expect_usage_error({"train", "--callback-mode", "threads"}, "--callback-mode: threads not in {sync,async}");
   expect_usage_error({"train", "--load-delay-ms", "-5"}, "--load-delay-ms: expected a number of milliseconds in [0, 3600000], got '-5'");
 }
@@ -573,7 +606,7 @@ TEST(TrainCommand, QuietPrintsNothingButErrorsAndVerboseTwoOneLinePerEpoch) {
   EXPECT_NE(lines.out.find("Epoch 2/2\n25/25 - "), std::string::npos) << lines.out;
   EXPECT_EQ(lines.out.find('\r'), std::string::npos);
   EXPECT_NE(lines.out.find("Report: "), std::string::npos);
-  expect_usage_error({"train", "--verbose", "3"}, "--verbose: Value 3 not in range");
+  expect_usage_error({"train", "--verbose", "3"}, "--verbose: expected an integer in [0, 2], got '3'");
 }
 
 TEST(TrainCommand, ChosenMetricsAppearInTheLogsWithValidationTwins) {

@@ -13,12 +13,13 @@ function(run)
   message(STATUS "${out}")
 endfunction()
 
-# The files of a run directory, relative; the event files' host-and-time suffix and the app's own
-# checkpoints left out.
+# The files of a run directory, relative; the event files' host-and-time suffix, the app's own
+# checkpoints and config.toml (the command line's resolved flags; a C++ program writes its own through
+# RunOptions::configuration, or none) left out.
 function(files_of dir out)
   file(GLOB_RECURSE files RELATIVE ${dir} ${dir}/*)
   list(TRANSFORM files REPLACE "events\\.out\\.tfevents\\..*$" "events.out.tfevents.*")
-  list(FILTER files EXCLUDE REGEX "^checkpoints/epoch-")
+  list(FILTER files EXCLUDE REGEX "^checkpoints/epoch-|^config\\.toml$")
   list(SORT files)
   set(${out} "${files}" PARENT_SCOPE)
 endfunction()

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <numeric>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -18,6 +20,8 @@
 
 namespace fitscope::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 bool is_script_file(const std::string& model) { return model.size() > 3 && model.substr(model.size() - 3) == ".pt"; }
 
@@ -271,6 +275,85 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
     out << "Run directory: " << run.directory() << "\n";
   }
   return run.interrupted_by() ? 128 + run.interrupted_by() : 0;
+}
+
+namespace {
+
+/// A run directory's trained model and the examples it is judged on.
+struct TrainedModel {
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Trainer> trainer;
+  std::shared_ptr<const Dataset> data;
+  std::string data_name;  // which examples, for the messages
+  std::string weights;    // the file the weights came from
+};
+
+TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o) {
+  const fs::path dir = m.run_dir;
+  TrainedModel t;
+  if (is_script_file(o.model)) {  // the trained module itself, as the run wrote it
+    o.model = t.weights = (dir / "model.pt").string();
+  } else {
+    t.weights = (dir / "model.weights.pt").string();
+  }
+  if (!fs::exists(t.weights)) {
+    throw std::invalid_argument(m.run_dir + ": no " + fs::path(t.weights).filename().string() +
+                                " (the run did not finish: its final weights are written when it ends)");
+  }
+  if (!m.data.empty()) {
+    o.data = m.data;
+    o.validation_data.clear();
+  }
+  if (m.batch_size > 0) o.fit.loader.batch_size = m.batch_size;
+  o.run.verbose = 1;
+  t.session = std::make_unique<Session>(o, dist::single_process_context(), resolve_device(o.device, 0));
+  t.trainer = t.session->make_trainer(o);
+  if (!is_script_file(o.model)) t.trainer->load_weights(t.weights);
+  const FileData& data = t.session->data;
+  if (!m.data.empty()) {
+    t.data = data.test ? data.test : data.train;
+    t.data_name = "--data " + m.data + (data.test ? " (its test part)" : "");
+  } else if (data.test) {
+    t.data = data.test;
+    t.data_name = o.validation_data.empty() ? "the test part of " + o.data : o.validation_data;
+  } else if (o.fit.validation_split > 0) {
+    t.data = split_dataset(data.train, o.fit.validation_split).second;
+    t.data_name = "the validation split (the last " + std::to_string(t.data->size()) + " examples of " + o.data + ")";
+  } else {
+    throw std::invalid_argument(m.run_dir + ": the run had no validation data (no --validation-data, test files or "
+                                "--validation-split): pass --data SPEC");
+  }
+  return t;
+}
+
+}  // namespace
+
+void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
+  TrainedModel t = load_trained_model(m, run);
+  EvaluateOptions options;
+  options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
+  const Logs logs = t.trainer->evaluate(t.data, options);
+  const std::string path = m.out.empty() ? (fs::path(m.run_dir) / "evaluation.json").string() : m.out;
+  write_evaluation(path, logs, t.data_name, t.data->size(), t.weights);
+  out << "Evaluated " << t.weights << " on " << t.data->size() << " examples of " << t.data_name << ":\n";
+  for (const auto& [key, value] : logs) out << "  " << key << " " << value << "\n";
+  out << "Written: " << path << "\n";
+}
+
+void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
+  if (m.out.size() < 5 || m.out.substr(m.out.size() - 4) != ".csv") {
+    throw std::invalid_argument("--out " + m.out + ": expected FILE.csv (the tensors go beside it, as FILE.pt)");
+  }
+  TrainedModel t = load_trained_model(m, run);
+  PredictOptions options;
+  options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
+  const at::Tensor outputs = t.trainer->predict(t.data, options);
+  std::vector<int64_t> all(static_cast<std::size_t>(t.data->size()));
+  std::iota(all.begin(), all.end(), 0);
+  const std::string tensors = m.out.substr(0, m.out.size() - 4) + ".pt";
+  write_predictions(outputs, t.data->get_batch(all).targets, m.out, tensors);
+  out << "Predicted " << outputs.size(0) << " examples of " << t.data_name << " with " << t.weights << ":\n"
+      << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";
 }
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {

@@ -44,6 +44,7 @@ struct TrainCommandOptions {
   int64_t reduce_lr_on_plateau = 0;   ///< --reduce-lr-on-plateau PATIENCE (0 = off)
   double reduce_lr_factor = 0.1;      ///< --reduce-lr-factor
   std::string monitor;                ///< --monitor: their log key; empty = val_loss, or loss without validation
+  std::string config_file;            ///< --config FILE: read into the flags before parsing (config_file.hpp)
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.
@@ -52,11 +53,25 @@ struct SweepCommandOptions {
   SweepOptions sweep;  ///< --batch-sizes --windows --window-seconds --steps
 };
 
+/// `fitscope evaluate` and `fitscope predict`: a run directory's trained model on a data set.
+struct ModelCommandOptions {
+  std::string run_dir;     ///< RUN_DIR: a run of fitscope train (config.toml, model.weights.pt or model.pt)
+  std::string data;        ///< --data SPEC; empty = the run's validation data
+  std::string out;         ///< --out: evaluate's JSON (default RUN_DIR/evaluation.json); predict's FILE.csv
+  int64_t batch_size = 0;  ///< --batch-size; 0 = the run's
+};
+
 /// Runs `train`; writes progress and the report to `out`. Returns the exit code: 0, or 128 + the
 /// signal (SIGINT, SIGTERM) that finished the run early. Throws std::invalid_argument for bad input
 /// (exit 2) and other exceptions for a failed run (exit 1).
 int run_train(const TrainCommandOptions& options, std::ostream& out);
 /// Runs `sweep` likewise.
 void run_sweep(const SweepCommandOptions& options, std::ostream& out);
+/// Evaluates the model of `m.run_dir`, trained with `run` (its config.toml), prints the logs to `out`
+/// and writes them as JSON. Throws std::invalid_argument for a directory without a finished run.
+void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out);
+/// Writes the outputs of the model of `m.run_dir` for every example: `m.out` (CSV) and beside it the
+/// same with the extension .pt (for torch.load).
+void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out);
 
 }  // namespace fitscope::cli

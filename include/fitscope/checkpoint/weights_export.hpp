@@ -19,5 +19,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 std::string weights_pickle(const NamedTensors& state);
 /// Writes the export to `path`; throws std::runtime_error naming the path on I/O errors.
 void save_weights(const NamedTensors& state, const std::string& path);
+/// Reads an export (the name -> tensor dict of save_weights), in the file's order. Throws std::invalid_argument naming
+/// the path for a file that is missing, not such an archive, or not a dict of tensors.
+NamedTensors load_weights(const std::string& path);
 
 }  // namespace fitscope

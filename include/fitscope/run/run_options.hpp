@@ -19,6 +19,9 @@ struct RunOptions {
   /// The command that started the run, for summary.json's `settings` and the report (the CLI gives its
   /// own); empty = none recorded.
   std::string command_line;
+  /// The run's settings as text, written as config.toml in the run directory (the CLI gives its
+  /// resolved flags, which `fitscope train --config` reads back); empty = no config.toml.
+  std::string configuration;
   bool progress_bar = true;         ///< ProgressBar on the terminal (with verbose >= 1)
   /// Keras's verbose: 0 silent (no progress; the command line prints nothing but errors), 1 a progress
   /// bar (one line per epoch when stdout is not a terminal), 2 one line per epoch.
@@ -60,8 +63,8 @@ struct RunOptions {
 /// but letters, digits, '.', '_' and '-' made '_' (so the directory stays under runs/).
 std::string default_run_dir(const std::string& name);
 /// The files and folders of an earlier run in `dir` (summary.json, steps.csv, metrics.csv, trace.json,
-/// report.html, model.*, config.toml, train/, validation/, checkpoints/, backup/, event files), sorted;
-/// other files are the user's and are left alone.
+/// report.html, model.*, config.toml, evaluation.json, train/, validation/, checkpoints/, backup/, event
+/// files), sorted; other files are the user's and are left alone.
 std::vector<std::string> earlier_run_files(const std::string& dir);
 /// Creates `dir` and its parents; throws std::invalid_argument naming it when it cannot.
 void create_run_dir(const std::string& dir);

@@ -17,6 +17,7 @@
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/train/gradient_clipping.hpp"
 #include "fitscope/train/loss.hpp"
+#include "fitscope/train/precision.hpp"
 #include "fitscope/models/model.hpp"
 
 namespace fitscope {
@@ -44,9 +45,12 @@ struct StepContext {
   /// one batch of all their examples would (a short last group of an epoch is averaged over its own).
   double loss_scale = 1;
   GradientClipping clipping;  ///< applied by update_weights()
+  Precision precision = Precision::float32;  ///< TrainerOptions::precision, applied by forward()
   /// The global gradient norm before clipping, set by update_weights() when clipping is on.
   std::optional<double> grad_norm;
 
+  /// The model's outputs for `inputs` in the trainer's precision (float32 tensors either way).
+  at::Tensor forward(const at::Tensor& inputs) { return forward_in(model, inputs, precision); }
   /// Backward of `loss` times loss_scale, without gradient communication unless `update`.
   void backward(const at::Tensor& loss);
 

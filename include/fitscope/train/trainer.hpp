@@ -42,6 +42,7 @@
 #include "fitscope/train/loss.hpp"
 #include "fitscope/train/lr_schedule.hpp"
 #include "fitscope/train/optimizer_kind.hpp"
+#include "fitscope/train/precision.hpp"
 #include "fitscope/models/model.hpp"
 #include "fitscope/train/train_step.hpp"
 
@@ -53,6 +54,9 @@ struct TrainerOptions {
   LossOptions loss_options;                    ///< label smoothing, class weights, Huber's delta
   OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam, AdamW or SGD
   double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
+  /// The forward pass's number format (precision.hpp): float32, or bfloat16 autocast on the CPU with
+  /// the loss and the weights in float32. Applies to fit, evaluate and predict.
+  Precision precision = Precision::float32;
   /// The learning rate over the run (lr_schedule.hpp), replacing learning_rate from the first batch;
   /// empty = constant (callbacks may still change it).
   LrSchedule lr_schedule;
@@ -149,6 +153,12 @@ class Trainer : public TrainingContext {
   Logs evaluate(const TensorDataset& data, const EvaluateOptions& options = {});
   /// The model's outputs for `inputs`, batch by batch (on_predict_* hooks).
   at::Tensor predict(const at::Tensor& inputs, const PredictOptions& options = {});
+  /// The model's outputs for every example of `data`, in order, read batch by batch.
+  at::Tensor predict(std::shared_ptr<const Dataset> data, const PredictOptions& options = {});
+  /// Keras's load_weights: copies the tensors of a weights file (model.weights.pt, weights_export.hpp)
+  /// into the model's parameters and buffers of the same names. Throws std::invalid_argument naming the
+  /// file and the tensor when a model tensor is missing from it or differs in shape.
+  void load_weights(const std::string& path);
 
   // The running fit, as callbacks see it (training_context.hpp).
   void request_stop() override { stop_requested_ = true; }
@@ -184,6 +194,8 @@ class Trainer : public TrainingContext {
  private:
   struct Fit;  // one fit's running state and the named steps of its loop (trainer.cpp)
   /// With `reduce`, the metrics are summed over ranks (each holds a shard).
+  at::Tensor predict_batches(int64_t n, const std::function<at::Tensor(int64_t begin, int64_t count)>& inputs,
+                             const PredictOptions& options);
   Logs run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce);
   /// Runs the checkpoints callbacks requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);

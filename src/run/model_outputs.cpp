@@ -1,0 +1,53 @@
+#include "fitscope/run/model_outputs.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/checkpoint/weights_export.hpp"
+
+namespace fitscope {
+
+void write_evaluation(const std::string& path, const Logs& logs, const std::string& data, int64_t examples,
+                      const std::string& weights) {
+  nlohmann::ordered_json j;
+  j["data"] = data;
+  j["examples"] = examples;
+  j["weights"] = weights;
+  j["logs"] = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : logs) j["logs"][key] = value;
+  write_file_atomically(path, j.dump(2) + "\n");
+}
+
+void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, const std::string& csv_path,
+                       const std::string& tensor_path) {
+  const at::Tensor scores = outputs.detach().to(at::kCPU, at::kFloat).reshape({outputs.size(0), -1}).contiguous();
+  const at::Tensor predicted = scores.argmax(1);
+  const bool with_targets = targets.defined() && targets.dim() == 1 && !targets.is_floating_point() &&
+                            targets.size(0) == scores.size(0);
+  const at::Tensor labels = with_targets ? targets.to(at::kCPU, at::kLong).contiguous() : at::Tensor();
+  std::string csv = std::string("index") + (with_targets ? ",target" : "") + ",predicted";
+  for (int64_t k = 0; k < scores.size(1); ++k) csv += ",output_" + std::to_string(k);
+  csv += "\n";
+  const float* s = scores.data_ptr<float>();
+  const int64_t* p = predicted.data_ptr<int64_t>();
+  char number[32];
+  for (int64_t i = 0; i < scores.size(0); ++i) {
+    csv += std::to_string(i);
+    if (with_targets) csv += "," + std::to_string(labels.data_ptr<int64_t>()[i]);
+    csv += "," + std::to_string(p[i]);
+    for (int64_t k = 0; k < scores.size(1); ++k) {
+      std::snprintf(number, sizeof number, ",%.9g", static_cast<double>(s[i * scores.size(1) + k]));
+      csv += number;
+    }
+    csv += "\n";
+  }
+  write_file_atomically(csv_path, csv);
+  NamedTensors tensors = {{"outputs", scores}, {"predicted", predicted}};
+  if (with_targets) tensors.emplace_back("targets", labels);
+  save_weights(tensors, tensor_path);
+}
+
+}  // namespace fitscope

@@ -1,0 +1,157 @@
+// A run directory after the run: config.toml repeats it (`train --config`), and `evaluate` and
+// `predict` rebuild its trained model. Real processes, real files; Python's torch reads predict's
+// tensors.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "process.hpp"
+
+using fitscope::testing::lines_of;
+using fitscope::testing::ProcessResult;
+using fitscope::testing::read_file;
+using fitscope::testing::run_fitscope;
+using fitscope::testing::run_process;
+using fitscope::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+/// A short, deterministic run of the seed MLP with settings far from the defaults.
+const std::vector<std::string> kRun = {"train", "--model", "mlp", "--synthetic-size", "3000", "--epochs", "2",
+                                       "--threads", "1", "--optimizer", "sgd", "--momentum", "0.9", "--nesterov",
+                                       "--lr", "0.05", "--class-weight", "1,1,1,1,1,1,1,1,1,2", "--no-shuffle",
+                                       "--lr-schedule", "cosine", "--lr-warmup", "10", "--seed", "7", "--quiet"};
+
+ProcessResult train(std::vector<std::string> args, const std::string& dir) {
+  args.insert(args.end(), {"--run-dir", dir});
+  return run_fitscope(args);
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& message) {
+  const ProcessResult r = run_fitscope(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "stderr was: " << r.err;
+}
+
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream s(line);
+  for (std::string f; std::getline(s, f, ',');) out.push_back(f);
+  return out;
+}
+
+}  // namespace
+
+TEST(ConfigFile, ARunsConfigTomlRepeatsItBitForBitAndTheCommandLineWins) {
+  TempDir tmp;
+  const std::string first = tmp.path() + "/first", again = tmp.path() + "/again", changed = tmp.path() + "/changed";
+  ASSERT_EQ(train(kRun, first).exit_code, 0);
+  const std::string config = read_file(first + "/config.toml");
+  for (const char* line : {"model = \"mlp\"", "optimizer = \"sgd\"", "momentum = 0.9", "nesterov = true", "lr = 0.05",
+                           "class-weight = [1, 1, 1, 1, 1, 1, 1, 1, 1, 2]", "no-shuffle = true", "lr-schedule = \"cosine\"",
+                           "lr-warmup = 10", "seed = 7", "threads = 1", "epochs = 2", "batch-size = 32", "cache = false",
+                           "# Optimisation"}) {
+    EXPECT_NE(config.find(std::string("\n") + line + "\n"), std::string::npos) << line << " in\n" << config;
+  }
+  EXPECT_EQ(config.find("run-dir"), std::string::npos);  // a repeat is a new run: no run-dir, resume, overwrite
+
+  const ProcessResult r = train({"train", "--config", first + "/config.toml"}, again);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(again + "/config.toml"), config);
+  EXPECT_EQ(read_file(again + "/model.weights.pt"), read_file(first + "/model.weights.pt"));
+
+  ASSERT_EQ(train({"train", "--config", first + "/config.toml", "--lr", "0.01", "--epochs", "1"}, changed).exit_code, 0);
+  const std::string changed_config = read_file(changed + "/config.toml");
+  EXPECT_NE(changed_config.find("\nlr = 0.01\n"), std::string::npos) << changed_config;
+  EXPECT_NE(changed_config.find("\nepochs = 1\n"), std::string::npos);
+  EXPECT_NE(changed_config.find("\nmomentum = 0.9\n"), std::string::npos);
+  EXPECT_EQ(json::parse(read_file(changed + "/summary.json")).at("epochs").get<int>(), 1);
+}
+
+TEST(ConfigFile, AnUnknownSettingABadValueOrASectionExitsTwoNamingTheFile) {
+  TempDir tmp;
+  const std::string file = tmp.path() + "/run.toml";
+  write(file, "epoch = 3\n");
+  expect_usage_error({"train", "--config", file}, "--config " + file + ": unknown setting 'epoch' for fitscope train (did you mean epochs?)");
+  write(file, "epochs = 0\n");
+  expect_usage_error({"train", "--config", file}, "--epochs: expected an integer in [1, 1000000], got '0'");
+  write(file, "cache = maybe\n");
+  expect_usage_error({"train", "--config", file}, "--config " + file + ": cache = maybe: expected true or false");
+  write(file, "[train]\nepochs = 3\n");
+  expect_usage_error({"train", "--config", file}, "--config " + file + ": section [train]: the settings are the flags' names");
+  write(file, "batch-sizes = [16, 32]\nepochs = 2\n");
+  expect_usage_error({"sweep", "--config", file}, "unknown setting 'epochs' for fitscope sweep");
+  expect_usage_error({"train", "--config", tmp.path() + "/none.toml"}, "--config " + tmp.path() + "/none.toml: cannot be read");
+}
+
+TEST(EvaluateCommand, ReproducesTheRunsValidationLogsFromItsDirectoryAndTakesOtherData) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  ASSERT_EQ(train(kRun, dir).exit_code, 0);
+  const json logs = json::parse(read_file(dir + "/summary.json")).at("logs");
+  const ProcessResult r = run_fitscope({"evaluate", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("600 examples of the validation split"), std::string::npos) << r.out;
+  const json evaluation = json::parse(read_file(dir + "/evaluation.json"));
+  EXPECT_EQ(evaluation.at("examples").get<int>(), 600);
+  EXPECT_NEAR(evaluation.at("logs").at("loss").get<double>(), logs.at("val_loss").get<double>(), 1e-6);
+  EXPECT_NEAR(evaluation.at("logs").at("accuracy").get<double>(), logs.at("val_accuracy").get<double>(), 1e-9);
+
+  // --data: the whole built-in set of the run's --synthetic-size, the training examples included
+  const std::string out = tmp.path() + "/all.json";
+  ASSERT_EQ(run_fitscope({"evaluate", dir, "--data", "synthetic", "--out", out, "--batch-size", "500"}).exit_code, 0);
+  EXPECT_EQ(json::parse(read_file(out)).at("examples").get<int>(), 3000);
+
+  expect_usage_error({"evaluate", tmp.path()}, tmp.path() + ": no config.toml");
+  expect_usage_error({"evaluate", dir, "--data", "csv:/no/such.csv"}, "--data csv:/no/such.csv: ");
+}
+
+TEST(PredictCommand, WritesOneRowPerExampleAndTheSameTensorsForTorchLoad) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run", csv = tmp.path() + "/predictions.csv";
+  ASSERT_EQ(train(kRun, dir).exit_code, 0);
+  ASSERT_EQ(run_fitscope({"evaluate", dir}).exit_code, 0);
+  const ProcessResult r = run_fitscope({"predict", dir, "--out", csv});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = lines_of(read_file(csv));
+  ASSERT_EQ(rows.size(), 601u);
+  EXPECT_EQ(rows.front(), "index,target,predicted,output_0,output_1,output_2,output_3,output_4,output_5,output_6,"
+                          "output_7,output_8,output_9");
+  int right = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto f = fields(rows[i]);
+    ASSERT_EQ(f.size(), 13u);
+    EXPECT_EQ(std::stoul(f[0]), i - 1);
+    std::size_t best = 3;
+    for (std::size_t k = 3; k < f.size(); ++k) best = std::stod(f[k]) > std::stod(f[best]) ? k : best;
+    EXPECT_EQ(std::stoul(f[2]), best - 3) << rows[i];
+    right += f[1] == f[2];
+  }
+  const double accuracy = json::parse(read_file(dir + "/evaluation.json")).at("logs").at("accuracy").get<double>();
+  EXPECT_NEAR(right / 600.0, accuracy, 1e-9);
+
+  // Python reads the tensor file with the safe loader, and it holds what the CSV says
+  const ProcessResult py = run_process(
+      {FITSCOPE_PYTHON, "-c",
+       "import csv, sys, torch\n"
+       "t = torch.load(sys.argv[1], weights_only=True)\n"
+       "rows = list(csv.reader(open(sys.argv[2])))[1:]\n"
+       "assert t['outputs'].shape == (600, 10) and t['outputs'].dtype == torch.float32, t['outputs'].shape\n"
+       "assert t['predicted'].tolist() == [int(r[2]) for r in rows]\n"
+       "assert t['targets'].tolist() == [int(r[1]) for r in rows]\n"
+       "assert torch.allclose(t['outputs'][5], torch.tensor([float(x) for x in rows[5][3:]]))\n"
+       "print('ok')\n",
+       tmp.path() + "/predictions.pt", csv});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+  EXPECT_EQ(py.out, "ok\n");
+
+  expect_usage_error({"predict", dir, "--out", tmp.path() + "/p.txt"}, "expected FILE.csv");
+  expect_usage_error({"predict", dir}, "--out is required");
+}
