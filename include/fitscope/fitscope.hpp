@@ -31,6 +31,7 @@
 #include "fitscope/data/dataset.hpp"
 #include "fitscope/data/file_sources.hpp"
 #include "fitscope/data/idx_format.hpp"
+#include "fitscope/data/image_folder.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/loader_stats.hpp"
 #include "fitscope/data/map_dataset.hpp"

@@ -13,6 +13,7 @@ namespace {
 
 constexpr uint64_t kFlipStream = 0xF11F;
 constexpr uint64_t kBrightnessStream = 0xB416;
+constexpr uint64_t kCropStream = 0xC209;
 
 /// One value per sample, shaped [N, 1, 1, ...] to broadcast over an input of `dim` dimensions.
 at::Tensor per_sample(std::vector<float> values, int64_t dim) {
@@ -100,6 +101,27 @@ LambdaTransform::LambdaTransform(std::string name, Function function)
   if (!function_) throw std::invalid_argument("transform " + name_ + " needs a function, got an empty one");
 }
 
+RandomCrop::RandomCrop(int64_t padding) : padding_(padding) {
+  if (padding < 1) throw std::invalid_argument("crop padding must be >= 1, got " + std::to_string(padding));
+}
+
+Batch RandomCrop::apply(Batch batch, const BatchContext& context) const {
+  const auto& indices = indices_of(batch, context, "crop");
+  const at::Tensor& x = batch.inputs;
+  if (x.dim() < 3) throw std::invalid_argument("crop needs images of at least 2 dimensions, got inputs of shape " + c10::str(x.sizes()));
+  const int64_t h = x.size(-2), w = x.size(-1), span = 2 * padding_ + 1;
+  const at::Tensor padded = at::constant_pad_nd(x, {padding_, padding_, padding_, padding_}, 0);
+  std::vector<at::Tensor> crops;
+  crops.reserve(indices.size());
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const uint64_t bits = sample_bits(context.seed, context.epoch, indices[i], kCropStream);
+    const int64_t top = static_cast<int64_t>(bits % span), left = static_cast<int64_t>((bits >> 32) % span);
+    crops.push_back(padded[static_cast<int64_t>(i)].narrow(-2, top, h).narrow(-1, left, w));
+  }
+  batch.inputs = at::stack(crops);
+  return batch;
+}
+
 std::vector<std::shared_ptr<Transform>> parse_augment(const std::string& list) {
   std::vector<std::shared_ptr<Transform>> out;
   std::stringstream in(list);
@@ -109,9 +131,11 @@ std::vector<std::shared_ptr<Transform>> parse_augment(const std::string& list) {
       out.push_back(std::make_shared<RandomFlip>());
     } else if (item == "brightness") {
       out.push_back(std::make_shared<RandomBrightness>());
+    } else if (item == "crop") {
+      out.push_back(std::make_shared<RandomCrop>());
     } else if (!item.empty()) {
       throw std::invalid_argument("--augment " + list + ": unknown augmentation '" + item +
-                                  "' (expected flip, brightness)");
+                                  "' (expected flip, brightness, crop)");
     }
   }
   return out;

@@ -698,3 +698,40 @@ TEST(DataCommand, CsvTrainsTheMlpAndTheCnnIsRefusedWithTheShape) {
   expect_usage_error({"train", "--data", "csv:" + csv, "--model", "mlp", "--run-dir", tmp.path() + "/one"},
                      "csv:" + csv + ": a validation split of 0.2 of its 1 example leaves no example to validate on");
 }
+
+TEST(DataCommand, TrainsTheSeedCnnOnAGeneratedJpegFolderAboveNinetyFivePercent) {
+  TempDir tmp;
+  const std::string images = tmp.path() + "/images", dir = tmp.path() + "/run";
+  const ProcessResult made = run_fitscope({"make-images", images, "--count", "4000", "--size", "64"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.out, "Wrote 4000 64x64 jpg images in 10 class folders under " + images + "\n");
+  EXPECT_TRUE(std::filesystem::is_directory(images + "/class_09"));
+  const ProcessResult r = run_fitscope({"train", "--data", "images:" + images, "--epochs", "2", "--workers", "2",
+                                        "--run-dir", dir, "--verbose", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json summary = check_run_directory(dir);
+  EXPECT_GE(summary.at("logs").at("val_accuracy").get<double>(), 0.95);
+  EXPECT_EQ(summary.at("settings").at("data").get<std::string>(), "images:" + images);
+}
+
+TEST(DataCommand, ABadImageExitsTwoNamingTheFileAndSkipBadFilesGoesOnWithAWarning) {
+  TempDir tmp;
+  const std::string images = tmp.path() + "/images";
+  ASSERT_EQ(run_fitscope({"make-images", images, "--count", "200", "--size", "16", "--format", "png", "--channels", "1"}).exit_code, 0);
+  { std::ofstream(images + "/class_03/broken.png") << "\x89PNG\r\n\x1a\n but nothing more"; }
+  expect_usage_error({"train", "--data", "images:" + images, "--epochs", "1", "--model", "mlp"},
+                     "--data images:" + images + ": image folder " + images + ": " + images + "/class_03/broken.png: PNG header");
+  const ProcessResult r = run_fitscope({"train", "--data", "images:" + images, "--epochs", "1", "--model", "mlp",
+                                        "--skip-bad-files", "--normalize", "0.5/0.25", "--augment", "crop",
+                                        "--run-dir", tmp.path() + "/run", "--verbose", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string config = read_file(tmp.path() + "/run/config.toml");
+  for (const char* line : {"\nnormalize = \"0.5/0.25\"\n", "\naugment = \"crop\"\n", "\nskip-bad-files = true\n"}) {
+    EXPECT_NE(config.find(line), std::string::npos) << line;
+  }
+  EXPECT_NE(r.err.find("fitscope: warning: --data images:" + images + ": 1 bad files or empty class folders left out "
+                       "(--skip-bad-files), the first: " + images + "/class_03/broken.png: "),
+            std::string::npos) << r.err;
+  expect_usage_error({"train", "--data", "images:" + tmp.path() + "/none"}, "image folder " + tmp.path() + "/none: not a directory");
+  expect_usage_error({"make-images", tmp.path() + "/x", "--format", "gif"}, "--format: gif not in {jpg,png}");
+}

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <sstream>
+#include <tuple>
 #include <stdexcept>
 
 #include "fitscope/data/transforms.hpp"
@@ -79,6 +81,37 @@ double parse_duration_s(const std::string& text) {
   return value * scale;
 }
 
+/// "M1,M2/S1,S2": Normalize's means and standard deviations (as many of each, every std > 0).
+std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  const auto numbers = [&](const std::string& part) {
+    std::vector<double> values;
+    std::stringstream in(part);
+    for (std::string item; std::getline(in, item, ',');) {
+      std::size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(item, &used);
+      } catch (const std::exception&) {
+      }
+      if (used == 0 || used != item.size() || !std::isfinite(v)) throw std::invalid_argument("");
+      values.push_back(v);
+    }
+    return values;
+  };
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("");
+    auto mean = numbers(text.substr(0, slash)), std = numbers(text.substr(slash + 1));
+    if (mean.empty() || mean.size() != std.size() || std::any_of(std.begin(), std.end(), [](double s) { return s <= 0; })) {
+      throw std::invalid_argument("");
+    }
+    return {mean, std};
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("expected MEAN/STD with as many means as standard deviations (> 0), such as 0.5/0.25 or "
+                                "0.485,0.456,0.406/0.229,0.224,0.225, got '" + text + "'");
+  }
+}
+
 /// "auto" (0 in ThreadOptions) or a thread count in [1, 1024].
 int parse_threads(const std::string& v) {
   if (v == "auto") return 0;
@@ -145,8 +178,27 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   command->option_defaults()->group("Data");
   command->add_option("--data", o.data,
                       "synthetic (built-in), idx:DIR (MNIST-style train-/t10k- files, raw or .gz), cifar10:DIR "
-                      "(data_batch_*.bin, test_batch.bin) or csv:FILE; a test set in the files is the validation set")
+                      "(data_batch_*.bin, test_batch.bin), csv:FILE or images:DIR (DIR/<class>/<image>.jpg|.png, decoded "
+                      "in the loader's workers); a test set in the files is the validation set")
       ->type_name("SPEC")->capture_default_str();
+  command->add_option_function<std::vector<int64_t>>("--image-size", [&o](const std::vector<int64_t>& size) {
+        o.images.height = size.at(0);
+        o.images.width = size.size() > 1 ? size.at(1) : size.at(0);
+      }, "images:DIR: resize every image to HEIGHT,WIDTH (bilinear; one number for a square; default: the images' own "
+         "size, which must then be one)")
+      ->delimiter(',')->expected(1, 2)->check(integer_in(1, 16384));
+  command->add_option_function<std::string>("--color-mode", [&o](const std::string& v) {
+        o.images.channels = v == "grayscale" ? 1 : v == "rgb" ? 3 : 0;
+      }, "images:DIR: grayscale (1 channel) or rgb (3); auto: rgb when any image has colour")
+      ->check(one_of({"auto", "grayscale", "rgb"}))->default_str("auto");
+  command->add_flag("--skip-bad-files", o.images.skip_bad_files,
+                    "images:DIR: leave out the files that are not whole JPEG or PNG images (and empty class folders) "
+                    "with a warning, instead of stopping");
+  command->add_option_function<std::string>("--normalize", [&o](const std::string& v) {
+        std::tie(o.normalize_mean, o.normalize_std) = parse_normalize(v);
+      }, "Normalize the inputs in the loader, after any augmentation: MEAN/STD, one value for all channels or one per "
+         "channel (0.485,0.456,0.406/0.229,0.224,0.225)")
+      ->check(parsed_by(parse_normalize, "MEAN/STD"));
   command->add_option("--label-column", o.label_column, "CSV: the label column, by header name or 0-based index (default: 'label', else 0)")
       ->type_name("NAME");
   command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
@@ -157,8 +209,9 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   command->add_option("--prefetch", o.fit.loader.prefetch, "Batches built ahead of the training step (at least --workers)")
       ->check(integer_in(1, 4096))->capture_default_str();
   command->add_option_function<std::string>("--augment", [&o](const std::string& v) { o.fit.loader.transforms = parse_augment(v); },
-                                             "Random augmentation in the loader: flip, brightness (comma-separated)")
-      ->check(parsed_by([](const std::string& v) { parse_augment(v); }, "flip,brightness"));
+                                             "Random augmentation in the loader: flip, brightness, crop (4 pixels of zero padding, cropped back at "
+                                             "a random offset), comma-separated")
+      ->check(parsed_by([](const std::string& v) { parse_augment(v); }, "flip,brightness,crop"));
   command->add_flag("--cache", o.fit.loader.cache, "Keep examples in memory after their first use");
   command->add_flag_function("--no-shuffle", [&o](int64_t) { o.fit.loader.shuffle = false; },
                              "Read the training set in order every epoch");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iostream>
 #include <filesystem>
 #include <numeric>
 #include <chrono>
@@ -53,9 +54,25 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+/// A data set of the command line: its training examples and the files' test set (null without one).
+struct Examples {
+  std::shared_ptr<const Dataset> train, test;
+};
+
 /// The data set `spec` (`--data`'s syntax) of `flag`, with a synthetic set drawn from `seed`.
-FileData load_data(const std::string& spec, const std::string& flag, const TrainCommandOptions& o, uint64_t seed) {
+Examples load_data(const std::string& spec, const std::string& flag, const TrainCommandOptions& o, uint64_t seed) {
   try {
+    if (auto dir = after_prefix(spec, "images")) {
+      ImageFolderOptions options = o.images;
+      options.seed = seed;
+      auto images = std::make_shared<ImageFolderDataset>(*dir, options);
+      if (!images->skipped().empty() && o.run.verbose > 0) {
+        std::cerr << "fitscope: warning: " << flag << " " << spec << ": " << images->skipped().size()
+                  << " bad files or empty class folders left out (--skip-bad-files), the first: " << images->skipped().front()
+                  << "\n";
+      }
+      return {images, nullptr};
+    }
     if (spec == "synthetic") {
       SyntheticOptions data_options;
       data_options.size = o.synthetic_size;
@@ -63,8 +80,9 @@ FileData load_data(const std::string& spec, const std::string& flag, const Train
       return {std::make_shared<TensorDataset>(make_synthetic(data_options)), nullptr};
     }
     const int64_t classes = o.num_classes.value_or(10);
-    if (auto dir = after_prefix(spec, "idx")) return load_idx(*dir, classes);
-    if (auto dir = after_prefix(spec, "cifar10")) return load_cifar10(*dir, classes);
+    const auto examples = [](const FileData& d) { return Examples{d.train, d.test}; };
+    if (auto dir = after_prefix(spec, "idx")) return examples(load_idx(*dir, classes));
+    if (auto dir = after_prefix(spec, "cifar10")) return examples(load_cifar10(*dir, classes));
     if (auto file = after_prefix(spec, "csv")) {
       CsvOptions csv;
       csv.label_column = o.label_column;
@@ -74,14 +92,14 @@ FileData load_data(const std::string& spec, const std::string& flag, const Train
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(flag + " " + spec + ": " + e.what());
   }
-  throw std::invalid_argument(flag + " " + spec + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
+  throw std::invalid_argument(flag + " " + spec + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
 }
 
 /// --data, and --validation-data as the test set (its files' test part where it has one).
-FileData load_data(const TrainCommandOptions& o) {
-  FileData data = load_data(o.data, "--data", o, o.fit.loader.seed);
+Examples load_data(const TrainCommandOptions& o) {
+  Examples data = load_data(o.data, "--data", o, o.fit.loader.seed);
   if (!o.validation_data.empty()) {
-    const FileData v = load_data(o.validation_data, "--validation-data", o, o.fit.loader.seed + 1);
+    const Examples v = load_data(o.validation_data, "--validation-data", o, o.fit.loader.seed + 1);
     data.test = v.test ? v.test : v.train;
     if (data.test->example_shape() != data.train->example_shape()) {
       throw std::invalid_argument("--validation-data " + o.validation_data + ": examples of shape " +
@@ -93,10 +111,14 @@ FileData load_data(const TrainCommandOptions& o) {
 }
 
 /// Classes of the data: --num-classes, else 10, or the largest label + 1 when larger (CSV).
-int64_t class_count(const FileData& data, const TrainCommandOptions& o) {
+int64_t class_count(const Examples& data, const TrainCommandOptions& o) {
   int64_t largest = 0;
   for (const auto& part : {data.train, data.test}) {
-    if (part) largest = std::max(largest, part->targets().max().item<int64_t>());
+    if (const auto* tensors = dynamic_cast<const TensorDataset*>(part.get())) {
+      largest = std::max(largest, tensors->targets().max().item<int64_t>());
+    } else if (const auto* images = dynamic_cast<const ImageFolderDataset*>(part.get())) {
+      largest = std::max(largest, static_cast<int64_t>(images->classes().size()) - 1);
+    }
   }
   if (o.num_classes && largest >= *o.num_classes) {
     throw std::invalid_argument("--num-classes " + std::to_string(*o.num_classes) + ": --data " + o.data + " has label " +
@@ -148,7 +170,7 @@ std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o, con
 struct Session {
   std::shared_ptr<dist::Context> ranks;
   c10::Device device = c10::Device(c10::kCPU);
-  FileData data;
+  Examples data;
   int64_t classes = 10;
 
   /// `device`: resolve_device's for this rank.
@@ -184,7 +206,7 @@ struct Session {
   /// One example through the model before training: a model that does not take the examples, or
   /// whose output is not one score per class, or that has nothing to train, is bad input (exit 2).
   void check_input_shape(Trainer& trainer, const TrainCommandOptions& o) const {
-    const at::Tensor one = data.train->inputs().narrow(0, 0, 1).to(device);
+    const at::Tensor one = data.train->get_batch({0}).inputs.to(device);
     at::Tensor out;
     try {
       torch::NoGradGuard no_grad;
@@ -217,6 +239,7 @@ struct Session {
   /// The fit settings of the command line, with the seed scenario's SlowCallback in --callback-mode.
   FitOptions fit_options(const TrainCommandOptions& o) const {
     FitOptions fit = o.fit;
+    if (!o.normalize_mean.empty()) fit.loader.transforms.push_back(std::make_shared<Normalize>(o.normalize_mean, o.normalize_std));
     if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
     const std::string monitor = !o.monitor.empty() ? o.monitor : fit.validation_data || fit.validation_split > 0 ? "val_loss" : "loss";
     if (o.early_stopping > 0) {
@@ -309,7 +332,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
   t.session = std::make_unique<Session>(o, dist::single_process_context(), resolve_device(o.device, 0));
   t.trainer = t.session->make_trainer(o);
   if (!is_script_file(o.model)) t.trainer->load_weights(t.weights);
-  const FileData& data = t.session->data;
+  const Examples& data = t.session->data;
   if (!m.data.empty()) {
     t.data = data.test ? data.test : data.train;
     t.data_name = "--data " + m.data + (data.test ? " (its test part)" : "");
@@ -354,6 +377,21 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
   write_predictions(outputs, t.data->get_batch(all).targets, m.out, tensors);
   out << "Predicted " << outputs.size(0) << " examples of " << t.data_name << " with " << t.weights << ":\n"
       << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";
+}
+
+void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
+  SyntheticOptions s;
+  s.size = m.count;
+  s.seed = m.seed;
+  s.classes = m.classes;
+  s.image_size = std::max(m.height, m.width);
+  TensorDataset data = make_synthetic(s);
+  if (m.height != m.width) {  // the square set, resized
+    data = TensorDataset(at::upsample_bilinear2d(data.inputs(), {m.height, m.width}, /*align_corners=*/false), data.targets());
+  }
+  write_image_folder(m.dir, data, m.write);
+  out << "Wrote " << m.count << " " << m.height << "x" << m.width << " " << (m.write.channels == 1 ? "grayscale " : "")
+      << m.write.format << " images in " << m.classes << " class folders under " << m.dir << "\n";
 }
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fitscope/data/image_folder.hpp"
 #include "fitscope/run/run_options.hpp"
 #include "fitscope/run/sweep.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -26,7 +27,10 @@ struct TrainCommandOptions {
   FitOptions fit;          ///< --epochs --batch-size --validation-split --seed --workers --prefetch --augment --cache --load-delay-ms
   RunOptions run;          ///< --run-dir --quiet --no-* --tensorboard-freq --best-monitor --checkpoint-every --keep --resume --callback-mode
   std::string model = "cnn";        ///< --model cnn|mlp|FILE.pt
-  std::string data = "synthetic";   ///< --data synthetic|idx:DIR|cifar10:DIR|csv:FILE
+  std::string data = "synthetic";   ///< --data synthetic|idx:DIR|cifar10:DIR|csv:FILE|images:DIR
+  ImageFolderOptions images;        ///< --image-size --color-mode --skip-bad-files (images:DIR)
+  /// --normalize MEAN/STD: the loader's Normalize transform, after any augmentation; empty = none.
+  std::vector<double> normalize_mean, normalize_std;
   std::string validation_data;      ///< --validation-data SPEC (--data's syntax); empty = --data's test part or split
   int64_t synthetic_size = 20000;   ///< --synthetic-size: examples in the built-in set
   std::string label_column;         ///< --label-column: CSV label column (name or index); empty = default
@@ -61,12 +65,24 @@ struct ModelCommandOptions {
   int64_t batch_size = 0;  ///< --batch-size; 0 = the run's
 };
 
+/// `fitscope make-images`: the built-in data set written as an image folder.
+struct MakeImagesOptions {
+  std::string dir;                ///< DIR
+  int64_t count = 2000;           ///< --count
+  int64_t height = 64, width = 64;  ///< --size H,W
+  int64_t classes = 10;           ///< --classes
+  uint64_t seed = 0;              ///< --seed
+  ImageFolderWriteOptions write;  ///< --format --quality --channels
+};
+
 /// Runs `train`; writes progress and the report to `out`. Returns the exit code: 0, or 128 + the
 /// signal (SIGINT, SIGTERM) that finished the run early. Throws std::invalid_argument for bad input
 /// (exit 2) and other exceptions for a failed run (exit 1).
 int run_train(const TrainCommandOptions& options, std::ostream& out);
 /// Runs `sweep` likewise.
 void run_sweep(const SweepCommandOptions& options, std::ostream& out);
+/// Writes the image folder of `m`; prints what it wrote.
+void run_make_images(const MakeImagesOptions& m, std::ostream& out);
 /// Evaluates the model of `m.run_dir`, trained with `run` (its config.toml), prints the logs to `out`
 /// and writes them as JSON. Throws std::invalid_argument for a directory without a finished run.
 void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out);

@@ -63,6 +63,18 @@ class RandomBrightness : public Transform {
   double max_delta_;
 };
 
+/// torchvision's RandomCrop(size, padding): pads an image's last two dimensions by `padding` zeros on
+/// every side and crops it back to its size at a random offset, per sample.
+class RandomCrop : public Transform {
+ public:
+  explicit RandomCrop(int64_t padding = 4);
+  std::string name() const override { return "crop"; }
+  Batch apply(Batch batch, const BatchContext& context) const override;
+
+ private:
+  int64_t padding_;
+};
+
 /// A user transform on batches (per-example user transforms: MapDataset).
 class LambdaTransform : public Transform {
  public:
@@ -76,7 +88,7 @@ class LambdaTransform : public Transform {
   Function function_;
 };
 
-/// The transforms of `--augment` ("flip,brightness"; empty = none). Throws std::invalid_argument
+/// The transforms of `--augment` ("flip,brightness,crop"; empty = none). Throws std::invalid_argument
 /// naming an unknown entry.
 std::vector<std::shared_ptr<Transform>> parse_augment(const std::string& list);
 

@@ -1,0 +1,236 @@
+#include "fitscope/data/image_folder.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "fitscope/data/sample_random.hpp"
+#include "image_codec.hpp"
+
+namespace fitscope {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::ImageFormat;
+
+constexpr std::size_t kHeadBytes = 16 * 1024;  // holds the headers of nearly every JPEG and PNG
+constexpr std::size_t kTailBytes = 64;
+constexpr uint64_t kShuffleStream = 0x5F01;
+constexpr uint64_t kTintStream = 0x7147;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+ImageFormat format_of_extension(const fs::path& path) {
+  const std::string e = lower(path.extension().string());
+  return e == ".jpg" || e == ".jpeg" ? ImageFormat::jpeg : e == ".png" ? ImageFormat::png : ImageFormat::unknown;
+}
+
+const char* format_name(ImageFormat f) { return f == ImageFormat::jpeg ? "JPEG" : f == ImageFormat::png ? "PNG" : "unknown"; }
+
+/// `count` bytes of `path` from `offset` (fewer at its end).
+std::string read_bytes(const std::string& path, std::size_t offset, std::size_t count) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path + ": cannot be read");
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string bytes(count, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(count));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  return bytes;
+}
+
+/// The scan's checks of one file: its header, or the reason it is bad.
+detail::ImageHeader check_file(const fs::path& path, std::size_t size) {
+  const std::string name = path.string();
+  if (size == 0) throw std::invalid_argument(name + ": empty file");
+  std::string head = read_bytes(name, 0, std::min(size, kHeadBytes));
+  const ImageFormat format = detail::sniff_format(head);
+  if (format == ImageFormat::unknown) {
+    throw std::invalid_argument(name + ": not a JPEG or PNG image (its first bytes are neither signature)");
+  }
+  const ImageFormat named = format_of_extension(path);
+  if (format != named) {
+    throw std::invalid_argument(name + ": named " + path.extension().string() + " but holds a " + format_name(format) +
+                                " image (expected the extension of its format)");
+  }
+  detail::ImageHeader header;
+  try {
+    header = detail::read_header(head, name);
+  } catch (const std::invalid_argument&) {
+    if (size <= head.size()) throw;
+    header = detail::read_header(read_bytes(name, 0, size), name);  // a header beyond the first bytes
+  }
+  const std::size_t tail_at = size > kTailBytes ? size - kTailBytes : 0;
+  if (!detail::has_complete_end(format, read_bytes(name, tail_at, size - tail_at))) {
+    throw std::invalid_argument(name + ": cut short at byte " + std::to_string(size) + ": no " +
+                                (format == ImageFormat::jpeg ? "end-of-image marker (FF D9)" : "IEND chunk") +
+                                " at its end (a truncated file?)");
+  }
+  return header;
+}
+
+/// Image `index`'s tint when a gray set is written in colour: a random one per image, each channel in
+/// [0.5, 1], so colour varies but says nothing of the class.
+std::array<float, 3> tint(int64_t index) {
+  std::array<float, 3> t{};
+  for (int c = 0; c < 3; ++c) t[c] = 0.5f + 0.5f * static_cast<float>(sample_uniform(0, 0, index, kTintStream + c));
+  return t;
+}
+
+}  // namespace
+
+ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions options)
+    : dir_(std::move(dir)), options_(std::move(options)) {
+  const std::string where = "image folder " + dir_;
+  if ((options_.height > 0) != (options_.width > 0) || options_.height < 0 || options_.width < 0) {
+    throw std::invalid_argument(where + ": size " + std::to_string(options_.height) + "x" + std::to_string(options_.width) +
+                                " (expected both sides > 0, or both 0 for the images' own)");
+  }
+  if (options_.channels != 0 && options_.channels != 1 && options_.channels != 3) {
+    throw std::invalid_argument(where + ": channels " + std::to_string(options_.channels) + " (expected 1, 3 or 0)");
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) throw std::invalid_argument(where + ": not a directory");
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (entry.is_directory() && entry.path().filename().string().front() != '.') classes_.push_back(entry.path().filename().string());
+  }
+  if (ec) throw std::invalid_argument(where + ": cannot be listed: " + ec.message());
+  std::sort(classes_.begin(), classes_.end());
+  if (classes_.empty()) {
+    throw std::invalid_argument(where + ": no class folders (expected " + dir_ + "/<class>/<image>.jpg or .png)");
+  }
+  bool colour = false;
+  std::string first;  // the first image, for the size every image must share without a resize
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    const fs::path folder = fs::path(dir_) / classes_[c];
+    std::vector<std::pair<fs::path, std::size_t>> images;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+      if (entry.is_regular_file() && entry.path().filename().string().front() != '.' &&
+          format_of_extension(entry.path()) != ImageFormat::unknown) {
+        images.emplace_back(entry.path(), static_cast<std::size_t>(entry.file_size()));
+      }
+    }
+    std::sort(images.begin(), images.end());
+    if (images.empty()) {
+      const std::string why = folder.string() + ": an empty class folder (no .jpg, .jpeg or .png files)";
+      if (!options_.skip_bad_files) throw std::invalid_argument(where + ": " + why);
+      skipped_.push_back(why);
+    }
+    for (const auto& [path, bytes] : images) {
+      detail::ImageHeader header;
+      try {
+        header = check_file(path, bytes);
+      } catch (const std::invalid_argument& e) {
+        if (!options_.skip_bad_files) throw std::invalid_argument(where + ": " + e.what());
+        skipped_.push_back(e.what());
+        continue;
+      }
+      if (options_.height == 0) {
+        if (first.empty()) {
+          first = path.string();
+          height_ = header.height;
+          width_ = header.width;
+        } else if (header.height != height_ || header.width != width_) {
+          throw std::invalid_argument(where + ": the images differ in size: " + first + " is " + std::to_string(height_) +
+                                      "x" + std::to_string(width_) + ", " + path.string() + " " + std::to_string(header.height) +
+                                      "x" + std::to_string(header.width) + " (expected one size, or a size to resize them to)");
+        }
+      }
+      colour = colour || header.channels == 3;
+      files_.push_back(path.string());
+      targets_.push_back(static_cast<int64_t>(c));
+    }
+  }
+  if (files_.empty()) throw std::invalid_argument(where + ": no image left (every file was bad)");
+  if (options_.shuffle) {  // Fisher-Yates on counter-based draws: the same order on every platform
+    for (std::size_t i = files_.size() - 1; i > 0; --i) {
+      const std::size_t j = static_cast<std::size_t>(sample_bits(options_.seed, 0, static_cast<int64_t>(i), kShuffleStream) % (i + 1));
+      std::swap(files_[i], files_[j]);
+      std::swap(targets_[i], targets_[j]);
+    }
+  }
+  if (options_.height > 0) {
+    height_ = options_.height;
+    width_ = options_.width;
+  }
+  channels_ = options_.channels != 0 ? options_.channels : colour ? 3 : 1;
+}
+
+Example ImageFolderDataset::get(int64_t index) const {
+  const std::string& path = file(index);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::invalid_argument("image folder " + dir_ + ": " + path + ": cannot be read");
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  detail::Pixels pixels;
+  try {
+    pixels = options_.dct_scaling ? detail::decode(bytes, path, channels_, height_, width_) : detail::decode(bytes, path, channels_);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("image folder " + dir_ + ": " + e.what());
+  }
+  at::Tensor image = at::from_blob(pixels.data.data(), {pixels.height, pixels.width, pixels.channels}, at::kByte)
+                         .permute({2, 0, 1})
+                         .to(at::kFloat)
+                         .div_(255);
+  if (pixels.height != height_ || pixels.width != width_) {  // bilinear, antialiased when it shrinks (as PIL)
+    const bool shrinks = pixels.height > height_ || pixels.width > width_;
+    image = shrinks ? at::_upsample_bilinear2d_aa(image.unsqueeze(0), {height_, width_}, /*align_corners=*/false).squeeze(0)
+                    : at::upsample_bilinear2d(image.unsqueeze(0), {height_, width_}, /*align_corners=*/false).squeeze(0);
+  }
+  return {image.contiguous(), at::scalar_tensor(target(index), at::kLong)};
+}
+
+void write_image_folder(const std::string& dir, const TensorDataset& data, const ImageFolderWriteOptions& options) {
+  const ImageFormat format = options.format == "jpg" ? ImageFormat::jpeg : options.format == "png" ? ImageFormat::png : ImageFormat::unknown;
+  if (format == ImageFormat::unknown) throw std::invalid_argument("image format " + options.format + " (expected jpg or png)");
+  if (options.quality < 1 || options.quality > 100) {
+    throw std::invalid_argument("JPEG quality " + std::to_string(options.quality) + " (expected 1 to 100)");
+  }
+  const at::Tensor inputs = data.inputs();
+  if (inputs.dim() != 4 || (inputs.size(1) != 1 && inputs.size(1) != 3)) {
+    throw std::invalid_argument("images of shape " + c10::str(inputs.sizes()) + " (expected [N, 1 or 3, H, W])");
+  }
+  const int64_t channels = options.channels != 0 ? options.channels : inputs.size(1);
+  if (channels != 1 && channels != 3) throw std::invalid_argument("channels " + std::to_string(channels) + " (expected 1 or 3)");
+  const at::Tensor targets = data.targets().to(at::kLong);
+  const int64_t classes = targets.max().item<int64_t>() + 1;
+  char name[32];
+  for (int64_t c = 0; c < classes; ++c) {
+    std::snprintf(name, sizeof name, "class_%02lld", static_cast<long long>(c));
+    fs::create_directories(fs::path(dir) / name);
+  }
+  for (int64_t i = 0; i < inputs.size(0); ++i) {
+    const int64_t target = targets[i].item<int64_t>();
+    at::Tensor image = inputs[i].clamp(0, 1);  // [C, H, W]
+    if (image.size(0) == 1 && channels == 3) {
+      const auto t = tint(i);
+      image = image.repeat({3, 1, 1}).mul(at::tensor({t[0], t[1], t[2]}).view({3, 1, 1}));
+    } else if (image.size(0) == 3 && channels == 1) {
+      image = image.mean(0, /*keepdim=*/true);
+    }
+    const at::Tensor bytes = image.mul(255).round_().to(at::kByte).permute({1, 2, 0}).contiguous();
+    detail::Pixels pixels;
+    pixels.height = bytes.size(0);
+    pixels.width = bytes.size(1);
+    pixels.channels = channels;
+    pixels.data.assign(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
+    std::snprintf(name, sizeof name, "class_%02lld/%06lld.%s", static_cast<long long>(target), static_cast<long long>(i),
+                  options.format.c_str());
+    const std::string path = (fs::path(dir) / name).string(), encoded = detail::encode(pixels, format, options.quality);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);  // a test set: no fsync per image
+    out.write(encoded.data(), static_cast<std::streamsize>(encoded.size()));
+    if (!out.flush()) throw std::runtime_error(path + ": cannot be written");
+  }
+}
+
+}  // namespace fitscope
