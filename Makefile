@@ -71,6 +71,7 @@ bench: build
 	$(BUILD_DIR)/bench/bench_checkpoint_cost
 	$(BUILD_DIR)/bench/bench_async_callbacks
 	$(BUILD_DIR)/bench/bench_precision
+	/usr/bin/python3 bench/image_loading.py $(BUILD_DIR)/tools/fitscope/fitscope $(BUILD_DIR)/bench/bench_image_loading
 	$(BUILD_DIR)/bench/bench_distributed
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "fitscope/data/sample_random.hpp"
+#include "error_context.hpp"
 #include "image_codec.hpp"
 
 namespace fitscope {
@@ -165,6 +166,27 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
 }
 
 Example ImageFolderDataset::get(int64_t index) const {
+  at::Tensor image = at::empty({channels_, height_, width_}, at::kFloat);
+  decode_into(index, image);
+  return {image, at::scalar_tensor(target(index), at::kLong)};
+}
+
+Batch ImageFolderDataset::get_batch(const std::vector<int64_t>& indices) const {
+  Batch batch{at::empty({static_cast<int64_t>(indices.size()), channels_, height_, width_}, at::kFloat),
+              at::empty({static_cast<int64_t>(indices.size())}, at::kLong)};
+  int64_t* targets = batch.targets.data_ptr<int64_t>();
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    try {
+      decode_into(indices[i], batch.inputs[static_cast<int64_t>(i)]);  // no per-example tensor to stack
+    } catch (...) {
+      detail::rethrow_with_context("sample " + std::to_string(indices[i]) + " of " + source() + ": ");
+    }
+    targets[i] = target(indices[i]);
+  }
+  return batch;
+}
+
+void ImageFolderDataset::decode_into(int64_t index, at::Tensor out) const {
   const std::string& path = file(index);
   std::string bytes;
   {
@@ -178,16 +200,19 @@ Example ImageFolderDataset::get(int64_t index) const {
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("image folder " + dir_ + ": " + e.what());
   }
-  at::Tensor image = at::from_blob(pixels.data.data(), {pixels.height, pixels.width, pixels.channels}, at::kByte)
-                         .permute({2, 0, 1})
-                         .to(at::kFloat)
-                         .div_(255);
-  if (pixels.height != height_ || pixels.width != width_) {  // bilinear, antialiased when it shrinks (as PIL)
+  // channels first while still bytes (a quarter of the memory traffic), then to [0, 1] floats in one pass
+  const at::Tensor chw =
+      at::from_blob(pixels.data.data(), {pixels.height, pixels.width, pixels.channels}, at::kByte).permute({2, 0, 1}).contiguous();
+  const at::Tensor scale = at::scalar_tensor(1.0f / 255, at::kFloat);
+  if (pixels.height == height_ && pixels.width == width_) {
+    at::mul_out(out, chw, scale);
+  } else {  // bilinear, antialiased when it shrinks (as PIL)
+    const at::Tensor image = at::mul(chw, scale).unsqueeze(0);
     const bool shrinks = pixels.height > height_ || pixels.width > width_;
-    image = shrinks ? at::_upsample_bilinear2d_aa(image.unsqueeze(0), {height_, width_}, /*align_corners=*/false).squeeze(0)
-                    : at::upsample_bilinear2d(image.unsqueeze(0), {height_, width_}, /*align_corners=*/false).squeeze(0);
+    out.copy_((shrinks ? at::_upsample_bilinear2d_aa(image, {height_, width_}, /*align_corners=*/false)
+                       : at::upsample_bilinear2d(image, {height_, width_}, /*align_corners=*/false))
+                  .squeeze(0));
   }
-  return {image.contiguous(), at::scalar_tensor(target(index), at::kLong)};
 }
 
 void write_image_folder(const std::string& dir, const TensorDataset& data, const ImageFolderWriteOptions& options) {

@@ -75,9 +75,13 @@ Batch RandomFlip::apply(Batch batch, const BatchContext& context) const {
     any = any || flip[i] != 0.f;
   }
   if (!any) return batch;
-  const at::Tensor& x = batch.inputs;
-  const at::Tensor mask = per_sample(std::move(flip), x.dim()).to(at::kBool);
-  batch.inputs = at::where(mask, x.flip({-1}), x);
+  // a copy with the chosen samples mirrored into it: one pass over the batch, not a flip and a select
+  const at::Tensor x = batch.inputs;
+  batch.inputs = at::empty_like(x, at::MemoryFormat::Contiguous);
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const int64_t s = static_cast<int64_t>(i);
+    batch.inputs[s].copy_(flip[i] != 0.f ? x[s].flip({-1}) : x[s]);
+  }
   return batch;
 }
 

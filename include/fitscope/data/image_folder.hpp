@@ -44,6 +44,8 @@ class ImageFolderDataset : public Dataset {
 
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
   Example get(int64_t index) const override;
+  /// Decodes each example straight into its place in the batch.
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::string source() const override { return "images:" + dir_; }
   std::vector<int64_t> example_shape() const override { return {channels_, height_, width_}; }
 
@@ -56,6 +58,9 @@ class ImageFolderDataset : public Dataset {
   const std::vector<std::string>& skipped() const { return skipped_; }
 
  private:
+  /// Reads and decodes example `index` into `out` [channels, height, width].
+  void decode_into(int64_t index, at::Tensor out) const;
+
   std::string dir_;
   ImageFolderOptions options_;
   std::vector<std::string> classes_, files_, skipped_;
