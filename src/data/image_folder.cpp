@@ -228,7 +228,7 @@ void write_image_folder(const std::string& dir, const TensorDataset& data, const
   const int64_t channels = options.channels != 0 ? options.channels : inputs.size(1);
   if (channels != 1 && channels != 3) throw std::invalid_argument("channels " + std::to_string(channels) + " (expected 1 or 3)");
   const at::Tensor targets = data.targets().to(at::kLong);
-  const int64_t classes = targets.max().item<int64_t>() + 1;
+  const int64_t classes = options.classes > 0 ? options.classes : targets.max().item<int64_t>() + 1;
   char name[32];
   for (int64_t c = 0; c < classes; ++c) {
     std::snprintf(name, sizeof name, "class_%02lld", static_cast<long long>(c));
@@ -238,7 +238,7 @@ void write_image_folder(const std::string& dir, const TensorDataset& data, const
     const int64_t target = targets[i].item<int64_t>();
     at::Tensor image = inputs[i].clamp(0, 1);  // [C, H, W]
     if (image.size(0) == 1 && channels == 3) {
-      const auto t = tint(i);
+      const auto t = tint(options.first_index + i);
       image = image.repeat({3, 1, 1}).mul(at::tensor({t[0], t[1], t[2]}).view({3, 1, 1}));
     } else if (image.size(0) == 3 && channels == 1) {
       image = image.mean(0, /*keepdim=*/true);
@@ -249,8 +249,8 @@ void write_image_folder(const std::string& dir, const TensorDataset& data, const
     pixels.width = bytes.size(1);
     pixels.channels = channels;
     pixels.data.assign(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
-    std::snprintf(name, sizeof name, "class_%02lld/%06lld.%s", static_cast<long long>(target), static_cast<long long>(i),
-                  options.format.c_str());
+    std::snprintf(name, sizeof name, "class_%02lld/%06lld.%s", static_cast<long long>(target),
+                  static_cast<long long>(options.first_index + i), options.format.c_str());
     const std::string path = (fs::path(dir) / name).string(), encoded = detail::encode(pixels, format, options.quality);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);  // a test set: no fsync per image
     out.write(encoded.data(), static_cast<std::streamsize>(encoded.size()));

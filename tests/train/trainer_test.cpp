@@ -3,6 +3,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <filesystem>
+
+#include "fitscope/checkpoint/weights_export.hpp"
 #include "fitscope/data/synthetic.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -218,4 +221,31 @@ TEST(Trainer, ARegressionLossGetsNoAccuracyByDefaultAndAskingForItIsNamed) {
             std::string::npos);
   fit.metrics = std::vector<MetricSpec>{"mae"};
   EXPECT_EQ(trainer.fit(data, fit).last().keys(), (std::vector<std::string>{"loss", "mean_absolute_error"}));
+}
+
+TEST(Trainer, PredictOfADataSetMatchesItsInputsAndLoadWeightsBringsBackAnotherTrainersModel) {
+  torch::manual_seed(0);
+  Trainer trained{models::Mlp()};
+  auto data = std::make_shared<TensorDataset>(small_synthetic(100));
+  FitOptions fit;
+  fit.epochs = 1;
+  trained.fit(data, fit);
+  PredictOptions p;
+  p.batch_size = 7;  // a short last batch
+  const at::Tensor expected = trained.predict(data->inputs(), p);
+  EXPECT_TRUE(trained.predict(data, p).equal(expected));
+
+  const std::string path = (std::filesystem::temp_directory_path() / "fitscope-load-weights.pt").string();
+  save_weights(trained.model().named_state(), path);
+  torch::manual_seed(1);
+  Trainer fresh{models::Mlp()};
+  EXPECT_FALSE(fresh.predict(data->inputs(), p).equal(expected));
+  fresh.load_weights(path);
+  EXPECT_TRUE(fresh.predict(data->inputs(), p).equal(expected));
+
+  Trainer other{models::Mlp(784, 5)};  // another head: refused, naming the file and the tensor
+  EXPECT_EQ(message_of([&] { other.load_weights(path); }).rfind("weights file " + path + ": tensor ", 0), 0u);
+  EXPECT_NE(message_of([&] { other.load_weights(path); }).find(" has shape [10"), std::string::npos);
+  std::filesystem::remove(path);
+  EXPECT_EQ(message_of([&] { fresh.load_weights(path); }), "weights file " + path + ": cannot be read");
 }

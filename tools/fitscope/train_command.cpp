@@ -370,26 +370,38 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
   TrainedModel t = load_trained_model(m, run);
   PredictOptions options;
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
-  const at::Tensor outputs = t.trainer->predict(t.data, options);
-  std::vector<int64_t> all(static_cast<std::size_t>(t.data->size()));
-  std::iota(all.begin(), all.end(), 0);
+  // a part of the examples at a time, keeping their targets: each image decoded once, in bounded memory
+  std::vector<at::Tensor> outputs, targets;
+  for (int64_t begin = 0; begin < t.data->size(); begin += 64 * options.batch_size) {
+    std::vector<int64_t> part(static_cast<std::size_t>(std::min(64 * options.batch_size, t.data->size() - begin)));
+    std::iota(part.begin(), part.end(), begin);
+    const Batch batch = t.data->get_batch(part);
+    outputs.push_back(t.trainer->predict(batch.inputs, options));
+    targets.push_back(batch.targets);
+  }
   const std::string tensors = m.out.substr(0, m.out.size() - 4) + ".pt";
-  write_predictions(outputs, t.data->get_batch(all).targets, m.out, tensors);
-  out << "Predicted " << outputs.size(0) << " examples of " << t.data_name << " with " << t.weights << ":\n"
+  write_predictions(at::cat(outputs), at::cat(targets), m.out, tensors);
+  out << "Predicted " << t.data->size() << " examples of " << t.data_name << " with " << t.weights << ":\n"
       << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";
 }
 
 void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
-  SyntheticOptions s;
-  s.size = m.count;
-  s.seed = m.seed;
-  s.classes = m.classes;
-  s.image_size = std::max(m.height, m.width);
-  TensorDataset data = make_synthetic(s);
-  if (m.height != m.width) {  // the square set, resized
-    data = TensorDataset(at::upsample_bilinear2d(data.inputs(), {m.height, m.width}, /*align_corners=*/false), data.targets());
+  constexpr int64_t kPart = 1000;  // images made and written at a time: a large folder in bounded memory
+  ImageFolderWriteOptions write = m.write;
+  write.classes = m.classes;
+  for (int64_t first = 0; first < m.count; first += kPart) {
+    SyntheticOptions s;
+    s.size = std::min(kPart, m.count - first);
+    s.seed = m.seed * 1000003 + static_cast<uint64_t>(first / kPart);  // distinct parts, distinct seeds
+    s.classes = m.classes;
+    s.image_size = std::max(m.height, m.width);
+    TensorDataset data = make_synthetic(s);
+    if (m.height != m.width) {  // the square set, resized
+      data = TensorDataset(at::upsample_bilinear2d(data.inputs(), {m.height, m.width}, /*align_corners=*/false), data.targets());
+    }
+    write.first_index = first;
+    write_image_folder(m.dir, data, write);
   }
-  write_image_folder(m.dir, data, m.write);
   out << "Wrote " << m.count << " " << m.height << "x" << m.width << " " << (m.write.channels == 1 ? "grayscale " : "")
       << m.write.format << " images in " << m.classes << " class folders under " << m.dir << "\n";
 }

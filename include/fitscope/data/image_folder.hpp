@@ -75,6 +75,11 @@ struct ImageFolderWriteOptions {
   /// 1 gray or 3 RGB; 0 = the data's own. A gray set written as RGB gets a random tint per image
   /// (which says nothing of the class).
   int64_t channels = 0;
+  /// The number of the data set's first image: file names are first_index + i, so a large folder can
+  /// be written in parts.
+  int64_t first_index = 0;
+  /// Classes to make folders for; 0 = the largest target + 1.
+  int64_t classes = 0;
 };
 
 /// Writes `data` (float inputs [N, C, H, W] in [0, 1], clamped; class-index targets) as an image folder
