@@ -12,6 +12,7 @@
 
 #include "process.hpp"
 
+using fitscope::testing::expect_usage_error;
 using fitscope::testing::lines_of;
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
@@ -57,11 +58,6 @@ json check_run_directory(const std::string& dir) {
   return summary;
 }
 
-void expect_usage_error(const std::vector<std::string>& args, const std::string& message) {
-  const ProcessResult r = run_fitscope(args);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << "stderr was: " << r.err;
-}
 
 }  // namespace
 
@@ -209,9 +205,9 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--data", "idx:/no/such/dir"},
                      "--data idx:/no/such/dir: IDX directory /no/such/dir: does not exist");
   expect_usage_error({"train", "--data", "parquet:x"},
-                     "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
+                     "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
   expect_usage_error({"train", "--augment", "rotate"},
-                     "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness)");
+                     "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness, crop)");
   expect_usage_error({"train", "--workers", "-1"}, "--workers: expected an integer in [0, 256], got '-1'");
   expect_usage_error({"train", "--checkpoint-every", "0"},
                      "--checkpoint-every: expected epoch, or a number of batches >= 1, got '0'");
@@ -225,7 +221,7 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
                      "--lr-schedule and --reduce-lr-on-plateau: choose one (both set the learning rate)");
   expect_usage_error({"train", "--max-time", "10x"}, "--max-time: expected a duration > 0 such as 90, 90s, 10m or 2h, got '10x'");
   expect_usage_error({"train", "--validation-data", "mnist"},
-                     "--validation-data mnist: unknown data set (expected synthetic, idx:DIR, cifar10:DIR or csv:FILE)");
+                     "--validation-data mnist: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
   expect_usage_error({"train", "--loss", "hinge"}, "--loss: hinge not in {cross-entropy,mse,mae,huber,bce-with-logits}");
   expect_usage_error({"train", "--class-weight", "1,2"},
                      "--class-weight: 2 weights, but --data synthetic has 10 classes (expected one weight per class)");

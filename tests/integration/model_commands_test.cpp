@@ -11,6 +11,7 @@
 
 #include "process.hpp"
 
+using fitscope::testing::expect_usage_error;
 using fitscope::testing::lines_of;
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
@@ -34,11 +35,6 @@ ProcessResult train(std::vector<std::string> args, const std::string& dir) {
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-void expect_usage_error(const std::vector<std::string>& args, const std::string& message) {
-  const ProcessResult r = run_fitscope(args);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << "stderr was: " << r.err;
-}
 
 std::vector<std::string> fields(const std::string& line) {
   std::vector<std::string> out;

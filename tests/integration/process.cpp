@@ -1,5 +1,7 @@
 #include "process.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -56,6 +58,12 @@ bool wait_for_file(const std::string& path, double timeout_s) {
 ProcessResult run_fitscope(std::vector<std::string> args) {
   args.insert(args.begin(), FITSCOPE_CLI);
   return run_process(args);
+}
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& message) {
+  const ProcessResult r = run_fitscope(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "stderr was: " << r.err;
 }
 
 Child::Child(const std::vector<std::string>& argv, const std::string& cwd) {

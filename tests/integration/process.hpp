@@ -17,6 +17,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
 
 /// Runs the fitscope CLI under test (FITSCOPE_CLI) with `args`.
 ProcessResult run_fitscope(std::vector<std::string> args);
+/// Expects the CLI to refuse `args` as bad usage: exit code 2, `message` in its standard error.
+void expect_usage_error(const std::vector<std::string>& args, const std::string& message);
 
 /// A fresh empty directory under the system temp directory, removed by the destructor.
 class TempDir {

@@ -193,9 +193,10 @@ class Trainer : public TrainingContext {
 
  private:
   struct Fit;  // one fit's running state and the named steps of its loop (trainer.cpp)
-  /// With `reduce`, the metrics are summed over ranks (each holds a shard).
+  /// The outputs for `n` examples, `inputs` giving those of each batch.
   at::Tensor predict_batches(int64_t n, const std::function<at::Tensor(int64_t begin, int64_t count)>& inputs,
                              const PredictOptions& options);
+  /// With `reduce`, the metrics are summed over ranks (each holds a shard).
   Logs run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce);
   /// Runs the checkpoints callbacks requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
