@@ -22,8 +22,10 @@ MapDataset::MapDataset(std::shared_ptr<const Dataset> base, Function function, s
   if (!function_) throw std::invalid_argument("MapDataset " + name_ + " needs a function, got an empty one");
 }
 
-CachedDataset::CachedDataset(std::shared_ptr<const Dataset> base) : base_(std::move(base)) {
+CachedDataset::CachedDataset(std::shared_ptr<const Dataset> base, int64_t max_bytes)
+    : base_(std::move(base)), max_bytes_(max_bytes) {
   require_base(base_, "CachedDataset");
+  if (max_bytes < 0) throw std::invalid_argument("cache budget must be >= 0 bytes, got " + std::to_string(max_bytes));
   examples_.resize(static_cast<std::size_t>(base_->size()));
   present_.resize(static_cast<std::size_t>(base_->size()), false);
 }
@@ -42,18 +44,25 @@ Example CachedDataset::get(int64_t index) const {
   // own the memory: a view would keep (and expose) a mutable base buffer
   e.data = e.data.contiguous().clone();
   e.target = e.target.clone();
+  const int64_t bytes = static_cast<int64_t>(e.data.nbytes() + e.target.nbytes());
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!present_[i]) {
-    examples_[i] = e;
-    present_[i] = true;
-    ++cached_;
-  }
-  return examples_[i];
+  if (present_[i]) return examples_[i];
+  if (max_bytes_ > 0 && cached_bytes_ + bytes > max_bytes_) return e;  // the budget is spent: not kept
+  examples_[i] = e;
+  present_[i] = true;
+  ++cached_;
+  cached_bytes_ += bytes;
+  return e;
 }
 
 int64_t CachedDataset::cached() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cached_;
+}
+
+int64_t CachedDataset::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_bytes_;
 }
 
 SubsetDataset::SubsetDataset(std::shared_ptr<const Dataset> base, int64_t begin, int64_t end)

@@ -39,7 +39,7 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   for (const auto& t : options_.transforms) {
     if (!t) throw std::invalid_argument("the loader was given a null transform");
   }
-  if (options_.cache) data_ = std::make_shared<CachedDataset>(data_);
+  if (options_.cache) data_ = std::make_shared<CachedDataset>(data_, options_.cache_max_bytes);
   if (!options_.sampler) {
     if (options_.shuffle) {
       options_.sampler = std::make_shared<RandomSampler>(data_->size(), options_.seed);

@@ -230,6 +230,24 @@ TEST(CachedDataset, ComputesEachExampleOnce) {
   EXPECT_EQ(first.size(), 60u);
 }
 
+TEST(CachedDataset, StopsKeepingExamplesAtItsBudgetAndComputesTheRestEveryTime) {
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto counted = std::make_shared<MapDataset>(numbered(20), [calls](Example e, int64_t) {
+    ++*calls;
+    return e;
+  });
+  const int64_t one = static_cast<int64_t>(counted->get(0).data.nbytes() + counted->get(0).target.nbytes());
+  *calls = 0;
+  auto cached = std::make_shared<CachedDataset>(counted, 5 * one);  // room for 5 of the 20
+  Loader loader(cached, options(5, 0));
+  const auto targets = targets_of(all_batches(loader, 3));
+  EXPECT_EQ(cached->cached(), 5);
+  EXPECT_EQ(cached->cached_bytes(), 5 * one);
+  EXPECT_EQ(calls->load(), 20 + 2 * 15);  // the first epoch all, then only the 15 left out
+  EXPECT_EQ(targets.size(), 60u);
+  EXPECT_THROW(CachedDataset(counted, -1), std::invalid_argument);
+}
+
 TEST(SubsetDataset, SplitsAnyDataSetLikeKerasValidationSplit) {
   const auto [train, validation] = split_dataset(numbered(10), 0.3);
   EXPECT_EQ(train->size(), 7);

@@ -718,11 +718,12 @@ TEST(DataCommand, ABadImageExitsTwoNamingTheFileAndSkipBadFilesGoesOnWithAWarnin
   expect_usage_error({"train", "--data", "images:" + images, "--epochs", "1", "--model", "mlp"},
                      "--data images:" + images + ": image folder " + images + ": " + images + "/class_03/broken.png: PNG header");
   const ProcessResult r = run_fitscope({"train", "--data", "images:" + images, "--epochs", "1", "--model", "mlp",
-                                        "--skip-bad-files", "--normalize", "0.5/0.25", "--augment", "crop",
+                                        "--skip-bad-files", "--normalize", "0.5/0.25", "--augment", "crop", "--cache-budget", "1M",
                                         "--run-dir", tmp.path() + "/run", "--verbose", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string config = read_file(tmp.path() + "/run/config.toml");
-  for (const char* line : {"\nnormalize = \"0.5/0.25\"\n", "\naugment = \"crop\"\n", "\nskip-bad-files = true\n"}) {
+  for (const char* line : {"\nnormalize = \"0.5/0.25\"\n", "\naugment = \"crop\"\n", "\nskip-bad-files = true\n",
+                           "\ncache-budget = \"1M\"\n"}) {
     EXPECT_NE(config.find(line), std::string::npos) << line;
   }
   EXPECT_NE(r.err.find("fitscope: warning: --data images:" + images + ": 1 bad files or empty class folders left out "
@@ -730,4 +731,5 @@ TEST(DataCommand, ABadImageExitsTwoNamingTheFileAndSkipBadFilesGoesOnWithAWarnin
             std::string::npos) << r.err;
   expect_usage_error({"train", "--data", "images:" + tmp.path() + "/none"}, "image folder " + tmp.path() + "/none: not a directory");
   expect_usage_error({"make-images", tmp.path() + "/x", "--format", "gif"}, "--format: gif not in {jpg,png}");
+  expect_usage_error({"train", "--cache-budget", "12Q"}, "--cache-budget: expected a size in bytes such as 1048576, 512M or 2G, got '12Q'");
 }

@@ -112,6 +112,23 @@ std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::s
   }
 }
 
+/// "512M", "2G", "1048576": bytes (K, M, G, T powers of 1024), at least 1.
+int64_t parse_bytes(const std::string& text) {
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string unit = text.substr(std::min(used, text.size()));
+  const double scale = unit.empty() ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0
+                                        : unit == "T" ? 1099511627776.0 : -1;
+  if (used == 0 || scale < 0 || !std::isfinite(value) || value * scale < 1 || value * scale > 9e18) {
+    throw std::invalid_argument("expected a size in bytes such as 1048576, 512M or 2G, got '" + text + "'");
+  }
+  return static_cast<int64_t>(value * scale);
+}
+
 /// "auto" (0 in ThreadOptions) or a thread count in [1, 1024].
 int parse_threads(const std::string& v) {
   if (v == "auto") return 0;
@@ -212,7 +229,14 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
                                              "Random augmentation in the loader: flip, brightness, crop (4 pixels of zero padding, cropped back at "
                                              "a random offset), comma-separated")
       ->check(parsed_by([](const std::string& v) { parse_augment(v); }, "flip,brightness,crop"));
-  command->add_flag("--cache", o.fit.loader.cache, "Keep examples in memory after their first use");
+  command->add_flag("--cache", o.fit.loader.cache, "Keep examples in memory after their first use (decoded images too)");
+  add_parsed(command, "--cache-budget", parse_bytes, "SIZE",
+             [&o](int64_t bytes) {
+               o.fit.loader.cache = true;
+               o.fit.loader.cache_max_bytes = bytes;
+             },
+             "--cache up to this many bytes of examples (512M, 2G; K, M, G are powers of 1024); the rest are read "
+             "and decoded every epoch");
   command->add_flag_function("--no-shuffle", [&o](int64_t) { o.fit.loader.shuffle = false; },
                              "Read the training set in order every epoch");
   command->add_option("--load-delay-ms", o.fit.loader.delay_ms, "Artificial loader delay per batch, to reproduce a slow input pipeline")

@@ -39,6 +39,7 @@ struct LoaderOptions {
   int64_t prefetch = 8;     ///< batches built or being built ahead of the consumer (>= 1; at least workers)
   std::vector<std::shared_ptr<Transform>> transforms;  ///< applied in order to every batch
   bool cache = false;       ///< keep every example in memory after its first use (CachedDataset)
+  int64_t cache_max_bytes = 0;  ///< with cache: the budget for the examples held (0 = no limit)
   bool pin_memory = false;  ///< pin batches in page-locked memory (for non-blocking copies to a GPU)
   std::shared_ptr<Sampler> sampler;  ///< a custom order (e.g. DistributedSampler); unset = shuffle's
 };
