@@ -34,8 +34,7 @@ std::string toml_value(const std::string& text) {
 
 std::vector<std::string> with_config_file(const CLI::App& command, const std::vector<std::string>& args) {
   if (args.empty() || args.front() != command.get_name()) return args;
-  const auto word = args.begin();
-  const std::vector<std::string> own(word + 1, args.end());
+  const std::vector<std::string> own(args.begin() + 1, args.end());  // the command's flags
   std::string path;
   for (std::size_t i = 0; i < own.size(); ++i) {
     if (own[i] == "--config" && i + 1 < own.size()) path = own[i + 1];
@@ -83,9 +82,9 @@ std::vector<std::string> with_config_file(const CLI::App& command, const std::ve
     for (std::size_t i = 1; i < item.inputs.size(); ++i) value += std::string(1, option->get_delimiter() ? option->get_delimiter() : ',') + item.inputs[i];
     added.push_back(flag + "=" + value);
   }
-  std::vector<std::string> out(args.begin(), word + 1);
+  std::vector<std::string> out = {args.front()};
   out.insert(out.end(), added.begin(), added.end());
-  out.insert(out.end(), word + 1, args.end());
+  out.insert(out.end(), own.begin(), own.end());
   return out;
 }
 

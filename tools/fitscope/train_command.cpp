@@ -328,7 +328,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
     o.validation_data.clear();
   }
   if (m.batch_size > 0) o.fit.loader.batch_size = m.batch_size;
-  o.run.verbose = 1;
+  o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
   t.session = std::make_unique<Session>(o, dist::single_process_context(), resolve_device(o.device, 0));
   t.trainer = t.session->make_trainer(o);
   if (!is_script_file(o.model)) t.trainer->load_weights(t.weights);
