@@ -10,40 +10,41 @@
 namespace fitscope {
 namespace {
 
+// libtorch 2.4 names the CPU's autocast state by device; 1.13 has functions of its own for it
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool cpu_autocast_enabled() { return at::autocast::is_autocast_enabled(at::kCPU); }
+at::ScalarType cpu_autocast_dtype() { return at::autocast::get_autocast_dtype(at::kCPU); }
+void set_cpu_autocast(bool enabled, at::ScalarType dtype) {
+  at::autocast::set_autocast_enabled(at::kCPU, enabled);
+  at::autocast::set_autocast_dtype(at::kCPU, dtype);
+}
+#else
+bool cpu_autocast_enabled() { return at::autocast::is_cpu_enabled(); }
+at::ScalarType cpu_autocast_dtype() { return at::autocast::get_autocast_cpu_dtype(); }
+void set_cpu_autocast(bool enabled, at::ScalarType dtype) {
+  at::autocast::set_cpu_enabled(enabled);
+  at::autocast::set_autocast_cpu_dtype(dtype);
+}
+#endif
+
 /// CPU autocast to bfloat16 for its lifetime; what was set before comes back after, and the cast
 /// weights are dropped when the outermost autocast region ends (as torch.autocast's exit does).
 class CpuAutocast {
  public:
-  CpuAutocast() {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    was_enabled_ = at::autocast::is_autocast_enabled(at::kCPU);
-    was_dtype_ = at::autocast::get_autocast_dtype(at::kCPU);
-    at::autocast::set_autocast_enabled(at::kCPU, true);
-    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-#else
-    was_enabled_ = at::autocast::is_cpu_enabled();
-    was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-#endif
+  CpuAutocast() : was_enabled_(cpu_autocast_enabled()), was_dtype_(cpu_autocast_dtype()) {
+    set_cpu_autocast(true, at::kBFloat16);
     at::autocast::increment_nesting();
   }
   ~CpuAutocast() {
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(at::kCPU, was_enabled_);
-    at::autocast::set_autocast_dtype(at::kCPU, was_dtype_);
-#else
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(was_dtype_);
-#endif
+    set_cpu_autocast(was_enabled_, was_dtype_);
   }
   CpuAutocast(const CpuAutocast&) = delete;
   CpuAutocast& operator=(const CpuAutocast&) = delete;
 
  private:
-  bool was_enabled_ = false;
-  at::ScalarType was_dtype_ = at::kBFloat16;
+  bool was_enabled_;
+  at::ScalarType was_dtype_;
 };
 
 }  // namespace

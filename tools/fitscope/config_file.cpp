@@ -59,14 +59,10 @@ std::vector<std::string> with_config_file(const CLI::App& command, const std::ve
     const std::string flag = "--" + item.name;
     const CLI::Option* option = command.get_option_no_throw(flag);
     if (!option || item.name == "config" || item.name == "help") {
-      std::vector<std::string> names;
-      for (const CLI::Option* o : command.get_options()) {
-        for (const std::string& n : o->get_lnames()) names.push_back(n);
-      }
-      const std::string near = nearest_name(item.name, names);
+      const std::string near = nearest_name(flag, flag_names(command));
       throw std::invalid_argument(where + "unknown setting '" + item.name + "' for fitscope " + command.get_name() +
                                   (near.empty() ? " (the settings are the flags' names without the dashes)"
-                                                : " (did you mean " + near + "?)"));
+                                                : " (did you mean " + near.substr(2) + "?)"));
     }
     if (gives(own, flag)) continue;
     if (option->get_expected_max() == 0) {  // a switch

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 #include <stdexcept>
@@ -33,17 +35,30 @@ CLI::Validator integer_in(int64_t low, int64_t high) {
       "N");
 }
 
+/// `text` as a finite number followed by one of `units` (a suffix and its scale; "" for none), times the
+/// unit's scale; nothing when it is not such a number.
+std::optional<double> scaled_number(const std::string& text, const std::map<std::string, double>& units) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const auto unit = units.find(text.substr(used));
+  if (unit == units.end() || !std::isfinite(value)) return std::nullopt;
+  return value * unit->second;
+}
+
+std::optional<double> finite_number(const std::string& text) { return scaled_number(text, {{"", 1}}); }
+
 /// A validator for finite numbers with a lower bound, inclusive or not, and at most `max`, naming what
 /// is expected ("inf", "nan" and values that overflow a duration are refused); the help's X.
 CLI::Validator number_above(double bound, bool inclusive, const std::string& expected, double max) {
   return CLI::Validator(
       [=](std::string& v) -> std::string {
-        try {
-          std::size_t used = 0;
-          const double x = std::stod(v, &used);
-          if (used == v.size() && std::isfinite(x) && (inclusive ? x >= bound : x > bound) && x <= max) return {};
-        } catch (const std::exception&) {
-        }
+        const auto x = finite_number(v);
+        if (x && (inclusive ? *x >= bound : *x > bound) && *x <= max) return {};
         return "expected " + expected + ", got '" + v + "'";
       },
       "X");
@@ -67,18 +82,11 @@ CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const st
 
 /// "90", "90s", "10m", "2h" in seconds; throws std::invalid_argument saying what is expected.
 double parse_duration_s(const std::string& text) {
-  std::size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-  }
-  const std::string unit = text.substr(std::min(used, text.size()));
-  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-  if (used == 0 || scale < 0 || !std::isfinite(value) || value <= 0 || value * scale >= 1e9) {
+  const auto seconds = scaled_number(text, {{"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}});
+  if (!seconds || *seconds <= 0 || *seconds >= 1e9) {
     throw std::invalid_argument("expected a duration > 0 such as 90, 90s, 10m or 2h, got '" + text + "'");
   }
-  return value * scale;
+  return *seconds;
 }
 
 /// "M1,M2/S1,S2": Normalize's means and standard deviations (as many of each, every std > 0).
@@ -88,14 +96,9 @@ std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::s
     std::vector<double> values;
     std::stringstream in(part);
     for (std::string item; std::getline(in, item, ',');) {
-      std::size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(item, &used);
-      } catch (const std::exception&) {
-      }
-      if (used == 0 || used != item.size() || !std::isfinite(v)) throw std::invalid_argument("");
-      values.push_back(v);
+      const auto v = finite_number(item);
+      if (!v) throw std::invalid_argument("");
+      values.push_back(*v);
     }
     return values;
   };
@@ -114,19 +117,11 @@ std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::s
 
 /// "512M", "2G", "1048576": bytes (K, M, G, T powers of 1024), at least 1.
 int64_t parse_bytes(const std::string& text) {
-  std::size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-  }
-  const std::string unit = text.substr(std::min(used, text.size()));
-  const double scale = unit.empty() ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0
-                                        : unit == "T" ? 1099511627776.0 : -1;
-  if (used == 0 || scale < 0 || !std::isfinite(value) || value * scale < 1 || value * scale > 9e18) {
+  const auto bytes = scaled_number(text, {{"", 1}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"T", 0x1p40}});
+  if (!bytes || *bytes < 1 || *bytes > 9e18) {
     throw std::invalid_argument("expected a size in bytes such as 1048576, 512M or 2G, got '" + text + "'");
   }
-  return static_cast<int64_t>(value * scale);
+  return static_cast<int64_t>(*bytes);
 }
 
 /// "auto" (0 in ThreadOptions) or a thread count in [1, 1024].
@@ -153,8 +148,6 @@ int64_t parse_every(const std::string& v, bool batch_word) {
                               "or a number of batches >= 1, got '" + v + "'");
 }
 
-CLI::Validator one_of(std::vector<std::string> words) { return CLI::IsMember(std::move(words)); }
-
 /// A string flag whose value `parse` turns into a field.
 template <typename Parse, typename Set>
 CLI::Option* add_parsed(CLI::App* command, const std::string& flag, Parse parse, const std::string& metavar, Set set,
@@ -165,6 +158,16 @@ CLI::Option* add_parsed(CLI::App* command, const std::string& flag, Parse parse,
 }
 
 }  // namespace
+
+CLI::Option* add_size_flag(CLI::App* command, const std::string& flag, int64_t& height, int64_t& width, int64_t smallest,
+                           const std::string& help) {
+  return command
+      ->add_option_function<std::vector<int64_t>>(flag, [&height, &width](const std::vector<int64_t>& size) {
+        height = size.at(0);
+        width = size.size() > 1 ? size.at(1) : size.at(0);
+      }, help)
+      ->delimiter(',')->expected(1, 2)->check(integer_in(smallest, 16384));
+}
 
 void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   const bool train = which == Command::train;
@@ -181,7 +184,7 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   command->add_option_function<std::string>("--precision", [&o](const std::string& v) { o.trainer.precision = parse_precision(v); },
                       "32 (float32), or bf16: the forward pass under bfloat16 autocast, the loss and the weights in "
                       "float32 (faster only on CPUs with bf16 instructions: AVX512-BF16 or AMX)")
-      ->check(one_of({"32", "bf16"}))->default_str("32");
+      ->check(CLI::IsMember({"32", "bf16"}))->default_str("32");
   command->add_option("--device", o.device, "auto (a GPU if there is one), cpu, cuda (under launch: the local rank's GPU) or cuda:N")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         if (v == "auto" || v == "cpu" || v == "cuda") return {};
@@ -198,16 +201,13 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
                       "(data_batch_*.bin, test_batch.bin), csv:FILE or images:DIR (DIR/<class>/<image>.jpg|.png, decoded "
                       "in the loader's workers); a test set in the files is the validation set")
       ->type_name("SPEC")->capture_default_str();
-  command->add_option_function<std::vector<int64_t>>("--image-size", [&o](const std::vector<int64_t>& size) {
-        o.images.height = size.at(0);
-        o.images.width = size.size() > 1 ? size.at(1) : size.at(0);
-      }, "images:DIR: resize every image to HEIGHT,WIDTH (bilinear; one number for a square; default: the images' own "
-         "size, which must then be one)")
-      ->delimiter(',')->expected(1, 2)->check(integer_in(1, 16384));
+  add_size_flag(command, "--image-size", o.images.height, o.images.width, 1,
+                "images:DIR: resize every image to HEIGHT,WIDTH (bilinear; one number for a square; default: the images' "
+                "own size, which must then be one)");
   command->add_option_function<std::string>("--color-mode", [&o](const std::string& v) {
         o.images.channels = v == "grayscale" ? 1 : v == "rgb" ? 3 : 0;
       }, "images:DIR: grayscale (1 channel) or rgb (3); auto: rgb when any image has colour")
-      ->check(one_of({"auto", "grayscale", "rgb"}))->default_str("auto");
+      ->check(CLI::IsMember({"auto", "grayscale", "rgb"}))->default_str("auto");
   command->add_flag("--skip-bad-files", o.images.skip_bad_files,
                     "images:DIR: leave out the files that are not whole JPEG or PNG images (and empty class folders) "
                     "with a warning, instead of stopping");
@@ -250,7 +250,7 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   command->add_option("--lr", o.trainer.learning_rate, "Learning rate")->check(number_above(0, false, "a finite number > 0"))->capture_default_str();
   command->add_option_function<std::string>("--optimizer", [&o](const std::string& v) { o.trainer.optimizer = parse_optimizer(v); },
                                             "adam, adamw (decoupled weight decay) or sgd")
-      ->check(one_of({"adam", "adamw", "sgd"}))->default_str("adam");
+      ->check(CLI::IsMember({"adam", "adamw", "sgd"}))->default_str("adam");
   command->add_option_function<double>("--weight-decay", [&o](double v) { o.trainer.weight_decay = v; },
                                        "Weight decay (default: 0.01 for adamw, PyTorch's; else 0)")
       ->check(number_above(0, true, "a finite number >= 0"));
@@ -260,7 +260,7 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   command->add_option_function<std::string>("--loss", [&o](const std::string& v) { o.trainer.loss = parse_loss(v); },
                                             "cross-entropy, mse, mae, huber or bce-with-logits "
                                             "(class indices against several outputs count as one-hot)")
-      ->check(one_of({"cross-entropy", "mse", "mae", "huber", "bce-with-logits"}))->default_str("cross-entropy");
+      ->check(CLI::IsMember({"cross-entropy", "mse", "mae", "huber", "bce-with-logits"}))->default_str("cross-entropy");
   command->add_option("--label-smoothing", o.trainer.loss_options.label_smoothing, "Cross-entropy's label smoothing, in [0, 1)")
       ->check(number_above(0, true, "a number in [0, 1)", 1 - 1e-12))->capture_default_str();
   command->add_option("--class-weight", o.trainer.loss_options.class_weights,
@@ -285,9 +285,9 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
     command->add_option("--lr-schedule", o.lr_schedule,
                         "Learning-rate schedule from --lr: step or exponential (x --lr-decay-factor every --lr-decay-every), "
                         "cosine (after --lr-warmup, down to 0 at the run's end) or one-cycle")
-        ->check(one_of({"step", "exponential", "cosine", "one-cycle"}));
+        ->check(CLI::IsMember({"step", "exponential", "cosine", "one-cycle"}));
     command->add_option("--lr-schedule-unit", o.lr_schedule_unit, "Whether the schedule counts steps (batches) or epochs")
-        ->check(one_of({"step", "epoch"}))->capture_default_str();
+        ->check(CLI::IsMember({"step", "epoch"}))->capture_default_str();
     command->add_option("--lr-decay-every", o.lr_decay_every, "The step and exponential schedules' interval")
         ->check(integer_in(1, 1'000'000'000));
     command->add_option("--lr-decay-factor", o.lr_decay_factor, "The step and exponential schedules' factor per interval")
@@ -339,7 +339,7 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
       ->check(number_above(0, true, "a number of milliseconds in [0, 3600000]", 3.6e6))->capture_default_str();
   command->add_option_function<std::string>("--callback-mode", [&o](const std::string& v) { o.run.async_callbacks = v == "async"; },
                                              "How the observing callbacks run: sync, or async (off the training thread)")
-      ->check(one_of({"sync", "async"}))->default_str("sync");
+      ->check(CLI::IsMember({"sync", "async"}))->default_str("sync");
 
   if (train) {
     command->option_defaults()->group("Checkpoints");
@@ -382,7 +382,7 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
     command->add_option("--dist-backend", o.dist_backend,
                         "gloo, nccl (a GPU per rank; a world of one too), or auto (nccl when the ranks train on GPUs and "
                         "this build has it, else gloo)")
-        ->check(one_of({"auto", "gloo", "nccl"}))->capture_default_str();
+        ->check(CLI::IsMember({"auto", "gloo", "nccl"}))->capture_default_str();
   }
   command->option_defaults()->group("Options");
 }

@@ -59,14 +59,6 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-std::vector<std::string> flag_names(const CLI::App& command) {
-  std::vector<std::string> names;
-  for (const CLI::Option* option : command.get_options()) {
-    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
-  }
-  return names;
-}
-
 /// The message for `word`, which `command` (nullptr: the program) did not expect.
 std::string unexpected(const CLI::App& app, const CLI::App* command, const std::string& word) {
   if (!command) {
@@ -93,6 +85,14 @@ std::string unexpected(const CLI::App& app, const CLI::App* command, const std::
 }  // namespace
 
 HelpFormatter::HelpFormatter() { column_width(kFlagColumn); }
+
+std::vector<std::string> flag_names(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  return names;
+}
 
 std::string HelpFormatter::make_option_opts(const CLI::Option* option) const {
   return option->get_expected_max() == 0 ? "" : " " + metavar(option);

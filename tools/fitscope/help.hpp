@@ -23,6 +23,9 @@ class HelpFormatter : public CLI::Formatter {
 /// command has that flag.
 std::string parse_error_message(const CLI::App& app, const CLI::ParseError& error);
 
+/// `command`'s flags' long names, with their dashes ("--epochs").
+std::vector<std::string> flag_names(const CLI::App& command);
+
 /// The known name nearest to `word` by edit distance, when near enough to be a misspelling; else "".
 std::string nearest_name(const std::string& word, const std::vector<std::string>& names);
 

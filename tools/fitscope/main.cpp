@@ -107,17 +107,13 @@ int main(int argc, char** argv) {
       "make-images", "Write the built-in data set as an image folder (DIR/class_NN/NNNNNN.jpg) for --data images:DIR");
   make_images->add_option("DIR", make_images_options.dir, "The folder to write into")->required()->type_name("DIR");
   make_images->add_option("--count", make_images_options.count, "Images")->check(integer_in(1, 100'000'000))->capture_default_str();
-  make_images->add_option_function<std::vector<int64_t>>("--size", [&](const std::vector<int64_t>& size) {
-        make_images_options.height = size.at(0);
-        make_images_options.width = size.size() > 1 ? size.at(1) : size.at(0);
-      }, "HEIGHT,WIDTH (one number for a square)")
-      ->delimiter(',')->expected(1, 2)->check(integer_in(8, 16384))->default_str("64,64");
+  add_size_flag(make_images, "--size", make_images_options.height, make_images_options.width, 8,
+                "HEIGHT,WIDTH (one number for a square)")->default_str("64,64");
   make_images->add_option("--classes", make_images_options.classes, "Classes (folders)")->check(integer_in(2, 1000))->capture_default_str();
   make_images->add_option("--format", make_images_options.write.format, "jpg or png")->check(CLI::IsMember({"jpg", "png"}))->capture_default_str();
   make_images->add_option("--quality", make_images_options.write.quality, "JPEG quality")->check(integer_in(1, 100))->capture_default_str();
   make_images->add_option("--channels", make_images_options.write.channels, "1 (grayscale) or 3 (RGB: each image tinted at random)")
-      ->check(CLI::IsMember({1, 3}))->default_str("3");
-  make_images_options.write.channels = 3;
+      ->check(CLI::IsMember({1, 3}))->capture_default_str();
   make_images->add_option("--seed", make_images_options.seed, "Seed of the images")->capture_default_str();
   make_images->callback([&] { run_make_images(make_images_options, std::cout); });
 

@@ -72,7 +72,7 @@ struct MakeImagesOptions {
   int64_t height = 64, width = 64;  ///< --size H,W
   int64_t classes = 10;           ///< --classes
   uint64_t seed = 0;              ///< --seed
-  ImageFolderWriteOptions write;  ///< --format --quality --channels
+  ImageFolderWriteOptions write{"jpg", 90, 3};  ///< --format --quality --channels (RGB by default)
 };
 
 /// Runs `train`; writes progress and the report to `out`. Returns the exit code: 0, or 128 + the
