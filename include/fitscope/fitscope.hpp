@@ -34,6 +34,7 @@
 #include "fitscope/data/image_folder.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/loader_stats.hpp"
+#include "fitscope/data/loader_tuner.hpp"
 #include "fitscope/data/map_dataset.hpp"
 #include "fitscope/data/sample_random.hpp"
 #include "fitscope/data/sampler.hpp"

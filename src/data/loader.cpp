@@ -2,8 +2,12 @@
 
 #include <ATen/ATen.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -14,6 +18,7 @@
 
 #include "error_context.hpp"
 #include "fitscope/data/cached_dataset.hpp"
+#include "fitscope/data/loader_tuner.hpp"
 
 namespace fitscope {
 namespace {
@@ -21,7 +26,38 @@ namespace {
 thread_local int64_t t_worker = 0;  // the loader worker this thread is (1..W), for its track in the trace
 constexpr int64_t kMaxBuildsKept = 20000;
 
+constexpr int64_t kFirstWindowNs = 50'000'000;  // the first tuning window: a twentieth of a second,
+constexpr int64_t kWindowNs = 500'000'000;       // doubling up to half a second of batches
+constexpr int64_t kWindowBatches = 4;        // and at least this many
+constexpr std::size_t kMaxChangesKept = 1000;
+constexpr int64_t kDefaultQueueMaxBytes = int64_t{1} << 30;
+
 int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+/// A quarter of MemAvailable, at most 1 GiB (1 GiB when /proc/meminfo cannot be read).
+int64_t default_queue_max_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return std::min(kDefaultQueueMaxBytes, kib * 1024 / 4);
+    meminfo.ignore(64, '\n');
+  }
+  return kDefaultQueueMaxBytes;
+}
+
+int64_t auto_max_workers() {
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp<int64_t>(4 * cores, 16, 64);
+}
+
+std::string on_off(bool tuned, int64_t value) { return tuned ? "auto" : std::to_string(value); }
 
 }  // namespace
 
@@ -34,8 +70,16 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   if (options_.delay_ms < 0) {
     throw std::invalid_argument("load delay must be >= 0 ms, got " + std::to_string(options_.delay_ms));
   }
-  if (options_.workers < 0) throw std::invalid_argument("workers must be >= 0, got " + std::to_string(options_.workers));
-  if (options_.prefetch < 1) throw std::invalid_argument("prefetch must be >= 1, got " + std::to_string(options_.prefetch));
+  constexpr int64_t kAuto = LoaderOptions::kAuto;
+  if (options_.workers < 0 && options_.workers != kAuto) {
+    throw std::invalid_argument("workers must be >= 0 or auto, got " + std::to_string(options_.workers));
+  }
+  if (options_.prefetch < 1 && options_.prefetch != kAuto) {
+    throw std::invalid_argument("prefetch must be >= 1 or auto, got " + std::to_string(options_.prefetch));
+  }
+  if (options_.queue_max_bytes < 0) {
+    throw std::invalid_argument("the queue's memory budget must be >= 0 bytes, got " + std::to_string(options_.queue_max_bytes));
+  }
   for (const auto& t : options_.transforms) {
     if (!t) throw std::invalid_argument("the loader was given a null transform");
   }
@@ -50,6 +94,24 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   options_.sampler->set_epoch(0);
   order_ = options_.sampler->indices();
   samples_per_epoch_ = static_cast<int64_t>(order_.size());
+  created_ns_ = now_ns();
+  window_ns_ = kFirstWindowNs;
+  auto_workers_ = options_.workers == kAuto;
+  auto_prefetch_ = options_.prefetch == kAuto && options_.workers != 0;
+  if (auto_workers_ || auto_prefetch_) {
+    LoaderTuner::Options t;
+    t.tune_workers = auto_workers_;
+    t.tune_prefetch = auto_prefetch_;
+    t.max_workers = auto_max_workers();
+    queue_max_bytes_ = options_.queue_max_bytes > 0 ? options_.queue_max_bytes : default_queue_max_bytes();
+    tuner_ = std::make_unique<LoaderTuner>(LoaderSetting{auto_workers_ ? 1 : options_.workers,
+                                                         auto_prefetch_ ? 2 : options_.prefetch}, t);
+    options_.workers = tuner_->setting().workers;
+    options_.prefetch = tuner_->setting().prefetch;
+    record_change(created_ns_, "start: workers " + on_off(auto_workers_, options_.workers) + ", prefetch " +
+                                   on_off(auto_prefetch_, options_.prefetch));
+  }
+  if (options_.prefetch == kAuto) options_.prefetch = 1;  // workers 0: nothing is built ahead
   if (options_.workers > 0) options_.prefetch = std::max(options_.prefetch, options_.workers);
   if (options_.workers > 0) {
     prefetcher_ = std::make_unique<Prefetcher<Batch>>(options_.workers, options_.prefetch,
@@ -82,11 +144,18 @@ void Loader::set_epoch(int64_t epoch, int64_t first_batch) {
     throw std::logic_error("the sampler changed its length between epochs");
   }
   cursor_ = first_batch;
+  // a tuning window counts the time spent in epochs, not between them (validation, callbacks)
+  if (window_.segment_start_ns != 0) window_.elapsed_ns += window_.last_batch_ns - window_.segment_start_ns;
+  window_.segment_start_ns = window_.last_batch_ns = now_ns();
   if (prefetcher_) {
     prefetcher_->start(num_batches() - first_batch, [this, first_batch](int64_t batch, const StopToken& stop) {
       const int64_t start = now_ns();
+      const int64_t cpu_start = thread_cpu_ns();
       Batch built = build(first_batch + batch, &stop);
       const int64_t end = now_ns();
+      built_.fetch_add(1, std::memory_order_relaxed);
+      build_ns_.fetch_add(end - start, std::memory_order_relaxed);
+      build_cpu_ns_.fetch_add(thread_cpu_ns() - cpu_start, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(builds_mutex_);
       if (builds_kept_ < kMaxBuildsKept) {
         ++builds_kept_;
@@ -141,9 +210,63 @@ Batch Loader::next() {
     ++handed_out_;
     return build(cursor_++, nullptr);
   }
+  const int64_t asked = tuner_ ? now_ns() : 0;
   Batch batch = prefetcher_->next();
   ++handed_out_;
+  if (tuner_) {
+    const int64_t got = now_ns();
+    tune(got - asked, got, batch);
+  }
   return batch;
+}
+
+void Loader::tune(int64_t wait_ns, int64_t now, const Batch& batch) {
+  if (handed_out_ == 1) {  // a batch's size is known: the budget for queued batches, in batches
+    const int64_t bytes = std::max<int64_t>(1, static_cast<int64_t>(batch.inputs.nbytes() + batch.targets.nbytes()));
+    tuner_->set_max_prefetch(queue_max_bytes_ / bytes);
+    char why[160];
+    std::snprintf(why, sizeof why, "a batch takes %.2f MB: the queue's budget of %.0f MB holds %lld of them",
+                  static_cast<double>(bytes) / (1 << 20), static_cast<double>(queue_max_bytes_) / (1 << 20),
+                  static_cast<long long>(queue_max_bytes_ / bytes));
+    apply_tuner(now, why);
+  }
+  window_.last_batch_ns = now;
+  ++window_.batches;
+  window_.wait_ns += wait_ns;
+  const int64_t elapsed = window_.elapsed_ns + now - window_.segment_start_ns;
+  if (elapsed < window_ns_ || window_.batches < kWindowBatches) return;
+  window_ns_ = std::min(kWindowNs, 2 * window_ns_);
+  const int64_t built = built_.load(std::memory_order_relaxed);
+  const int64_t build_ns = build_ns_.load(std::memory_order_relaxed);
+  const int64_t build_cpu_ns = build_cpu_ns_.load(std::memory_order_relaxed);
+  LoaderWindow w;
+  w.seconds = static_cast<double>(elapsed) * 1e-9;
+  w.batches = window_.batches;
+  w.wait_s = static_cast<double>(window_.wait_ns) * 1e-9;
+  w.built = built - window_.built;
+  w.build_s = static_cast<double>(build_ns - window_.build_ns) * 1e-9;
+  w.build_cpu_s = static_cast<double>(build_cpu_ns - window_.build_cpu_ns) * 1e-9;
+  window_ = Window{};
+  window_.segment_start_ns = window_.last_batch_ns = now;
+  window_.built = built;
+  window_.build_ns = build_ns;
+  window_.build_cpu_ns = build_cpu_ns;
+  if (tuner_->observe(w)) apply_tuner(now, tuner_->why());
+}
+
+void Loader::apply_tuner(int64_t now, std::string why) {
+  const LoaderSetting& s = tuner_->setting();
+  if (s.workers == options_.workers && s.prefetch == options_.prefetch) return;
+  prefetcher_->set_workers(s.workers);
+  prefetcher_->set_depth(s.prefetch);
+  options_.workers = s.workers;
+  options_.prefetch = prefetcher_->depth();
+  record_change(now, std::move(why));
+}
+
+void Loader::record_change(int64_t now, std::string why) {
+  if (changes_.size() >= kMaxChangesKept) return;
+  changes_.push_back({static_cast<double>(now - created_ns_) * 1e-9, now, options_.workers, options_.prefetch, std::move(why)});
 }
 
 void Loader::stop() {
@@ -162,6 +285,14 @@ LoaderStats Loader::stats() const {
   s.prefetch = prefetcher_ ? prefetcher_->depth() : 0;
   s.batches = handed_out_;
   s.mean_queue_depth = prefetcher_ ? prefetcher_->mean_depth() : 0.0;
+  s.auto_workers = auto_workers_;
+  s.auto_prefetch = auto_prefetch_;
+  const int64_t built = built_.load(std::memory_order_relaxed);
+  if (built > 0) {
+    s.batch_build_ms = static_cast<double>(build_ns_.load(std::memory_order_relaxed)) * 1e-6 / static_cast<double>(built);
+    s.batch_build_cpu_ms = static_cast<double>(build_cpu_ns_.load(std::memory_order_relaxed)) * 1e-6 / static_cast<double>(built);
+  }
+  s.changes = changes_;
   return s;
 }
 

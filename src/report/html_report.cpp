@@ -27,6 +27,23 @@ namespace {
 
 using namespace report;
 
+/// What --workers auto / --prefetch auto changed, and why (the first 100 changes).
+std::string loader_changes(const LoaderStats& l) {
+  if (l.changes.empty()) return {};
+  std::ostringstream out;
+  out << "<p>--workers " << (l.auto_workers ? "auto" : std::to_string(l.workers)) << ", --prefetch "
+      << (l.auto_prefetch ? "auto" : std::to_string(l.prefetch)) << ": the loader measured every half second how long "
+      << "the step waited and how busy its workers were, and changed its setting " << l.changes.size() - 1
+      << (l.changes.size() == 2 ? " time" : " times") << ".</p>"
+      << "<table class=\"loader\"><tr><th>at s</th><th>workers</th><th>prefetch</th><th>why</th></tr>";
+  for (std::size_t i = 0; i < std::min<std::size_t>(l.changes.size(), 100); ++i) {
+    const LoaderChange& c = l.changes[i];
+    out << "<tr><td>" << fixed(c.at_s, 2) << "</td><td>" << c.workers << "</td><td>" << c.prefetch << "</td><td>"
+        << svg::escape(c.why) << "</td></tr>";
+  }
+  return out.str() + "</table>";
+}
+
 std::string settings_table(const RunSummary& s) {
   std::ostringstream out;
   out << "<table class=\"settings\"><tr><th>setting</th><th>value</th></tr>";
@@ -45,7 +62,9 @@ std::string settings_table(const RunSummary& s) {
   row("samples_per_s", svg::format_number(s.samples_per_s));
   row("wall_s", svg::format_number(s.wall_s));
   row("loader", s.loader.workers == 0 ? std::string("batches built on the training thread (--workers 0)")
-                                      : count_of(s.loader.workers, "worker") + ", prefetch " + std::to_string(s.loader.prefetch));
+                                      : count_of(s.loader.workers, "worker") + (s.loader.auto_workers ? " (auto)" : "") +
+                                            ", prefetch " + std::to_string(s.loader.prefetch) +
+                                            (s.loader.auto_prefetch ? " (auto)" : ""));
   for (const auto& [key, value] : s.settings) row(key, value);  // what repeats the run: command line, version, ...
   out << "</table>";
   return out.str();
@@ -244,8 +263,10 @@ std::string train_report(const fs::path& dir) {
     } else {
       body << "The loader had " << count_of(s.loader.workers, "worker") << "; when the step asked for a batch, "
            << fixed(s.loader.mean_queue_depth, 2) << " of " << s.loader.prefetch
-           << " prefetched batches were ready on average (near 0 means the loader is behind).</p>";
+           << " prefetched batches were ready on average (near 0 means the loader is behind). A worker built a batch in "
+           << fixed(s.loader.batch_build_ms, 2) << " ms, " << fixed(s.loader.batch_build_cpu_ms, 2) << " ms of it on a CPU.</p>";
     }
+    body << loader_changes(s.loader);
     if (data_wait >= 0) {
       const std::vector<double> wait = steps.values(data_wait);
       svg::ChartOptions w;

@@ -110,7 +110,6 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
   RunFacts facts;
   facts.model = model;
   facts.batch_size = fit.loader.batch_size;
-  facts.workers = fit.loader.workers;
   facts.callback_mode = async_callbacks ? "async" : "sync";
   facts.validation_split = fit.validation_split;
   facts.device = trainer.options().device.str();

@@ -95,7 +95,6 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     RunFacts facts;
     facts.model = options.name;
     facts.batch_size = c.batch_size;
-    facts.workers = fit.loader.workers;
     facts.callback_mode = options.callback_mode;
     FitMeasurements all = c.trainer->measured();  // the last window's loader, threads and CPU...
     all.stats = c.steps;                           // ...and every window's steps

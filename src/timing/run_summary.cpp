@@ -111,7 +111,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
 
   VerdictContext context;
   context.batch_size = facts.batch_size;
-  context.workers = facts.workers;
+  context.loader = m.loader;
   context.threads = m.threads;
   context.cpu = m.cpu;
   context.callback_mode = facts.callback_mode;
@@ -189,6 +189,10 @@ std::string RunSummary::to_json() const {
   json pools = json::object();
   for (const PoolCpu& p : cpu.pools) pools[p.pool] = {{"threads", p.threads}, {"cores", p.cores}};
   const auto optional_number = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json loader_changes = json::array();
+  for (const LoaderChange& c : loader.changes) {
+    loader_changes.push_back({{"at_s", c.at_s}, {"workers", c.workers}, {"prefetch", c.prefetch}, {"why", c.why}});
+  }
   const json out = {
       {"model", model},
       {"epochs", epochs},
@@ -227,8 +231,12 @@ std::string RunSummary::to_json() const {
       {"loader",
        {{"workers", loader.workers},
         {"prefetch", loader.prefetch},
+        {"auto", {{"workers", loader.auto_workers}, {"prefetch", loader.auto_prefetch}}},
         {"batches", loader.batches},
-        {"mean_queue_depth", loader.mean_queue_depth}}},
+        {"mean_queue_depth", loader.mean_queue_depth},
+        {"batch_build_ms", loader.batch_build_ms},
+        {"batch_build_cpu_ms", loader.batch_build_cpu_ms},
+        {"changes", loader_changes}}},
       {"cpu_utilization",
        {{"process_cores", cpu.process_cores},
         {"training_thread_cores", cpu.training_cores},
@@ -399,8 +407,20 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   }
   s.warnings = r.get<std::vector<std::string>>("warnings");
   const Reader loader = r.object("loader");
-  s.loader = {loader.get<int64_t>("workers"), loader.get<int64_t>("prefetch"), loader.get<int64_t>("batches"),
-              loader.get<double>("mean_queue_depth")};
+  s.loader.workers = loader.get<int64_t>("workers");
+  s.loader.prefetch = loader.get<int64_t>("prefetch");
+  s.loader.auto_workers = loader.object("auto").get<bool>("workers");
+  s.loader.auto_prefetch = loader.object("auto").get<bool>("prefetch");
+  s.loader.batches = loader.get<int64_t>("batches");
+  s.loader.mean_queue_depth = loader.get<double>("mean_queue_depth");
+  s.loader.batch_build_ms = loader.get<double>("batch_build_ms");
+  s.loader.batch_build_cpu_ms = loader.get<double>("batch_build_cpu_ms");
+  const json& changes = loader.array("changes");
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const Reader c = loader.element(changes[i], i, "changes");
+    s.loader.changes.push_back({c.get<double>("at_s"), 0, c.get<int64_t>("workers"), c.get<int64_t>("prefetch"),
+                                c.get<std::string>("why")});
+  }
   const Reader cpu = r.object("cpu_utilization");
   s.cpu.process_cores = cpu.get<double>("process_cores");
   s.cpu.training_cores = cpu.get<double>("training_thread_cores");

@@ -32,6 +32,10 @@ void TraceWriter::on_thread_spans(const std::vector<ThreadSpan>& spans) {
   thread_spans_.insert(thread_spans_.end(), spans.begin(), spans.end());
 }
 
+void TraceWriter::on_loader_changes(const std::vector<LoaderChange>& changes) {
+  loader_changes_.insert(loader_changes_.end(), changes.begin(), changes.end());
+}
+
 void TraceWriter::on_callback_spans(const std::vector<CallbackSpan>& spans) {
   spans_.insert(spans_.end(), spans.begin(), spans.end());
 }
@@ -52,6 +56,7 @@ void TraceWriter::finish() {
     thread_spans_.insert(thread_spans_.end(), more.begin(), more.end());
   }
   for (const auto& span : thread_spans_) origin = std::min(origin, span.start_ns);
+  for (const auto& c : loader_changes_) origin = std::min(origin, c.at_ns);
   const int64_t own_rank = ranks.empty() ? 0 : ranks.front();
   for (int64_t rank : ranks) {
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 1},
@@ -78,6 +83,10 @@ void TraceWriter::finish() {
   for (const auto& span : thread_spans_) {
     events.push_back({{"name", span.name}, {"cat", "thread"}, {"ph", "X"}, {"ts", (span.start_ns - origin) / 1000.0},
                       {"dur", span.dur_ns / 1000.0}, {"pid", own_rank}, {"tid", tracks.at(span.thread)}});
+  }
+  for (const auto& c : loader_changes_) {
+    events.push_back({{"name", "loader"}, {"cat", "loader"}, {"ph", "C"}, {"ts", (c.at_ns - origin) / 1000.0},
+                      {"pid", own_rank}, {"args", {{"workers", c.workers}, {"prefetch", c.prefetch}}}});
   }
   for (const auto& v : validations_) {
     events.push_back({{"name", "validation"}, {"cat", "validation"}, {"ph", "X"}, {"ts", (v.start_ns - origin) / 1000.0},

@@ -90,14 +90,34 @@ std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
 
 std::string percent(double share) { return std::to_string(static_cast<int>(share * 100 + 0.5)) + "%"; }
 
-std::string advice_for(const std::string& bound, double share, const VerdictContext& ctx) {
-  const std::string of_step = percent(share) + " of each step";
-  if (bound == "input") {
-    const int64_t next = ctx.workers < 1 ? 2 : ctx.workers * 2;
-    return "waiting for data takes " + of_step + ": raise --workers from " +
-           std::to_string(ctx.workers) + " to " + std::to_string(next) +
-           " (with --prefetch at least as large, 8 by default)";
+/// What to change when the step waits for data. With --workers auto, the tuner already tried more
+/// workers: the advice says what the loader needs per batch and what would reduce it.
+std::string input_advice(const std::string& of_step, double step_ms, const VerdictContext& ctx) {
+  const LoaderStats& l = ctx.loader;
+  if (!l.auto_workers) {
+    const int64_t next = l.workers < 1 ? 2 : l.workers * 2;
+    return "waiting for data takes " + of_step + ": raise --workers from " + std::to_string(l.workers) + " to " +
+           std::to_string(next) + " (with --prefetch at least as large), or let --workers auto choose";
   }
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "waiting for data takes %s although --workers auto settled on %lld: a worker needs %.2f ms per batch "
+                "(%.2f ms of CPU) and the step %.2f ms beside its wait",
+                of_step.c_str(), static_cast<long long>(l.workers), l.batch_build_ms, l.batch_build_cpu_ms, step_ms);
+  std::string out = text;
+  const int64_t cores = std::max<int64_t>(1, ctx.threads.cores);
+  if (l.batch_build_ms > 0 && l.batch_build_cpu_ms >= 0.5 * l.batch_build_ms) {
+    std::snprintf(text, sizeof text, "; keeping up takes %.1f cores of decoding beside the step, on %lld cores: ",
+                  step_ms > 0 ? l.batch_build_cpu_ms / step_ms : 0.0, static_cast<long long>(cores));
+    return out + text + "decode fewer pixels (a smaller --image-size), --cache the decoded examples, or add cores";
+  }
+  return out + "; the builds mostly wait rather than compute (--load-delay-ms, slow storage): a faster source or "
+               "--cache the examples";
+}
+
+std::string advice_for(const std::string& bound, double share, double step_ms, const VerdictContext& ctx) {
+  const std::string of_step = percent(share) + " of each step";
+  if (bound == "input") return input_advice(of_step, step_ms, ctx);
   if (bound == "callbacks") {
     const std::string most = ctx.slowest_callback.empty() ? "" : " (most in " + ctx.slowest_callback + ")";
     if (ctx.callback_mode == "async") {
@@ -189,7 +209,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
               s.share(Phase::metrics);
     v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
   }
-  v.advice = advice_for(v.bound, v.share, ctx);
+  v.advice = advice_for(v.bound, v.share, s.step().mean_ms - s.phase(Phase::data_wait).mean_ms, ctx);
   v.contention = contention_of(v.bound, ctx);
   v.outside_steps = outside_steps(ctx);
   return v;

@@ -296,12 +296,13 @@ void Trainer::Fit::finish() {
   for (const BatchBuild& b : loader->take_builds()) {
     builds.push_back({"loader worker " + std::to_string(b.worker), "batch " + std::to_string(b.batch), b.start_ns, b.dur_ns});
   }
+  m.loader = loader->stats();
   for (auto& sink : o.step_sinks) {
     sink->on_thread_spans(builds);
+    sink->on_loader_changes(m.loader.changes);
     sink->on_callback_spans(spans);
     sink->finish();
   }
-  m.loader = loader->stats();
   m.threads = t.threads_.choice();
   m.cpu = t.cpu_.stop();  // before the loader's threads exit
 }

@@ -190,16 +190,53 @@ TEST(Loader, ReportsItsWorkersAndMeanQueueDepth) {
 }
 
 TEST(Loader, RejectsBadOptionsByName) {
-  LoaderOptions o = options(4, -1);
+  LoaderOptions o = options(4, -2);
   try {
     Loader(numbered(10), o);
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "workers must be >= 0, got -1");
+    EXPECT_STREQ(e.what(), "workers must be >= 0 or auto, got -2");
   }
   o = options(4, 1);
   o.prefetch = 0;
   EXPECT_THROW(Loader(numbered(10), o), std::invalid_argument);
+}
+
+TEST(Loader, WithWorkersAutoAddsWorkersToASlowLoaderAndKeepsTheBatchesOfOneWorker) {
+  // each batch sleeps 4 ms and the consumer asks at once: one worker leaves it waiting all the time,
+  // and a build that mostly sleeps lets the tuner jump to the count that hides it
+  const auto data = images(1200);
+  LoaderOptions tuned = options(2, LoaderOptions::kAuto);
+  tuned.prefetch = LoaderOptions::kAuto;
+  tuned.delay_ms = 4;
+  tuned.transforms = parse_augment("flip,brightness");
+  Loader loader(data, tuned);
+  const std::vector<Batch> got = all_batches(loader, 2);
+  LoaderOptions fixed = options(2, 0);
+  fixed.transforms = tuned.transforms;
+  Loader reference(data, fixed);
+  const std::vector<Batch> want = all_batches(reference, 2);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t b = 0; b < want.size(); ++b) {
+    ASSERT_TRUE(at::equal(got[b].inputs, want[b].inputs)) << "batch " << b;
+    ASSERT_TRUE(at::equal(got[b].targets, want[b].targets)) << "batch " << b;
+  }
+  const LoaderStats s = loader.stats();
+  EXPECT_TRUE(s.auto_workers);
+  EXPECT_TRUE(s.auto_prefetch);
+  ASSERT_GE(s.changes.size(), 2u);
+  EXPECT_EQ(s.changes.front().workers, 1);
+  EXPECT_NE(s.changes.front().why.find("start: workers auto, prefetch auto"), std::string::npos);
+  int64_t most = 0;
+  for (const LoaderChange& c : s.changes) {
+    most = std::max(most, c.workers);
+    EXPECT_GE(c.prefetch, c.workers);
+    EXPECT_FALSE(c.why.empty());
+  }
+  EXPECT_GE(most, 3) << s.changes.back().why;
+  EXPECT_EQ(s.workers, loader.options().workers);
+  EXPECT_GT(s.batch_build_ms, 3.5);
+  EXPECT_LT(s.batch_build_cpu_ms, s.batch_build_ms / 2);  // a sleep, not work
 }
 
 TEST(Loader, ShardsWithADistributedSampler) {

@@ -103,6 +103,43 @@ TEST(Prefetcher, ReportsTheMeanQueueDepthWhenTheConsumerIsSlow) {
   EXPECT_GE(prefetcher.mean_depth(), 1.9);
 }
 
+TEST(Prefetcher, ChangesItsWorkersAndDepthInTheMiddleOfAPassWithoutChangingAnItem) {
+  Prefetcher<int64_t> prefetcher(1, 1);
+  std::atomic<int64_t> running{0}, most_late{0}, arrived{0};
+  std::atomic<bool> never_four{false};
+  prefetcher.start(300, [&](int64_t i, const StopToken&) {
+    const int64_t now = ++running;
+    if (i >= 100 && i < 104) {  // these four meet only when four workers build at once
+      ++arrived;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (arrived.load() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      if (arrived.load() < 4) never_four = true;
+    }
+    if (i >= 150) {  // built after the workers went back to one
+      int64_t m = most_late.load();
+      while (now > m && !most_late.compare_exchange_weak(m, now)) {
+      }
+    }
+    --running;
+    return i * 3;
+  });
+  int64_t i = 0;
+  for (; i < 100; ++i) ASSERT_EQ(prefetcher.next(), i * 3);
+  prefetcher.set_workers(4);
+  prefetcher.set_depth(8);
+  EXPECT_EQ(prefetcher.workers(), 4);
+  EXPECT_EQ(prefetcher.depth(), 8);
+  for (; i < 120; ++i) ASSERT_EQ(prefetcher.next(), i * 3);
+  EXPECT_FALSE(never_four.load());
+  prefetcher.set_workers(1);
+  prefetcher.set_depth(2);
+  EXPECT_EQ(prefetcher.depth(), 2);
+  for (; i < 300; ++i) ASSERT_EQ(prefetcher.next(), i * 3);
+  EXPECT_EQ(most_late.load(), 1);
+  EXPECT_THROW(prefetcher.set_workers(0), std::invalid_argument);
+  EXPECT_THROW(prefetcher.set_depth(0), std::invalid_argument);
+}
+
 TEST(Sampler, RandomOrderIsASeededPermutationPerEpoch) {
   RandomSampler a(100, 7), b(100, 7);
   const auto first = a.indices();

@@ -208,7 +208,7 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
                      "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
   expect_usage_error({"train", "--augment", "rotate"},
                      "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness, crop)");
-  expect_usage_error({"train", "--workers", "-1"}, "--workers: expected an integer in [0, 256], got '-1'");
+  expect_usage_error({"train", "--workers", "-1"}, "--workers: expected auto or a worker count in [0, 256], got '-1'");
   expect_usage_error({"train", "--checkpoint-every", "0"},
                      "--checkpoint-every: expected epoch, or a number of batches >= 1, got '0'");
   expect_usage_error({"train", "--resume"}, "--resume needs the --run-dir of the run to continue");
@@ -337,10 +337,42 @@ json short_run(const std::string& dir, std::vector<std::string> extra, ProcessRe
 
 TEST(Accounting, ASlowLoaderMakesTheRunHighlyInputBound) {
   TempDir tmp;
-  const json s = short_run(tmp.path() + "/run", {"--load-delay-ms", "20"});
+  const json s = short_run(tmp.path() + "/run", {"--load-delay-ms", "20", "--workers", "1", "--prefetch", "8"});
   EXPECT_EQ(s.at("verdict").at("bound"), "input");
   EXPECT_EQ(s.at("verdict").at("level"), "highly");
-  EXPECT_NE(s.at("verdict").at("advice").get<std::string>().find("--workers"), std::string::npos);
+  EXPECT_NE(s.at("verdict").at("advice").get<std::string>().find("raise --workers from 1 to 2"), std::string::npos);
+  EXPECT_EQ(s.at("loader").at("auto"), json({{"workers", false}, {"prefetch", false}}));
+  EXPECT_TRUE(s.at("loader").at("changes").empty());
+}
+
+TEST(Accounting, WorkersAutoAddsWorkersToASleepingLoaderAndSaysWhatItCouldNotHide) {
+  // 20 ms of sleep per batch against a step of well under a millisecond: the first window jumps to
+  // the most workers, and even they leave the step waiting
+  TempDir tmp;
+  ProcessResult r;
+  const json s = short_run(tmp.path() + "/run", {"--load-delay-ms", "20"}, &r);
+  const json& loader = s.at("loader");
+  EXPECT_EQ(loader.at("auto"), json({{"workers", true}, {"prefetch", true}}));
+  const json& changes = loader.at("changes");
+  ASSERT_GE(changes.size(), 2u) << loader.dump();
+  EXPECT_EQ(changes[0].at("workers"), 1);
+  EXPECT_EQ(changes[0].at("why"), "start: workers auto, prefetch auto");
+  EXPECT_GT(changes[1].at("workers").get<int64_t>(), 1);
+  EXPECT_NE(changes[1].at("why").get<std::string>().find("trying"), std::string::npos);
+  EXPECT_GT(loader.at("batch_build_ms").get<double>(), 19.0);
+  EXPECT_EQ(s.at("verdict").at("bound"), "input");
+  const std::string advice = s.at("verdict").at("advice").get<std::string>();
+  EXPECT_NE(advice.find("although --workers auto settled on " + std::to_string(loader.at("workers").get<int64_t>())),
+            std::string::npos) << advice;
+  EXPECT_NE(advice.find("the builds mostly wait rather than compute"), std::string::npos) << advice;
+  EXPECT_NE(r.out.find("(auto), prefetch"), std::string::npos) << r.out;
+  EXPECT_NE(read_file(tmp.path() + "/run/config.toml").find("workers = \"auto\""), std::string::npos);
+  const json trace = json::parse(read_file(tmp.path() + "/run/trace.json"));
+  int counters = 0;
+  for (const json& e : trace.at("traceEvents")) counters += e.at("ph") == "C" && e.at("name") == "loader";
+  EXPECT_EQ(counters, static_cast<int>(changes.size()));
+  expect_usage_error({"train", "--workers", "many"}, "--workers: expected auto or a worker count in [0, 256], got 'many'");
+  expect_usage_error({"train", "--prefetch", "0"}, "--prefetch: expected auto or a batch count in [1, 4096], got '0'");
 }
 
 TEST(Accounting, ASlowSyncCallbackMakesTheRunCallbackBoundAndIsNamedInAWarning) {
@@ -651,6 +683,7 @@ TEST(DataCommand, TrainsOnAnIdxPairWrittenByTheTestAndValidatesOnItsTestSet) {
   EXPECT_GT(s.at("logs").at("val_accuracy").get<double>(), 0.9);  // the bright column gives the class away
   EXPECT_EQ(s.at("loader").at("workers"), 2);
   EXPECT_EQ(s.at("loader").at("prefetch"), 4);
+  EXPECT_EQ(s.at("loader").at("auto").at("workers"), false);
   EXPECT_EQ(s.at("loader").at("batches"), 2 * 19);  // 600 examples, batches of 32, two epochs
   EXPECT_GE(s.at("loader").at("mean_queue_depth").get<double>(), 0.0);
   EXPECT_EQ(s.at("steps"), 2 * 19);

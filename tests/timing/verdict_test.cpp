@@ -22,7 +22,7 @@ PhaseStats steps_with(std::initializer_list<std::pair<Phase, int64_t>> phases) {
 
 TEST(Verdict, CallsARunWithMostlyDataWaitHighlyInputBoundAndNamesTheWorkersKnob) {
   VerdictContext ctx;
-  ctx.workers = 1;
+  ctx.loader.workers = 1;
   const Verdict v = judge(steps_with({{Phase::data_wait, 600}, {Phase::forward, 400}}), ctx);
   EXPECT_EQ(v.bound, "input");
   EXPECT_EQ(v.level, "highly");

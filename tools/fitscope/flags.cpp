@@ -124,15 +124,21 @@ int64_t parse_bytes(const std::string& text) {
   return static_cast<int64_t>(*bytes);
 }
 
-/// "auto" (0 in ThreadOptions) or a thread count in [1, 1024].
-int parse_threads(const std::string& v) {
-  if (v == "auto") return 0;
-  if (!v.empty() && v.size() < 5 && v.find_first_not_of("0123456789") == std::string::npos && std::stoi(v) >= 1 &&
-      std::stoi(v) <= 1024) {
-    return std::stoi(v);
+/// "auto" (`auto_value`) or a `what` in [low, high], for the "auto|N" flags.
+int64_t auto_or_count(const std::string& v, int64_t low, int64_t high, int64_t auto_value, const std::string& what) {
+  if (v == "auto") return auto_value;
+  if (!v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos && std::stoll(v) >= low &&
+      std::stoll(v) <= high) {
+    return std::stoll(v);
   }
-  throw std::invalid_argument("expected auto or a thread count in [1, 1024], got '" + v + "'");
+  throw std::invalid_argument("expected auto or " + what + " in [" + std::to_string(low) + ", " + std::to_string(high) +
+                              "], got '" + v + "'");
 }
+
+/// "auto" (0 in ThreadOptions) or a thread count in [1, 1024].
+int parse_threads(const std::string& v) { return static_cast<int>(auto_or_count(v, 1, 1024, 0, "a thread count")); }
+int64_t parse_workers(const std::string& v) { return auto_or_count(v, 0, 256, LoaderOptions::kAuto, "a worker count"); }
+int64_t parse_prefetch(const std::string& v) { return auto_or_count(v, 1, 4096, LoaderOptions::kAuto, "a batch count"); }
 
 /// "epoch" (0), "batch" (1) or a number of batches >= 1, for the "epoch|N" flags.
 int64_t parse_every(const std::string& v, bool batch_word) {
@@ -221,10 +227,14 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
       ->check(integer_in(100, 10'000'000))->capture_default_str();
   command->add_option("--seed", o.fit.loader.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
-  command->add_option("--workers", o.fit.loader.workers, "Loader threads (0 = batches built on the training thread)")
-      ->check(integer_in(0, 256))->capture_default_str();
-  command->add_option("--prefetch", o.fit.loader.prefetch, "Batches built ahead of the training step (at least --workers)")
-      ->check(integer_in(1, 4096))->capture_default_str();
+  add_parsed(command, "--workers", parse_workers, "auto|N", [&o](int64_t n) { o.fit.loader.workers = n; },
+             "Loader threads (0 = batches built on the training thread), or auto: from 1, workers are added while the "
+             "step waits for data and they are busy, and removed while it does not, each change kept only when it "
+             "pays (summary.json's loader.changes says why)")->default_str("auto");
+  add_parsed(command, "--prefetch", parse_prefetch, "auto|N", [&o](int64_t n) { o.fit.loader.prefetch = n; },
+             "Batches built ahead of the training step (at least --workers), or auto: 2 per worker, deeper while "
+             "the step waits and the workers are idle, within a quarter of the free memory (at most 1 GiB)")
+      ->default_str("auto");
   command->add_option_function<std::string>("--augment", [&o](const std::string& v) { o.fit.loader.transforms = parse_augment(v); },
                                              "Random augmentation in the loader: flip, brightness, crop (4 pixels of zero padding, cropped back at "
                                              "a random offset), comma-separated")

@@ -18,10 +18,13 @@ namespace fitscope::cli {
 
 /// Every field is set by flags of `fitscope train` (and of `sweep`).
 struct TrainCommandOptions {
-  /// The library's defaults, but for the demo's: 3 epochs and a 0.2 validation split.
+  /// The library's defaults, but for the demo's: 3 epochs, a 0.2 validation split, and the loader's
+  /// workers and prefetch depth tuned while the run goes on.
   TrainCommandOptions() {
     fit.epochs = 3;
     fit.validation_split = 0.2;
+    fit.loader.workers = LoaderOptions::kAuto;
+    fit.loader.prefetch = LoaderOptions::kAuto;
   }
   TrainerOptions trainer;  ///< --lr --optimizer --warmup-steps --threads --blas-threads --metrics
   FitOptions fit;          ///< --epochs --batch-size --validation-split --seed --workers --prefetch --augment --cache --load-delay-ms

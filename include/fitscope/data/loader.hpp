@@ -8,6 +8,12 @@
 /// waits when the next batch is not built yet: that wait is the step clock's data_wait. The batches
 /// are the same, bit for bit, for any number of workers.
 ///
+/// With workers or prefetch set to kAuto a LoaderTuner chooses them while the epochs go on: next()
+/// measures windows of half a second (the first 0.1 s, doubling): the consumer's wait, the workers'
+/// build and CPU time, leaving out the time between epochs. It applies the tuner's answer between two
+/// batches. It starts from 1 worker and prefetch 2; queued batches stay within `queue_max_bytes`.
+/// stats() lists the changes and why each was made.
+///
 /// A worker's error is rethrown by next() on the calling thread, naming the batch, its samples and
 /// the source. Destroying the loader (or set_epoch, or stop) abandons the epoch: no hang, no leaked
 /// thread; the per-batch delay is interrupted.
@@ -18,6 +24,7 @@
 #include <cstdint>
 #include <mutex>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fitscope/data/batch.hpp"
@@ -29,14 +36,21 @@
 
 namespace fitscope {
 
+class LoaderTuner;
+
 struct LoaderOptions {
+  /// `workers` or `prefetch`: chosen and changed while the run goes on (LoaderTuner), like tf.data's AUTOTUNE.
+  static constexpr int64_t kAuto = -1;
   int64_t batch_size = 32;  ///< examples per batch (>= 1)
   bool shuffle = true;      ///< a new seeded order every epoch (ignored when `sampler` is set)
   uint64_t seed = 0;        ///< seed of the orders and of the random transforms
   bool drop_last = false;   ///< drop the last batch when it is smaller than batch_size
   double delay_ms = 0;      ///< artificial delay per batch, slept by whoever builds it (--load-delay-ms)
-  int64_t workers = 1;      ///< threads building batches (>= 0; 0 = the calling thread, in next())
-  int64_t prefetch = 8;     ///< batches built or being built ahead of the consumer (>= 1; at least workers)
+  int64_t workers = 1;      ///< threads building batches (>= 0; 0 = the calling thread, in next()), or kAuto
+  int64_t prefetch = 8;     ///< batches built or being built ahead of the consumer (>= 1; at least workers), or kAuto
+  /// With kAuto: the memory that batches built ahead may take (0 = a quarter of the memory available
+  /// when the loader is made, at most 1 GiB).
+  int64_t queue_max_bytes = 0;
   std::vector<std::shared_ptr<Transform>> transforms;  ///< applied in order to every batch
   bool cache = false;       ///< keep every example in memory after its first use (CachedDataset)
   int64_t cache_max_bytes = 0;  ///< with cache: the budget for the examples held (0 = no limit)
@@ -65,12 +79,19 @@ class Loader {
   /// The batches the workers built since the last call (the first 20000 of the loader's life; the
   /// rest are not kept), in no particular order.
   std::vector<BatchBuild> take_builds();
+  /// The options in use (with kAuto: the workers and prefetch chosen so far).
   const LoaderOptions& options() const { return options_; }
   const Dataset& dataset() const { return *data_; }
 
  private:
   /// Builds batch `batch` of the epoch; `stop` is null on the calling thread.
   Batch build(int64_t batch, const StopToken* stop) const;
+  /// With a tuner: counts a batch handed out at `now_ns` and, at the end of a window, applies the
+  /// tuner's answer.
+  void tune(int64_t wait_ns, int64_t now_ns, const Batch& batch);
+  /// Gives the prefetcher the tuner's setting, when it differs, and records why.
+  void apply_tuner(int64_t now_ns, std::string why);
+  void record_change(int64_t now_ns, std::string why);
 
   std::shared_ptr<const Dataset> data_;
   LoaderOptions options_;
@@ -81,9 +102,24 @@ class Loader {
   int64_t handed_out_ = 0;
   // what the workers record: declared before them, so destroyed after they are joined
   std::atomic<int64_t> workers_started_{0};  // numbers the workers 1..W
+  std::atomic<int64_t> built_{0}, build_ns_{0}, build_cpu_ns_{0};  // batches the workers built, their time
   std::mutex builds_mutex_;
   std::vector<BatchBuild> builds_;
   int64_t builds_kept_ = 0;
+  // --workers auto / --prefetch auto (consumer thread only)
+  bool auto_workers_ = false, auto_prefetch_ = false;
+  std::unique_ptr<LoaderTuner> tuner_;
+  int64_t created_ns_ = 0;
+  int64_t queue_max_bytes_ = 0;
+  int64_t window_ns_ = 0;  // the next window's length
+  struct Window {
+    int64_t elapsed_ns = 0;          // of earlier epochs' parts
+    int64_t segment_start_ns = 0;    // this epoch's part began (set_epoch)
+    int64_t last_batch_ns = 0;       // the last batch was handed out
+    int64_t batches = 0, wait_ns = 0;
+    int64_t built = 0, build_ns = 0, build_cpu_ns = 0;  // the workers' counters when it began
+  } window_;
+  std::vector<LoaderChange> changes_;
   std::unique_ptr<Prefetcher<Batch>> prefetcher_;  // the workers (workers > 0)
 };
 

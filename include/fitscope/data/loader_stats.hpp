@@ -2,6 +2,8 @@
 /// LoaderStats: how well a loader kept up with the training step (a plain value; no libtorch).
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace fitscope {
 
@@ -13,11 +15,25 @@ struct BatchBuild {
   int64_t dur_ns = 0;
 };
 
+/// A change of the loader's workers or prefetch depth made by --workers auto / --prefetch auto.
+struct LoaderChange {
+  double at_s = 0;       ///< seconds since the loader was made
+  int64_t at_ns = 0;     ///< on steady_clock (the trace's counter track); 0 when read back from JSON
+  int64_t workers = 0;   ///< the setting from then on
+  int64_t prefetch = 0;
+  std::string why;       ///< what was measured, and the decision
+};
+
 struct LoaderStats {
-  int64_t workers = 0;            ///< worker threads (0 = batches built on the training thread)
-  int64_t prefetch = 0;           ///< prefetch depth in use (0 without workers)
+  int64_t workers = 0;            ///< worker threads at the end (0 = batches built on the training thread)
+  int64_t prefetch = 0;           ///< prefetch depth at the end (0 without workers)
   int64_t batches = 0;            ///< batches handed out
   double mean_queue_depth = 0;    ///< built batches waiting when the consumer asked (mean)
+  bool auto_workers = false;      ///< workers chosen while the run went on (LoaderOptions::kAuto)
+  bool auto_prefetch = false;     ///< prefetch depth chosen while the run went on
+  double batch_build_ms = 0;      ///< a worker's mean wall time to build one batch (0 = none built by workers)
+  double batch_build_cpu_ms = 0;  ///< ... and the CPU time it used for it
+  std::vector<LoaderChange> changes;  ///< the tuner's changes, in time order (the first sets the start)
 };
 
 }  // namespace fitscope

@@ -121,7 +121,6 @@ struct RunFacts {
   std::string model;
   int64_t epochs = 0;        ///< that ran
   int64_t batch_size = 0;
-  int64_t workers = 1;       ///< loader threads (for the verdict's advice)
   std::string callback_mode = "sync";
   double validation_split = 0;
   std::string device = "cpu";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/timing/callback_timing.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/thread_span.hpp"
@@ -21,6 +22,9 @@ class StepSink {
   virtual void on_validation(int64_t /*epoch*/, int64_t /*start_ns*/, int64_t /*dur_ns*/) {}
   /// Work on the loader's worker threads, given before finish().
   virtual void on_thread_spans(const std::vector<ThreadSpan>& /*spans*/) {}
+  /// The loader's workers and prefetch depth as --workers auto / --prefetch auto changed them, given
+  /// before finish().
+  virtual void on_loader_changes(const std::vector<LoaderChange>& /*changes*/) {}
   /// Hook calls that ran off the training thread (async callbacks), given before finish().
   virtual void on_callback_spans(const std::vector<CallbackSpan>& /*spans*/) {}
   /// The run has ended (normally or not): flush what is buffered.

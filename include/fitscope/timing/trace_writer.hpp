@@ -6,7 +6,8 @@
 /// "validation" event per epoch that validated, on the training thread too; one event per async
 /// callback hook call on `tid` = 2 (the callback thread); and one track per other thread from `tid` 3
 /// on, in name order: each loader worker's batches ("loader worker 1": "batch 12") and the backup
-/// writer's checkpoints ("checkpoint writer"). Phase events tile their step: each starts
+/// writer's checkpoints ("checkpoint writer"); a counter ("ph":"C") named "loader" with the workers and
+/// prefetch depth that --workers auto / --prefetch auto set, at each change. Phase events tile their step: each starts
 /// where the previous one ends, so durations are exact and events nest; their order inside the step is
 /// the canonical phase order, not necessarily the order in which the phases ran.
 ///
@@ -36,6 +37,7 @@ class TraceWriter : public StepSink {
   void on_validation(int64_t epoch, int64_t start_ns, int64_t dur_ns) override;
   void on_thread_spans(const std::vector<ThreadSpan>& spans) override;
   void on_callback_spans(const std::vector<CallbackSpan>& spans) override;
+  void on_loader_changes(const std::vector<LoaderChange>& changes) override;
   void finish() override;
   /// Steps kept so far.
   std::size_t kept() const { return records_.size(); }
@@ -47,6 +49,7 @@ class TraceWriter : public StepSink {
   std::vector<StepRecord> records_;
   std::vector<CallbackSpan> spans_;
   std::vector<ThreadSpan> thread_spans_;
+  std::vector<LoaderChange> loader_changes_;
   struct Validation {
     int64_t epoch, start_ns, dur_ns;
   };

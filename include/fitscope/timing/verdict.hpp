@@ -6,7 +6,8 @@
 /// The most severe category wins (highly before moderately, then the larger share). When none reaches
 /// its moderate threshold the run is compute-bound: `highly` when forward + backward + optimizer +
 /// metrics make >= 80 % of the step, else `moderately`; `not` only when no step was measured.
-/// The advice names the knob and its current value. A compute-bound run's advice says how the cores
+/// The advice names the knob and its current value; an input-bound run whose workers auto chose says
+/// what a batch costs to build and what would make it cheaper. A compute-bound run's advice says how the cores
 /// are used (the thread setting, the gain the warm-up measured) before it names the model or device.
 /// Beside the bound, `contention` says when the process's threads want more cores than it has, a
 /// pool burns CPU outside the policy, or a core sits idle, naming the fix; `outside_steps` when
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
@@ -36,8 +38,14 @@ struct Verdict {
 
 /// The settings the advice refers to.
 struct VerdictContext {
+  static LoaderStats one_worker() {
+    LoaderStats l;
+    l.workers = 1;
+    l.prefetch = 8;
+    return l;
+  }
   int64_t batch_size = 0;   ///< --batch-size
-  int64_t workers = 1;      ///< --workers (0 = loading on the training thread; 1 by default)
+  LoaderStats loader = one_worker();  ///< the training loader: --workers, --prefetch, what auto chose and measured
   ThreadChoice threads;     ///< the compute pools' threads, the cores and the measured candidates
   CpuUtilization cpu;       ///< the process's CPU use, pool by pool (empty pools = not sampled)
   std::string callback_mode = "sync";  ///< --callback-mode

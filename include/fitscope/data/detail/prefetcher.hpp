@@ -11,6 +11,11 @@
 /// The prefetcher also reports how far ahead the workers are: at every next() it samples how many
 /// items were already built (the queue's depth), and mean_depth() averages those samples.
 ///
+/// set_workers() and set_depth() change the number of working threads and the depth at any time, also
+/// in the middle of a pass, without changing any item or their order: a worker beyond the new count
+/// finishes the item it builds and then sleeps until it is wanted again (threads are started when first
+/// wanted and joined only by the destructor).
+///
 /// Does not depend on libtorch. Thread-safe between the one consumer thread (start, next, cancel,
 /// statistics) and the worker threads it owns.
 
@@ -18,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -82,12 +88,8 @@ class Prefetcher {
   /// worker can be busy). Throws std::invalid_argument otherwise. Each worker calls `on_start` first
   /// (to name itself, say; empty = nothing).
   Prefetcher(int64_t workers, int64_t depth, std::function<void()> on_start = {}) : on_start_(std::move(on_start)) {
-    if (workers < 1) throw std::invalid_argument("prefetcher workers must be >= 1, got " + std::to_string(workers));
-    if (depth < 1) throw std::invalid_argument("prefetch depth must be >= 1, got " + std::to_string(depth));
-    depth_ = std::max(depth, workers);
-    slots_.resize(static_cast<std::size_t>(depth_));
-    threads_.reserve(static_cast<std::size_t>(workers));
-    for (int64_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+    set_depth(depth);
+    set_workers(workers);
   }
 
   ~Prefetcher() {
@@ -124,13 +126,13 @@ class Prefetcher {
     }
     depth_sum_ += static_cast<double>(ready_);
     ++depth_samples_;
-    Slot& slot = slots_[static_cast<std::size_t>(next_out_ % depth_)];
-    if (!slot.done) {
+    const auto built = [&] { return !pending_.empty() && pending_.front().done; };
+    if (!built()) {
       work_.notify_all();  // never wait on workers that wait for room
-      has_item_.wait(lock, [&] { return slot.done; });
+      has_item_.wait(lock, built);
     }
-    Slot taken = std::move(slot);
-    slot = Slot{};
+    Slot taken = std::move(pending_.front());
+    pending_.pop_front();
     --ready_;
     ++next_out_;
     // Waking a worker costs a system call (and, on a VM, an interrupt to another core): the workers
@@ -140,6 +142,27 @@ class Prefetcher {
     if (wake) work_.notify_all();
     if (taken.error) std::rethrow_exception(taken.error);
     return std::move(*taken.value);
+  }
+
+  /// From now on `workers` (>= 1) threads build items; the depth is raised to it if smaller.
+  void set_workers(int64_t workers) {
+    if (workers < 1) throw std::invalid_argument("prefetcher workers must be >= 1, got " + std::to_string(workers));
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    while (static_cast<int64_t>(threads_.size()) < workers) {
+      const int64_t ordinal = static_cast<int64_t>(threads_.size());
+      threads_.emplace_back([this, ordinal] { work(ordinal); });  // it waits for the lock held here
+    }
+    active_ = workers;
+    depth_ = std::max(depth_, workers);
+    work_.notify_all();
+  }
+  /// From now on at most `depth` (>= 1, raised to the number of workers) items are built or being built
+  /// ahead of the consumer. A smaller depth drops nothing: the workers wait until the consumer is near.
+  void set_depth(int64_t depth) {
+    if (depth < 1) throw std::invalid_argument("prefetch depth must be >= 1, got " + std::to_string(depth));
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    depth_ = std::max(depth, active_);
+    work_.notify_all();
   }
 
   /// Abandons the current pass: drops built items and waits for the jobs in progress.
@@ -158,8 +181,14 @@ class Prefetcher {
     std::lock_guard<std::mutex> lock(state_->mutex);
     return depth_samples_ == 0 ? 0.0 : depth_sum_ / static_cast<double>(depth_samples_);
   }
-  int64_t depth() const { return depth_; }
-  int64_t workers() const { return static_cast<int64_t>(threads_.size()); }
+  int64_t depth() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return depth_;
+  }
+  int64_t workers() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return active_;
+  }
 
  private:
   struct Slot {
@@ -175,14 +204,14 @@ class Prefetcher {
     next_out_ = 0;
     state_->wake.notify_all();  // sleeping jobs return early
     idle_.wait(lock, [&] { return running_ == 0; });
-    for (Slot& s : slots_) s = Slot{};
+    pending_.clear();
     ready_ = 0;
     job_.reset();
   }
 
   bool can_start_locked() const { return next_job_ < count_ && next_job_ < next_out_ + depth_; }
 
-  void work() {
+  void work(int64_t ordinal) {
 #ifdef __linux__
     // A woken worker must not preempt the training thread that woke it (Linux places a wakee on the
     // waker's core and lets it run first): SCHED_BATCH threads never preempt on wake-up, and the
@@ -193,11 +222,12 @@ class Prefetcher {
     if (on_start_) on_start_();
     std::unique_lock<std::mutex> lock(state_->mutex);
     for (;;) {
-      work_.wait(lock, [&] { return state_->shutdown || can_start_locked(); });
+      work_.wait(lock, [&] { return state_->shutdown || (ordinal < active_ && can_start_locked()); });
       if (state_->shutdown) return;
       const int64_t index = next_job_++;
       const uint64_t generation = state_->generation;
       const std::shared_ptr<Job> job = job_;
+      pending_.emplace_back();
       ++running_;
       lock.unlock();
       Slot result;
@@ -210,7 +240,7 @@ class Prefetcher {
       lock.lock();
       --running_;
       if (generation == state_->generation) {
-        slots_[static_cast<std::size_t>(index % depth_)] = std::move(result);
+        pending_[static_cast<std::size_t>(index - next_out_)] = std::move(result);
         ++ready_;
         if (index == next_out_) has_item_.notify_one();  // the item the consumer may wait for
       }
@@ -223,7 +253,8 @@ class Prefetcher {
   std::condition_variable has_item_;  // the consumer waits for its next item
   std::condition_variable idle_;      // cancel waits for the jobs in progress
   int64_t depth_ = 1;
-  std::vector<Slot> slots_;        // ring of depth_ slots; item i lives in slot i % depth_
+  int64_t active_ = 0;             // workers 0..active_-1 build items; the others sleep
+  std::deque<Slot> pending_;       // items next_out_..next_job_-1, built or being built
   std::shared_ptr<Job> job_;
   int64_t count_ = 0;
   int64_t next_job_ = 0;           // next index to hand to a worker
