@@ -25,7 +25,7 @@ int main() {
     fit.loader.delay_ms = s.delay_ms;
     fit.loader.workers = s.workers;
     fit.loader.prefetch = s.prefetch;
-    fit.steps_per_epoch = 150;
+    fit.steps_per_epoch = 300;
     trainer.fit(data, fit);
     const LoaderStats& loader = trainer.measured().loader;
     std::printf("\n== loader delay %.0f ms per batch, workers %s: %lld at the end (mean prefetch queue depth %.1f of %lld)\n",

@@ -26,9 +26,10 @@ namespace {
 thread_local int64_t t_worker = 0;  // the loader worker this thread is (1..W), for its track in the trace
 constexpr int64_t kMaxBuildsKept = 20000;
 
-constexpr int64_t kFirstWindowNs = 50'000'000;  // the first tuning window: a twentieth of a second,
-constexpr int64_t kWindowNs = 500'000'000;       // doubling up to half a second of batches
-constexpr int64_t kWindowBatches = 4;        // and at least this many
+// a tuning window: 0.05 s at first, doubling up to half a second, and at least 4 batches
+constexpr int64_t kFirstWindowNs = 50'000'000;
+constexpr int64_t kWindowNs = 500'000'000;
+constexpr int64_t kWindowBatches = 4;
 constexpr std::size_t kMaxChangesKept = 1000;
 constexpr int64_t kDefaultQueueMaxBytes = int64_t{1} << 30;
 

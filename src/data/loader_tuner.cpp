@@ -77,12 +77,11 @@ void LoaderTuner::judge_trial(double throughput, double wait_share) {
     return;
   }
   const int64_t wait = std::min(kMaxCooldown, kCooldown << std::min<int64_t>(failures_[d]++, 4));
-  why_ = setting_text(setting_) + format(": %.0f batches/s, %+.1f%% against ", throughput, 100 * change) +
-         setting_text(before_) + ": back to it, not tried again for " + std::to_string(wait) + " windows";
-  if (tried == Direction::fewer_workers && wait_share >= kWaitAfterRemoval) {
-    why_ = setting_text(setting_) + format(": the step waited %.1f%% of the time: back to ", 100 * wait_share) +
-           setting_text(before_) + ", not tried again for " + std::to_string(wait) + " windows";
-  }
+  const std::string measured = tried == Direction::fewer_workers && wait_share >= kWaitAfterRemoval
+                                   ? format(": the step waited %.1f%% of the time", 100 * wait_share)
+                                   : format(": %.0f batches/s, %+.1f%%", throughput, 100 * change);
+  why_ = setting_text(setting_) + measured + ": back to " + setting_text(before_) + ", not tried again for " +
+         std::to_string(wait) + " windows";
   cooldown_[d] = wait;
   if (tried == Direction::deeper) depth_per_worker_ /= 2;
   setting_ = before_;
@@ -114,7 +113,12 @@ void LoaderTuner::propose(const LoaderWindow& w, double throughput, double wait_
     if (options_.tune_prefetch && busy < kBusyWorkers && depth_per_worker_ < 16 &&
         setting_.prefetch < options_.max_prefetch && cooldown_[static_cast<std::size_t>(Direction::deeper)] == 0) {
       depth_per_worker_ *= 2;
-      change({setting_.workers, depth_for(setting_.workers)}, Direction::deeper, throughput, measured);
+      const LoaderSetting deeper{setting_.workers, depth_for(setting_.workers)};
+      if (deeper == setting_) {  // the memory budget allows no more
+        depth_per_worker_ /= 2;
+        return;
+      }
+      change(deeper, Direction::deeper, throughput, measured);
     }
     return;
   }

@@ -9,7 +9,7 @@
 /// are the same, bit for bit, for any number of workers.
 ///
 /// With workers or prefetch set to kAuto a LoaderTuner chooses them while the epochs go on: next()
-/// measures windows of half a second (the first 0.1 s, doubling): the consumer's wait, the workers'
+/// measures windows of half a second (the first 0.05 s, doubling): the consumer's wait, the workers'
 /// build and CPU time, leaving out the time between epochs. It applies the tuner's answer between two
 /// batches. It starts from 1 worker and prefetch 2; queued batches stay within `queue_max_bytes`.
 /// stats() lists the changes and why each was made.

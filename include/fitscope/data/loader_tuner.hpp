@@ -1,6 +1,6 @@
 #pragma once
 /// LoaderTuner: the controller behind --workers auto and --prefetch auto, in the spirit of tf.data's
-/// AUTOTUNE. The loader measures windows of half a second (the first ones 0.1, 0.2 and 0.4 s): how
+/// AUTOTUNE. The loader measures windows of half a second (the first 0.05, 0.1, 0.2, 0.4 s): how
 /// long the training step waited for batches, how long the workers took to build them and how much
 /// CPU that used. The tuner answers with the setting for the next window:
 ///
