@@ -34,7 +34,7 @@ struct StepContext {
   torch::optim::Optimizer& optimizer;
   Loss loss;
   StepClock& clock;
-  LossOptions loss_options;  ///< TrainerOptions::loss_options
+  LossOptions loss_options{};  ///< TrainerOptions::loss_options
   /// The data-parallel run's gradient reducer; null in a single process. backward() wraps the
   /// micro-batches before the last of a group in dist::NoSync.
   dist::GradientReducer* reducer = nullptr;
@@ -44,10 +44,10 @@ struct StepContext {
   /// 1 / the batches in this batch's group: the group's update follows the mean of their losses, as
   /// one batch of all their examples would (a short last group of an epoch is averaged over its own).
   double loss_scale = 1;
-  GradientClipping clipping;  ///< applied by update_weights()
+  GradientClipping clipping{};  ///< applied by update_weights()
   Precision precision = Precision::float32;  ///< TrainerOptions::precision, applied by forward()
   /// The global gradient norm before clipping, set by update_weights() when clipping is on.
-  std::optional<double> grad_norm;
+  std::optional<double> grad_norm{};
 
   /// The model's outputs for `inputs` in the trainer's precision (float32 tensors either way).
   at::Tensor forward(const at::Tensor& inputs) { return forward_in(model, inputs, precision); }
