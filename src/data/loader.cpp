@@ -261,7 +261,7 @@ void Loader::apply_tuner(int64_t now, std::string why) {
   prefetcher_->set_workers(s.workers);
   prefetcher_->set_depth(s.prefetch);
   options_.workers = s.workers;
-  options_.prefetch = prefetcher_->depth();
+  options_.prefetch = s.prefetch;  // at least the workers: the prefetcher keeps it as it is
   record_change(now, std::move(why));
 }
 

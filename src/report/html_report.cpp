@@ -62,9 +62,7 @@ std::string settings_table(const RunSummary& s) {
   row("samples_per_s", svg::format_number(s.samples_per_s));
   row("wall_s", svg::format_number(s.wall_s));
   row("loader", s.loader.workers == 0 ? std::string("batches built on the training thread (--workers 0)")
-                                      : count_of(s.loader.workers, "worker") + (s.loader.auto_workers ? " (auto)" : "") +
-                                            ", prefetch " + std::to_string(s.loader.prefetch) +
-                                            (s.loader.auto_prefetch ? " (auto)" : ""));
+                                      : setting_text(s.loader));
   for (const auto& [key, value] : s.settings) row(key, value);  // what repeats the run: command line, version, ...
   out << "</table>";
   return out.str();

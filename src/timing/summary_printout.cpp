@@ -140,13 +140,9 @@ std::string format_summary(const RunSummary& s) {
   char line[200];
   if (s.loader.workers > 0) {
     const LoaderStats& l = s.loader;
-    std::snprintf(line, sizeof line,
-                  "Loader: %lld %s%s, prefetch %lld%s, mean queue depth %.2f when the step asked; a batch built in "
-                  "%.2f ms (%.2f ms CPU)\n",
-                  static_cast<long long>(l.workers), l.workers == 1 ? "worker" : "workers", l.auto_workers ? " (auto)" : "",
-                  static_cast<long long>(l.prefetch), l.auto_prefetch ? " (auto)" : "", l.mean_queue_depth,
-                  l.batch_build_ms, l.batch_build_cpu_ms);
-    out += line;
+    std::snprintf(line, sizeof line, ", mean queue depth %.2f when the step asked; a batch built in %.2f ms (%.2f ms CPU)\n",
+                  l.mean_queue_depth, l.batch_build_ms, l.batch_build_cpu_ms);
+    out += "Loader: " + setting_text(l) + line;
     if (l.changes.size() > 1) {
       std::snprintf(line, sizeof line, "  auto changed the loader %zu times; the last, at %.1f s: ", l.changes.size() - 1,
                     l.changes.back().at_s);

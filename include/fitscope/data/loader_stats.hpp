@@ -36,4 +36,11 @@ struct LoaderStats {
   std::vector<LoaderChange> changes;  ///< the tuner's changes, in time order (the first sets the start)
 };
 
+/// "2 workers (auto), prefetch 4 (auto)": the setting at the end and which part of it auto chose (the
+/// printout's and the report's words).
+inline std::string setting_text(const LoaderStats& l) {
+  return std::to_string(l.workers) + (l.workers == 1 ? " worker" : " workers") + (l.auto_workers ? " (auto)" : "") +
+         ", prefetch " + std::to_string(l.prefetch) + (l.auto_prefetch ? " (auto)" : "");
+}
+
 }  // namespace fitscope
