@@ -144,7 +144,8 @@ std::string format_summary(const RunSummary& s) {
                   l.mean_queue_depth, l.batch_build_ms, l.batch_build_cpu_ms);
     out += "Loader: " + setting_text(l) + line;
     if (l.changes.size() > 1) {
-      std::snprintf(line, sizeof line, "  auto changed the loader %zu times; the last, at %.1f s: ", l.changes.size() - 1,
+      const std::size_t n = l.changes.size() - 1;
+      std::snprintf(line, sizeof line, "  auto changed the loader %zu %s; the last, at %.1f s: ", n, n == 1 ? "time" : "times",
                     l.changes.back().at_s);
       out += line + l.changes.back().why + "\n";
     }
