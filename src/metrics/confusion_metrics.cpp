@@ -19,7 +19,15 @@ void ConfusionState::update(const at::Tensor& outputs, const at::Tensor& targets
   const int64_t classes = binary ? 2 : outputs.size(1);
   at::Tensor cell = binary ? outputs.reshape({-1}).gt(0.5).to(at::kLong) : outputs.argmax(1);
   cell.add_(targets.dim() == 1 ? targets : targets.reshape({-1}), classes);  // target * C + prediction
-  if (!matrix.defined()) matrix = at::zeros({classes, classes}, outputs.options().dtype(at::kLong));
+  if (!matrix.defined()) {
+    if (classes > kMaxConfusionClasses) {
+      throw std::invalid_argument("precision, recall and f1 keep a " + std::to_string(classes) + " x " + std::to_string(classes) +
+                                  " confusion matrix of int64 (" + std::to_string(classes * classes * 8 >> 20) +
+                                  " MiB per copy), but at most " + std::to_string(kMaxConfusionClasses) +
+                                  " classes are allowed: use accuracy or top_<k>_accuracy, whose state is two numbers");
+    }
+    matrix = at::zeros({classes, classes}, outputs.options().dtype(at::kLong));
+  }
   if (cell.is_cpu()) {
     matrix.view({-1}).add_(at::bincount(cell, {}, classes * classes));
     return;

@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "fitscope/metrics/accuracy.hpp"
 #include "fitscope/metrics/auc.hpp"
 #include "fitscope/metrics/confusion_metrics.hpp"
 #include "fitscope/metrics/mean_error.hpp"
@@ -45,7 +46,7 @@ void MeanLoss::update(const at::Tensor&, const at::Tensor& targets, const at::Te
 }
 
 std::unique_ptr<Metric> make_metric(const std::string& name) {
-  if (name == "accuracy") return std::make_unique<ConfusionMetric>(ConfusionScore::accuracy, Average::micro, name);
+  if (name == "accuracy") return std::make_unique<Accuracy>();
   if (name == "loss") return std::make_unique<MeanLoss>();
   if (name == "top_k_accuracy") return std::make_unique<TopKAccuracy>(5);
   std::smatch match;

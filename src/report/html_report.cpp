@@ -478,7 +478,7 @@ std::string html_report(const std::string& run_dir) {
 
 std::string write_html_report(const std::string& run_dir, const std::string& out) {
   const std::string path = out.empty() ? (fs::path(run_dir) / "report.html").string() : out;
-  write_file_atomically(path, html_report(run_dir));
+  write_output_file(path, html_report(run_dir));
   return path;
 }
 

@@ -18,7 +18,7 @@ void write_evaluation(const std::string& path, const Logs& logs, const std::stri
   j["weights"] = weights;
   j["logs"] = nlohmann::ordered_json::object();
   for (const auto& [key, value] : logs) j["logs"][key] = value;
-  write_file_atomically(path, j.dump(2) + "\n");
+  write_output_file(path, j.dump(2) + "\n");
 }
 
 void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, const std::string& csv_path,
@@ -44,10 +44,10 @@ void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, con
     }
     csv += "\n";
   }
-  write_file_atomically(csv_path, csv);
+  write_output_file(csv_path, csv);
   NamedTensors tensors = {{"outputs", scores}, {"predicted", predicted}};
   if (with_targets) tensors.emplace_back("targets", labels);
-  save_weights(tensors, tensor_path);
+  write_output_file(tensor_path, weights_pickle(tensors));
 }
 
 }  // namespace fitscope

@@ -188,9 +188,7 @@ std::string default_run_dir(const std::string& name) {
 }
 
 std::vector<std::string> earlier_run_files(const std::string& dir) {
-  static const std::set<std::string> names = {"summary.json", "steps.csv", "metrics.csv", "trace.json", "report.html",
-                                              "model.weights.pt", "model.pt", "config.toml", "evaluation.json", "train",
-                                              "validation", "checkpoints", "backup"};
+  const std::set<std::string>& names = run_file_names();
   std::vector<std::string> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -298,6 +296,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     trainer.warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
                  (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
   }
+  if (chief) {  // one live run per directory: a second run, --resume or --overwrite waits its turn
+    create_run_dir(dir.string());
+    lock_ = std::make_unique<RunDirectoryLock>(dir.string());
+  }
   // an earlier run's files are never mixed with this one's: continued (resume), replaced (overwrite,
   // or a restart of this job with nothing to resume from) or refused. The chief judges by the run's
   // files; the other ranks, which write only backups there, by the backups alone (they would take the
@@ -315,12 +317,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
                                   ": pass --resume to continue it" + (has_backups ? "" : " (with backups)") +
                                   ", --overwrite to replace it, or choose another --run-dir");
     }
-    if (chief) {
-      for (const auto& name : earlier) fs::remove_all(dir / name);
-    }
+    if (chief) remove_earlier_run(dir.string(), earlier);  // only what a run wrote, or nothing
     has_backups = false;
   }
-  if (chief) create_run_dir(dir.string());
+  if (chief) write_run_manifest(dir.string(), /*complete=*/false);  // the run's names are its own from here
   if (chief && !options_.configuration.empty()) write_file_atomically((dir / "config.toml").string(), options_.configuration);
   directory_ = dir.string();
   data_source_ = train->source();
@@ -360,6 +360,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     const bool validates = fit.validation_data || fit.validation_split > 0;
     best.monitor = options_.best_monitor.empty() ? (validates ? "val_loss" : "loss") : options_.best_monitor;
     best.save_best_only = true;
+    last.push_back(std::make_shared<ModelCheckpoint>(best));
+    // the same decisions, as weights that torch.load(..., weights_only=True) reads
+    best.filepath = (dir / "best.weights.pt").string();
+    best.save_weights_only = true;
     last.push_back(std::make_shared<ModelCheckpoint>(best));
   }
   fit.callbacks.insert(fit.callbacks.begin(), first.begin(), first.end());
@@ -447,6 +451,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
   }
   write_file_atomically((dir / "summary.json").string(), summary.to_json());
   if (options_.report) report_path_ = write_html_report(dir.string());
+  write_run_manifest(dir.string(), /*complete=*/true);
   return summary;
 }
 

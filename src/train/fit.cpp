@@ -320,6 +320,13 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   if (o.validation_split < 0 || o.validation_split >= 1) {
     throw std::invalid_argument("validation split must be in [0, 1), got " + std::to_string(o.validation_split));
   }
+  for (const auto& transform : o.loader.transforms) {  // augmentation: a normalisation there is a silent wrong answer
+    if (dynamic_cast<const Normalize*>(transform.get())) {
+      throw std::invalid_argument("LoaderOptions transforms hold Normalize, but they are augmentation, applied to "
+                                  "training batches only: validation, evaluate and predict would see unnormalised "
+                                  "inputs (expected Normalize in TrainerOptions preprocessing)");
+    }
+  }
   if (o.metrics) {  // built first: an unknown name leaves the trainer as it was
     auto train_metrics = std::make_unique<MetricSet>(*o.metrics);
     test_metrics_ = std::make_unique<MetricSet>(*o.metrics);

@@ -79,6 +79,9 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
   options_.loss_options.validate(options_.loss);
   check_optimizer_options(options_);
   require_positive(options_.accumulate, "accumulate (batches per optimizer step)");
+  for (const auto& transform : options_.preprocessing) {
+    if (!transform) throw std::invalid_argument("TrainerOptions preprocessing holds a null transform");
+  }
   if (options_.device.is_cuda() && !torch::cuda::is_available()) {
     throw std::invalid_argument("device " + options_.device.str() +
                                 " requested but this libtorch has no usable CUDA device");
@@ -141,6 +144,7 @@ LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const 
     l.delay_ms = 0;
     l.transforms.clear();
   }
+  l.transforms.insert(l.transforms.end(), options_.preprocessing.begin(), options_.preprocessing.end());
   l.pin_memory = options_.device.is_cuda();
   l.sampler = nullptr;
   return l;
@@ -313,6 +317,17 @@ at::Tensor Trainer::predict(std::shared_ptr<const Dataset> data, const PredictOp
   }, o);
 }
 
+at::Tensor Trainer::preprocess(at::Tensor inputs, int64_t first) const {
+  if (options_.preprocessing.empty()) return inputs;
+  std::vector<int64_t> indices(static_cast<std::size_t>(inputs.size(0)));
+  std::iota(indices.begin(), indices.end(), first);
+  BatchContext context;
+  context.indices = &indices;
+  Batch batch{std::move(inputs), at::Tensor()};
+  for (const auto& transform : options_.preprocessing) batch = transform->apply(std::move(batch), context);
+  return batch.inputs;
+}
+
 at::Tensor Trainer::predict_batches(int64_t n, const std::function<at::Tensor(int64_t, int64_t)>& inputs,
                                     const PredictOptions& o) {
   require_positive(o.batch_size, "batch size");
@@ -327,7 +342,7 @@ at::Tensor Trainer::predict_batches(int64_t n, const std::function<at::Tensor(in
     logs = Logs();
     callbacks.on_predict_batch_begin(b, logs);
     const int64_t count = std::min(o.batch_size, n - begin);
-    outputs.push_back(forward_in(*model_, to_device(inputs(begin, count), options_.device), options_.precision));
+    outputs.push_back(forward_in(*model_, to_device(preprocess(inputs(begin, count), begin), options_.device), options_.precision));
     logs = Logs();
     struct Shown {  // the outputs are the hook's to read, and only its
       const at::Tensor*& at;

@@ -236,8 +236,8 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
 TEST(TrainCommand, ADivergingRunFailsAtTheBatchWithANonFiniteLossAndMarksTheSummary) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";
-  std::filesystem::create_directories(dir + "/checkpoints");
-  std::ofstream(dir + "/checkpoints/best.fitscope") << "an earlier run's best";
+  ASSERT_EQ(run_fitscope({"train", "--epochs", "1", "--synthetic-size", "300", "--threads", "1", "--quiet", "--run-dir", dir}).exit_code, 0);
+  ASSERT_TRUE(std::filesystem::exists(dir + "/checkpoints/best.fitscope"));  // an earlier run's best
   const ProcessResult r = run_fitscope({"train", "--optimizer", "sgd", "--lr", "1e9", "--epochs", "2", "--synthetic-size",
                                         "1000", "--threads", "1", "--verbose", "2", "--run-dir", dir, "--overwrite"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -277,7 +277,7 @@ TEST(TrainCommand, ASecondRunIntoARunDirectoryIsRefusedUnlessItOverwritesOrResum
 
   const ProcessResult again = run_fitscope(train);
   EXPECT_EQ(again.exit_code, 2);
-  EXPECT_EQ(again.err, "fitscope: --run-dir " + dir + " holds an earlier run (checkpoints, config.toml, metrics.csv, model.weights.pt, "
+  EXPECT_EQ(again.err, "fitscope: --run-dir " + dir + " holds an earlier run (best.weights.pt, checkpoints, config.toml, manifest.json, metrics.csv, model.weights.pt, "
                        "report.html, steps.csv, summary.json, trace.json, train, validation): pass --resume to continue "
                        "it (with backups), --overwrite to replace it, or choose another --run-dir\n");
   EXPECT_EQ(event_files(), first_events);
@@ -765,4 +765,32 @@ TEST(DataCommand, ABadImageExitsTwoNamingTheFileAndSkipBadFilesGoesOnWithAWarnin
   expect_usage_error({"train", "--data", "images:" + tmp.path() + "/none"}, "image folder " + tmp.path() + "/none: not a directory");
   expect_usage_error({"make-images", tmp.path() + "/x", "--format", "gif"}, "--format: gif not in {jpg,png}");
   expect_usage_error({"train", "--cache-budget", "12Q"}, "--cache-budget: expected a size in bytes such as 1048576, 512M or 2G, got '12Q'");
+}
+
+TEST(Cli, SaysItsVersionAndPrintsItsUsageWhenCalledBare) {
+  const ProcessResult flag = run_fitscope({"--version"}), word = run_fitscope({"version"}), bare = run_fitscope({});
+  EXPECT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(flag.out.rfind("fitscope 0.", 0), 0u) << flag.out;
+  EXPECT_EQ(word.out, flag.out);
+  EXPECT_EQ(bare.exit_code, 0) << bare.err;
+  for (const char* command : {"train", "evaluate", "predict", "report", "launch", "sweep"}) {
+    EXPECT_NE(bare.out.find(command), std::string::npos) << command << " in\n" << bare.out;
+  }
+}
+
+TEST(Cli, ReportOfAMissingDirectoryPrintsOnlyItsError) {
+  TempDir tmp;
+  const ProcessResult r = run_fitscope({"report", tmp.path() + "/missing"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(Cli, ASeedOutOfRangeOrAConfigThatIsNoFileExitsTwo) {
+  TempDir tmp;
+  expect_usage_error({"train", "--seed", "-1"}, "--seed: expected an integer in [0, 9223372036854775807], got '-1'");
+  expect_usage_error({"train", "--seed", "18446744073709551617"}, "--seed: expected an integer in [0, 9223372036854775807]");
+  for (const std::string& config : {tmp.path(), std::string("/dev/zero")}) {
+    expect_usage_error({"train", "--config", config},
+                       "--config " + config + ": not a regular file of at most 1 MiB (expected a TOML file of flags)");
+  }
 }

@@ -109,6 +109,20 @@ TEST(EvaluateCommand, ReproducesTheRunsValidationLogsFromItsDirectoryAndTakesOth
   expect_usage_error({"evaluate", dir, "--data", "csv:/no/such.csv"}, "--data csv:/no/such.csv: ");
 }
 
+TEST(EvaluateCommand, ARunTrainedWithNormalizeIsEvaluatedOnNormalisedInputsAndReproducesItsValidationLogs) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  std::vector<std::string> args = kRun;
+  args.insert(args.end(), {"--normalize", "0.5/0.25"});
+  ASSERT_EQ(train(args, dir).exit_code, 0);
+  const json logs = json::parse(read_file(dir + "/summary.json")).at("logs");
+  const ProcessResult r = run_fitscope({"evaluate", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json evaluation = json::parse(read_file(dir + "/evaluation.json")).at("logs");
+  EXPECT_DOUBLE_EQ(evaluation.at("loss").get<double>(), logs.at("val_loss").get<double>());
+  EXPECT_DOUBLE_EQ(evaluation.at("accuracy").get<double>(), logs.at("val_accuracy").get<double>());
+}
+
 TEST(PredictCommand, WritesOneRowPerExampleAndTheSameTensorsForTorchLoad) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run", csv = tmp.path() + "/predictions.csv";

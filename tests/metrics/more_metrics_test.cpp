@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "fitscope/metrics/accuracy.hpp"
 #include "fitscope/metrics/auc.hpp"
 #include "fitscope/metrics/confusion_metrics.hpp"
 #include "fitscope/metrics/mean_error.hpp"
@@ -159,4 +160,31 @@ TEST(MetricSet, WarnsOnceAboutAnUndefinedMetric) {
   }
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0].rfind("val_precision divides by zero", 0), 0u) << warnings[0];
+}
+
+TEST(Accuracy, KeepsTwoNumbersOfStateHoweverManyClassesAndAgreesWithTheHandCount) {
+  at::Tensor outputs = at::zeros({4, 20000});
+  outputs.index_put_({0, 7}, 1.0);      // predicted 7, target 7
+  outputs.index_put_({1, 19999}, 1.0);  // predicted 19999, target 19999
+  outputs.index_put_({2, 3}, 1.0);      // predicted 3, target 4
+  const auto targets = longs({7, 19999, 4, 0});  // the last predicts 0 (all equal): right
+  auto metric = make_metric("accuracy");
+  metric->update(outputs, targets, at::scalar_tensor(0.0));
+  EXPECT_DOUBLE_EQ(metric->result(), 3.0 / 4);
+  int64_t elements = 0;
+  for (const at::Tensor& t : metric->state()) elements += t.numel();
+  EXPECT_EQ(elements, 2);
+  // binary: one output column, the positive class above 0.5
+  EXPECT_DOUBLE_EQ(value_of("accuracy", floats({0.9f, 0.2f, 0.7f}).view({3, 1}), longs({1, 1, 1})), 2.0 / 3);
+}
+
+TEST(ConfusionMetric, RefusesAMatrixBeyondItsBoundAndNamesTheCheaperMetrics) {
+  auto metric = make_metric("precision");
+  try {
+    metric->update(at::zeros({2, 5000}), longs({0, 1}), at::scalar_tensor(0.0));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "precision, recall and f1 keep a 5000 x 5000 confusion matrix of int64 (190 MiB per copy), but "
+                           "at most 4096 classes are allowed: use accuracy or top_<k>_accuracy, whose state is two numbers");
+  }
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "fitscope/checkpoint/weights_export.hpp"
+#include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/data/synthetic.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -248,4 +249,38 @@ TEST(Trainer, PredictOfADataSetMatchesItsInputsAndLoadWeightsBringsBackAnotherTr
   EXPECT_NE(message_of([&] { other.load_weights(path); }).find(" has shape [10"), std::string::npos);
   std::filesystem::remove(path);
   EXPECT_EQ(message_of([&] { fresh.load_weights(path); }), "weights file " + path + ": cannot be read");
+}
+
+TEST(Trainer, PreprocessingReachesTrainingValidationEvaluateAndPredictAlike) {
+  torch::manual_seed(0);
+  const TensorDataset data = small_synthetic(400);
+  TrainerOptions options;
+  options.threads.intra_op = 1;
+  options.preprocessing = {std::make_shared<Normalize>(std::vector<double>{0.3}, std::vector<double>{2.0})};
+  Trainer trainer(models::Mlp(), options);
+  FitOptions fit;
+  fit.loader.shuffle = false;
+  fit.validation_split = 0.25;
+  const History h = trainer.fit(data, fit);
+  // the validation examples, evaluated: the logs of the fit's validation, so they saw the same inputs
+  const auto validation = split_dataset(std::make_shared<const TensorDataset>(data), 0.25).second;
+  const Logs evaluated = trainer.evaluate(validation);
+  EXPECT_DOUBLE_EQ(evaluated.at("loss"), h.last().at("val_loss"));
+  EXPECT_DOUBLE_EQ(evaluated.at("accuracy"), h.last().at("val_accuracy"));
+  // predict normalises too: its outputs are the model's on (x - 0.3) / 2
+  const at::Tensor inputs = data.inputs().narrow(0, 0, 50);
+  torch::NoGradGuard no_grad;
+  const at::Tensor expected = trainer.model().forward((inputs - 0.3) / 2.0);
+  EXPECT_TRUE(at::allclose(trainer.predict(inputs), expected, 1e-6, 1e-6));
+  EXPECT_TRUE(at::allclose(trainer.predict(std::make_shared<const TensorDataset>(data)).narrow(0, 0, 50), expected, 1e-6, 1e-6));
+}
+
+TEST(Trainer, ANormalizeAmongTheTrainingOnlyTransformsIsRefused) {
+  Trainer trainer{models::Mlp()};
+  FitOptions fit;
+  fit.loader.transforms = {std::make_shared<Normalize>(std::vector<double>{0.5}, std::vector<double>{0.25})};
+  EXPECT_EQ(message_of([&] { trainer.fit(small_synthetic(64), fit); }),
+            "LoaderOptions transforms hold Normalize, but they are augmentation, applied to training batches only: "
+            "validation, evaluate and predict would see unnormalised inputs (expected Normalize in TrainerOptions "
+            "preprocessing)");
 }

@@ -12,6 +12,8 @@
 namespace fitscope::cli {
 namespace {
 
+constexpr std::uintmax_t kMaxConfigBytes = 1u << 20;  // a config of every flag is a few kB
+
 /// Whether `args` hold `flag` as "--flag" or "--flag=...".
 bool gives(const std::vector<std::string>& args, const std::string& flag) {
   return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
@@ -41,6 +43,11 @@ std::vector<std::string> with_config_file(const CLI::App& command, const std::ve
     if (own[i].rfind("--config=", 0) == 0) path = own[i].substr(9);
   }
   if (path.empty()) return args;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && (!std::filesystem::is_regular_file(path, ec) ||
+                                            std::filesystem::file_size(path, ec) > kMaxConfigBytes)) {
+    throw std::invalid_argument("--config " + path + ": not a regular file of at most 1 MiB (expected a TOML file of flags)");
+  }
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("--config " + path + ": cannot be read (expected a TOML file of flags)");
   std::vector<CLI::ConfigItem> items;

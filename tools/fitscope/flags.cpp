@@ -1,6 +1,7 @@
 #include "flags.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -226,7 +227,8 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
       ->type_name("NAME");
   command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
       ->check(integer_in(100, 10'000'000))->capture_default_str();
-  command->add_option("--seed", o.fit.loader.seed, "Seed of the data, the initial weights and the shuffles")->capture_default_str();
+  command->add_option("--seed", o.fit.loader.seed, "Seed of the data, the initial weights and the shuffles")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();  // never wrapped
   add_parsed(command, "--workers", parse_workers, "auto|N", [&o](int64_t n) { o.fit.loader.workers = n; },
              "Loader threads (0 = batches built on the training thread), or auto: from 1, workers are added while the "
              "step waits for data and they are busy, and removed while it does not, each change kept only when it "

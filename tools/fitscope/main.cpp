@@ -13,6 +13,7 @@
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/distributed/launch.hpp"
 #include "fitscope/report/html_report.hpp"
+#include "fitscope/run/run_directory.hpp"
 #include "flags.hpp"
 #include "help.hpp"
 #include "train_command.hpp"
@@ -45,6 +46,8 @@ void add_model_command_flags(CLI::App* command, fitscope::cli::ModelCommandOptio
                                         "default: the run's validation data)")->type_name("SPEC");
   command->add_option("--out", m.out, out_help)->type_name("FILE");
   command->add_option("--batch-size", m.batch_size, "Examples per batch (default: the run's)")->check(integer_in(1, 1'000'000));
+  command->add_option("--weights", m.weights, "final (the weights the run ended with) or best (those of its best epoch)")
+      ->check(CLI::IsMember({"final", "best"}))->capture_default_str();
 }
 
 }  // namespace
@@ -55,6 +58,9 @@ int main(int argc, char** argv) {
                "fitscope"};
   app.formatter(std::make_shared<HelpFormatter>());
   app.require_subcommand(1);
+  app.set_version_flag("--version", "fitscope " FITSCOPE_VERSION);
+  CLI::App* version = app.add_subcommand("version", "Print fitscope's version");
+  version->callback([] { std::cout << "fitscope " FITSCOPE_VERSION "\n"; });
   const std::set<std::string> not_in_config = {"run-dir", "resume", "overwrite"};  // a repeat is a new run
 
   TrainCommandOptions train_options;
@@ -122,7 +128,12 @@ int main(int argc, char** argv) {
   report->add_option("RUN_DIR", report_dir, "The run directory (summary.json, steps.csv, metrics.csv or sweep.json)")
       ->required()->type_name("DIR");
   report->add_option("--out", report_out, "Where to write the page (default RUN_DIR/report.html)")->type_name("FILE");
-  report->callback([&] { std::cout << "Report: " << fitscope::write_html_report(report_dir, report_out) << "\n"; });
+  report->callback([&] {
+    if (!report_out.empty()) fitscope::check_output_path("--out", report_out, {"report.html"});
+    const std::string path = fitscope::write_html_report(report_dir, report_out);
+    if (report_out.empty()) fitscope::record_run_file(report_dir, "report.html");  // the manifest keeps up
+    std::cout << "Report: " << path << "\n";
+  });
 
   fitscope::dist::LaunchOptions launch_options;
   std::vector<std::string> launch_command;
@@ -151,6 +162,10 @@ int main(int argc, char** argv) {
   launch->add_option("COMMAND", launch_command, "The command every rank runs, after --")->required();
   launch->callback([&] { launch_status = fitscope::dist::launch(launch_options, launch_command, std::cout, std::cerr); });
 
+  if (argc == 1) {  // a bare `fitscope`: what it can do, as `fitscope --help` says it
+    std::cout << app.help();
+    return 0;
+  }
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     for (const CLI::App* command : {train, sweep}) args = with_config_file(*command, args);
@@ -159,6 +174,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << parse_error_message(app, e) << "\n";

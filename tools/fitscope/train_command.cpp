@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <numeric>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <ostream>
@@ -185,6 +186,7 @@ struct Session {
     TrainerOptions options = o.trainer;
     options.device = device;
     options.context = ranks;
+    if (!o.normalize_mean.empty()) options.preprocessing.push_back(std::make_shared<Normalize>(o.normalize_mean, o.normalize_std));
     if (o.run.verbose == 0) options.warn = [](const std::string&) {};  // silent: summary.json keeps them
     if (!o.lr_schedule.empty()) {
       if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
@@ -239,7 +241,6 @@ struct Session {
   /// The fit settings of the command line, with the seed scenario's SlowCallback in --callback-mode.
   FitOptions fit_options(const TrainCommandOptions& o) const {
     FitOptions fit = o.fit;
-    if (!o.normalize_mean.empty()) fit.loader.transforms.push_back(std::make_shared<Normalize>(o.normalize_mean, o.normalize_std));
     if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
     const std::string monitor = !o.monitor.empty() ? o.monitor : fit.validation_data || fit.validation_split > 0 ? "val_loss" : "loss";
     if (o.early_stopping > 0) {
@@ -314,14 +315,23 @@ struct TrainedModel {
 TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o) {
   const fs::path dir = m.run_dir;
   TrainedModel t;
-  if (is_script_file(o.model)) {  // the trained module itself, as the run wrote it
-    o.model = t.weights = (dir / "model.pt").string();
-  } else {
-    t.weights = (dir / "model.weights.pt").string();
-  }
+  const bool script = is_script_file(o.model), best = m.weights == "best";
+  if (script) o.model = (dir / "model.pt").string();  // the trained module itself, as the run wrote it
+  t.weights = best ? (dir / "best.weights.pt").string() : script ? o.model : (dir / "model.weights.pt").string();
   if (!fs::exists(t.weights)) {
     throw std::invalid_argument(m.run_dir + ": no " + fs::path(t.weights).filename().string() +
-                                " (the run did not finish: its final weights are written when it ends)");
+                                (best ? " (--weights best: the run kept no best weights; they are written at each epoch "
+                                        "that improves its monitored value)"
+                                      : " (the run did not finish: its final weights are written when it ends)"));
+  }
+  if (const auto recorded = recorded_crc32(m.run_dir, fs::path(t.weights).filename().string())) {
+    const uint32_t crc = file_crc32(t.weights);
+    if (crc != *recorded) {
+      char text[64];
+      std::snprintf(text, sizeof text, "CRC-32 %08x, but the run recorded %08x", crc, *recorded);
+      throw std::invalid_argument(t.weights + ": " + text + " in manifest.json (the file changed or was damaged since "
+                                  "the run wrote it)");
+    }
   }
   if (!m.data.empty()) {
     o.data = m.data;
@@ -331,7 +341,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
   o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
   t.session = std::make_unique<Session>(o, dist::single_process_context(), resolve_device(o.device, 0));
   t.trainer = t.session->make_trainer(o);
-  if (!is_script_file(o.model)) t.trainer->load_weights(t.weights);
+  if (!script || best) t.trainer->load_weights(t.weights);
   const Examples& data = t.session->data;
   if (!m.data.empty()) {
     t.data = data.test ? data.test : data.train;
@@ -352,12 +362,14 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
 }  // namespace
 
 void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
+  if (!m.out.empty()) check_output_path("--out", m.out, {"evaluation.json"});
   TrainedModel t = load_trained_model(m, run);
   EvaluateOptions options;
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
   const Logs logs = t.trainer->evaluate(t.data, options);
   const std::string path = m.out.empty() ? (fs::path(m.run_dir) / "evaluation.json").string() : m.out;
   write_evaluation(path, logs, t.data_name, t.data->size(), t.weights);
+  if (m.out.empty()) record_run_file(m.run_dir, "evaluation.json");
   out << "Evaluated " << t.weights << " on " << t.data->size() << " examples of " << t.data_name << ":\n";
   for (const auto& [key, value] : logs) out << "  " << key << " " << value << "\n";
   out << "Written: " << path << "\n";
@@ -367,6 +379,9 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
   if (m.out.size() < 5 || m.out.substr(m.out.size() - 4) != ".csv") {
     throw std::invalid_argument("--out " + m.out + ": expected FILE.csv (the tensors go beside it, as FILE.pt)");
   }
+  const std::string tensors = m.out.substr(0, m.out.size() - 4) + ".pt";
+  check_output_path("--out", m.out);
+  check_output_path("--out " + m.out + ": its tensors' file", tensors);
   TrainedModel t = load_trained_model(m, run);
   PredictOptions options;
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
@@ -379,7 +394,6 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
     outputs.push_back(t.trainer->predict(batch.inputs, options));
     targets.push_back(batch.targets);
   }
-  const std::string tensors = m.out.substr(0, m.out.size() - 4) + ".pt";
   write_predictions(at::cat(outputs), at::cat(targets), m.out, tensors);
   out << "Predicted " << t.data->size() << " examples of " << t.data_name << " with " << t.weights << ":\n"
       << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";

@@ -66,6 +66,7 @@ struct ModelCommandOptions {
   std::string data;        ///< --data SPEC; empty = the run's validation data
   std::string out;         ///< --out: evaluate's JSON (default RUN_DIR/evaluation.json); predict's FILE.csv
   int64_t batch_size = 0;  ///< --batch-size; 0 = the run's
+  std::string weights = "final";  ///< --weights: final (the run's last) or best (its best checkpoint's)
 };
 
 /// `fitscope make-images`: the built-in data set written as an image folder.

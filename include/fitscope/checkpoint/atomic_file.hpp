@@ -3,11 +3,17 @@
 /// never a part: the bytes go to a temporary file in the same directory, which is flushed to disk and
 /// renamed over the target, and the directory is flushed too. Throws std::runtime_error naming the
 /// path and the system's reason; the target is untouched then. Thread-safe for distinct paths.
+///
+/// write_output_file: the same for a user's output path, which may be no regular file: a symbolic link
+/// is followed and its target written (the link stays a link); a FIFO, a device (/dev/stdout) or any
+/// other file that is not regular is opened and written in place, never replaced.
 
 #include <string>
 
 namespace fitscope {
 
 void write_file_atomically(const std::string& path, const std::string& content);
+
+void write_output_file(const std::string& path, const std::string& content);
 
 }  // namespace fitscope

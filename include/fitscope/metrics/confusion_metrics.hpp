@@ -8,7 +8,10 @@
 /// classes of the per-class value) and `micro` (from the summed counts; for single-label multi-class
 /// problems it equals accuracy). A value with a zero denominator (no positive predictions, no positive
 /// examples) counts as 0 and is reported by undefined() — the trainer warns once.
-/// Accuracy is the micro average (the trace over the total). Log names: "accuracy", "precision",
+/// The matrix is bounded: more than kMaxConfusionClasses classes (a 4096 x 4096 matrix is 128 MiB, kept
+/// for training and validation and in every checkpoint) is refused at the first update. make_metric's
+/// "accuracy" is Accuracy (accuracy.hpp, two numbers of state); ConfusionScore::accuracy, the micro
+/// average (the trace over the total), is for a matrix kept anyway. Log names: "accuracy", "precision",
 /// "recall", "f1" (binary for one output column, macro otherwise), "precision_macro",
 /// "precision_micro", ... Not thread-safe.
 
@@ -20,6 +23,9 @@
 namespace fitscope {
 
 enum class Average { automatic, binary, macro, micro };
+
+/// The most classes a confusion matrix is kept for.
+constexpr int64_t kMaxConfusionClasses = 4096;
 enum class ConfusionScore { accuracy, precision, recall, f1 };
 
 /// The shared confusion matrix: row = target, column = prediction.

@@ -1,8 +1,9 @@
 #pragma once
 /// The files of a trained model's evaluation and predictions (`fitscope evaluate` and `predict`): the
 /// metrics as JSON, and the outputs one row per example as CSV beside the same tensors in a file that
-/// Python's `torch.load(path, weights_only=True)` reads. Written atomically; I/O errors throw
-/// std::runtime_error naming the path.
+/// Python's `torch.load(path, weights_only=True)` reads. Written with write_output_file (atomically,
+/// through a link, or in place to a FIFO or device); I/O errors throw std::runtime_error naming the
+/// path. check_output_path (run_directory.hpp) first keeps them off a run's own files.
 
 #include <ATen/core/Tensor.h>
 

@@ -5,7 +5,8 @@
 /// epoch ends, shutdown), and when the fit ends (normally, by an exception, or by SIGINT/SIGTERM)
 /// writes every file of the run directory (DESIGN.md): summary.json, model.weights.pt, model.pt for a
 /// TorchScript model, report.html. In a data-parallel run the chief (rank 0) writes; the others only
-/// read their backups from it.
+/// read their backups from it. The chief holds the directory's lock from the fit's start to the Run's
+/// end, and records what the run wrote in manifest.json (run_directory.hpp).
 ///
 ///   fitscope::RunOptions options;
 ///   options.run_dir = "runs/mine";
@@ -23,6 +24,7 @@
 
 #include "fitscope/data/dataset.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/run/run_directory.hpp"
 #include "fitscope/run/run_options.hpp"
 #include "fitscope/timing/fit_measurements.hpp"
 #include "fitscope/timing/run_summary.hpp"
@@ -71,6 +73,7 @@ class Run {
   std::string data_source_;  // the training data's Dataset::source(), for the settings
   History history_;
   std::unique_ptr<Signals> signals_;
+  std::unique_ptr<RunDirectoryLock> lock_;  // the chief's, from the fit's start to the Run's end
 };
 
 /// The summary of `trainer`'s last fit, run with `fit`, without a run directory (no wall-time split):

@@ -31,7 +31,9 @@ struct RunOptions {
   int64_t tensorboard_update_freq = 0;  ///< 0 = scalars per epoch, N = every N batches
   bool steps_csv = true;            ///< steps.csv: one row per step
   bool trace = true;                ///< trace.json: Chrome trace events
-  bool best_checkpoint = true;      ///< checkpoints/best.fitscope (ModelCheckpoint, save_best_only)
+  /// checkpoints/best.fitscope (ModelCheckpoint, save_best_only) and its weights as best.weights.pt
+  /// (torch.load(path, weights_only=True) reads them; evaluate/predict --weights best)
+  bool best_checkpoint = true;
   std::string best_monitor;         ///< its key; empty = val_loss when the fit validates, else loss
   /// The callbacks the run adds that only observe (progress bar, CSVLogger, TensorBoard) run off the
   /// training thread (--callback-mode async).
@@ -45,8 +47,10 @@ struct RunOptions {
   /// Continue from the newest valid backup in RUN_DIR/backup (there must be one).
   bool resume = false;
   /// Start afresh in a run directory that holds an earlier run's files (earlier_run_files): they are
-  /// deleted first. Without it or `resume`, such a directory is refused, so old and new event files,
-  /// CSVs and backups are never mixed. A restart by `fitscope launch` with no backup replaces them too.
+  /// deleted first, where its manifest.json says a run wrote them (run_directory.hpp); anything else in
+  /// the way (a user's train/ folder, a file changed since) is refused, naming it, and nothing is
+  /// deleted. Without it or `resume`, such a directory is refused, so old and new event files, CSVs and
+  /// backups are never mixed. A restart by `fitscope launch` with no backup replaces them too.
   bool overwrite = false;
   std::shared_ptr<FileSystem> file_system;  ///< where backups go; null = the real file system
   bool report = true;               ///< report.html
@@ -63,8 +67,8 @@ struct RunOptions {
 /// but letters, digits, '.', '_' and '-' made '_' (so the directory stays under runs/).
 std::string default_run_dir(const std::string& name);
 /// The files and folders of an earlier run in `dir` (summary.json, steps.csv, metrics.csv, trace.json,
-/// report.html, model.*, config.toml, evaluation.json, train/, validation/, checkpoints/, backup/, event
-/// files), sorted; other files are the user's and are left alone.
+/// report.html, model.*, config.toml, evaluation.json, manifest.json, train/, validation/, checkpoints/,
+/// backup/, event files: run_file_names()), sorted; other files are the user's and are left alone.
 std::vector<std::string> earlier_run_files(const std::string& dir);
 /// Creates `dir` and its parents; throws std::invalid_argument naming it when it cannot.
 void create_run_dir(const std::string& dir);

@@ -68,6 +68,11 @@ struct TrainerOptions {
   /// follow the loss: {"accuracy"} for cross_entropy, none for mean_squared_error.
   std::optional<std::vector<MetricSpec>> metrics;
   c10::Device device = c10::Device(c10::kCPU);  ///< where the model and batches live
+  /// Preprocessing (Keras's preprocessing layers; torchvision's Normalize): deterministic transforms
+  /// applied in order to every batch the model sees: training and validation batches of fit (after
+  /// the augmentation of LoaderOptions::transforms, in the loader's workers), evaluate and predict.
+  /// The model's input contract: weights trained with it are only right with it. Default: none.
+  std::vector<std::shared_ptr<Transform>> preprocessing;
   int64_t warmup_steps = 5;                    ///< first steps left out of the statistics (>= 0)
   TrainStep train_step;                        ///< a custom step; empty = standard_train_step
   /// Gradient clipping before each optimizer step (by global norm or by value; off by default).
@@ -102,8 +107,9 @@ struct FitOptions {
   int64_t epochs = 1;          ///< index of the epoch to stop before (as in Keras, with initial_epoch)
   int64_t initial_epoch = 0;   ///< epoch to start at (for resuming)
   /// How the training set is batched and loaded: batch size, shuffle and seed, drop_last, workers and
-  /// prefetch, the artificial delay, transforms (augmentation), cache. Validation uses its batch size,
-  /// workers, prefetch and cache, in order and unaugmented. The fit sets pin_memory (on a GPU) and the
+  /// prefetch, the artificial delay, transforms (augmentation: training batches only; a Normalize
+  /// there is refused, since it belongs in TrainerOptions::preprocessing), cache. Validation uses its
+  /// batch size, workers, prefetch and cache, in order and unaugmented. The fit sets pin_memory (on a GPU) and the
   /// sampler (each rank's shard) itself.
   LoaderOptions loader;
   double validation_split = 0;  ///< fraction of the training set (its end) held out; 0 = none
@@ -193,6 +199,8 @@ class Trainer : public TrainingContext {
 
  private:
   struct Fit;  // one fit's running state and the named steps of its loop (trainer.cpp)
+  /// `inputs` (examples first, first..) after TrainerOptions::preprocessing.
+  at::Tensor preprocess(at::Tensor inputs, int64_t first) const;
   /// The outputs for `n` examples, `inputs` giving those of each batch.
   at::Tensor predict_batches(int64_t n, const std::function<at::Tensor(int64_t begin, int64_t count)>& inputs,
                              const PredictOptions& options);

@@ -1,0 +1,68 @@
+#pragma once
+/// Who owns what in a run directory. A run records what it wrote in `manifest.json` (each file's path,
+/// size and CRC-32), so `--overwrite` removes exactly an earlier run's files and nothing of the user's;
+/// a live run holds an exclusive lock on the directory, so a second run, `--resume` or `--overwrite`
+/// cannot write into it at the same time; and commands that write an output (evaluate, predict,
+/// report) never land on a run's own file.
+///
+/// manifest.json: {"version": 1, "complete": bool, "files": [{"path", "size", "crc32"}, ...]}.
+/// "complete" is false from the run's start until its files are written (a killed run leaves it so):
+/// then every entry with one of the run's names (run_file_names) is the run's. Once complete, the run
+/// owns exactly the files listed, and a listed file whose size or CRC-32 changed is no longer its.
+/// Functions throw std::invalid_argument (naming the directory and the files) for what is in the way,
+/// std::runtime_error for I/O errors. Not thread-safe for one directory; the lock is across processes.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fitscope {
+
+/// The names a run writes at the top of its directory (files and folders; TensorBoard's event files
+/// besides, by their prefix "events.out.tfevents.").
+const std::set<std::string>& run_file_names();
+
+/// An exclusive advisory lock (flock) on DIR/.fitscope.lock, held for the object's lifetime (the file
+/// removed at its end) and released by the kernel when the process ends in any way (the file then
+/// stays, unlocked). The holder's process id is written in the file, so a refused run can name it.
+class RunDirectoryLock {
+ public:
+  /// Takes the lock of the existing directory `dir`. Throws std::invalid_argument naming `dir` and the
+  /// live process when another holds it.
+  explicit RunDirectoryLock(const std::string& dir);
+  ~RunDirectoryLock();
+  RunDirectoryLock(const RunDirectoryLock&) = delete;
+  RunDirectoryLock& operator=(const RunDirectoryLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+/// Writes DIR/manifest.json: with `complete`, every regular file under the run's names in `dir`, with
+/// its size and CRC-32; without, a manifest that claims the run's names (the run's start).
+void write_run_manifest(const std::string& dir, bool complete);
+
+/// Adds or updates the entry of `relative` (a file of the run written after it ended, such as
+/// evaluation.json) in a complete manifest of `dir`; does nothing where `dir` has no complete manifest.
+void record_run_file(const std::string& dir, const std::string& relative);
+
+/// The CRC-32 the manifest of `dir` records for `relative`, if it records one.
+std::optional<uint32_t> recorded_crc32(const std::string& dir, const std::string& relative);
+
+/// The CRC-32 (zlib's) of a file's bytes; throws std::runtime_error naming it when it cannot be read.
+uint32_t file_crc32(const std::string& path);
+
+/// Removes the earlier run's `entries` (earlier_run_files of `dir`) where they are its own by the
+/// manifest. When any file among them is not (no manifest, a file the run did not write, one changed
+/// since), removes nothing and throws std::invalid_argument naming the files in the way.
+void remove_earlier_run(const std::string& dir, const std::vector<std::string>& entries);
+
+/// Refuses (std::invalid_argument naming `flag`, the path and its run directory) an output `path` that
+/// is a run's own file: one with a run's name in a directory holding a manifest.json, or listed in it,
+/// other than the names in `allowed` (a command's own output, as evaluate's evaluation.json).
+void check_output_path(const std::string& flag, const std::string& path, const std::set<std::string>& allowed = {});
+
+}  // namespace fitscope

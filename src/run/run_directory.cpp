@@ -1,0 +1,239 @@
+#include "fitscope/run/run_directory.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "fitscope/checkpoint/atomic_file.hpp"
+
+namespace fitscope {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kLockFile = ".fitscope.lock";
+constexpr std::uintmax_t kMaxManifestBytes = 64u << 20;  // a manifest of a million files is ~100 MB less
+
+bool has_run_name(const std::string& top) {
+  return run_file_names().count(top) != 0 || top.rfind("events.out.tfevents.", 0) == 0;
+}
+
+/// The first component of a relative path ("train/events..." -> "train").
+std::string top_of(const std::string& relative) { return fs::path(relative).begin()->string(); }
+
+struct FileRecord {
+  std::uintmax_t size = 0;
+  uint32_t crc32 = 0;
+};
+
+/// A manifest as read: none (nullopt), or complete or not with its files.
+struct Manifest {
+  bool complete = false;
+  std::map<std::string, FileRecord> files;
+};
+
+std::optional<Manifest> read_manifest(const std::string& dir) {
+  const fs::path path = fs::path(dir) / kManifest;
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(status)) return std::nullopt;
+  if (!fs::is_regular_file(status) || fs::file_size(path, ec) > kMaxManifestBytes || ec) {
+    throw std::invalid_argument(path.string() + ": not a regular file of at most 64 MiB (expected the manifest a run wrote)");
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Manifest m;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    m.complete = j.at("complete").get<bool>();
+    for (const auto& f : j.at("files")) {
+      m.files[f.at("path").get<std::string>()] = {f.at("size").get<std::uintmax_t>(), f.at("crc32").get<uint32_t>()};
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(path.string() + ": not a run's manifest (" + e.what() + ")");
+  }
+  return m;
+}
+
+void write_manifest(const std::string& dir, const Manifest& m) {
+  nlohmann::ordered_json j;
+  j["version"] = 1;
+  j["complete"] = m.complete;
+  j["files"] = nlohmann::ordered_json::array();
+  for (const auto& [path, record] : m.files) {
+    j["files"].push_back({{"path", path}, {"size", record.size}, {"crc32", record.crc32}});
+  }
+  // paths are bytes: a name that is not UTF-8 is written with replacement characters, not refused
+  write_file_atomically((fs::path(dir) / kManifest).string(), j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+FileRecord record_of(const fs::path& path) { return {fs::file_size(path), file_crc32(path.string())}; }
+
+/// Every regular file under `entry` (itself, when it is one), as paths relative to `dir`. Links are not
+/// followed: a link is listed as a file of its own.
+std::vector<std::string> files_under(const fs::path& dir, const std::string& entry) {
+  std::vector<std::string> files;
+  const fs::path top = dir / entry;
+  if (!fs::is_directory(fs::symlink_status(top))) return {entry};
+  for (const auto& e : fs::recursive_directory_iterator(top)) {
+    if (!fs::is_directory(e.symlink_status())) files.push_back(fs::relative(e.path(), dir).string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+const std::set<std::string>& run_file_names() {
+  static const std::set<std::string> names = {"summary.json", "steps.csv",  "metrics.csv",     "trace.json", "report.html",
+                                              "model.weights.pt", "best.weights.pt", "model.pt", "config.toml", "evaluation.json", "train",
+                                              "validation", "checkpoints", "backup", kManifest};
+  return names;
+}
+
+RunDirectoryLock::RunDirectoryLock(const std::string& dir) : path_((fs::path(dir) / kLockFile).string()) {
+  // the holder removes the file when it lets go: a lock taken on a file already removed is taken again
+  for (;;) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open the run directory's lock (" + std::strerror(errno) + ")");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      char pid[32] = {};
+      const ssize_t n = ::pread(fd_, pid, sizeof pid - 1, 0);
+      ::close(fd_);
+      fd_ = -1;
+      if (error != EWOULDBLOCK) throw std::runtime_error(path_ + ": cannot lock (" + std::strerror(error) + ")");
+      std::string holder = n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : std::string();
+      holder = holder.substr(0, holder.find('\n'));
+      throw std::invalid_argument("--run-dir " + dir + " is in use by a live run (process " +
+                                  (holder.empty() ? "unknown" : holder) + "): wait for it to end, or choose another --run-dir");
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev) {
+      break;
+    }
+    ::close(fd_);
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    // the lock holds without the number: a refused run then names the holder "unknown"
+  }
+}
+
+RunDirectoryLock::~RunDirectoryLock() {
+  ::unlink(path_.c_str());  // while still held: a waiting opener finds its file gone and opens anew
+  ::close(fd_);             // closing the only descriptor releases the lock
+}
+
+uint32_t file_crc32(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot be read (" + std::strerror(errno) + ")");
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(in.gcount()));
+  }
+  if (in.bad()) throw std::runtime_error(path + ": read error");
+  return static_cast<uint32_t>(crc);
+}
+
+void write_run_manifest(const std::string& dir, bool complete) {
+  Manifest m;
+  m.complete = complete;
+  if (complete) {
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      if (name == kManifest || !has_run_name(name)) continue;
+      for (const std::string& file : files_under(dir, name)) {
+        if (fs::is_regular_file(fs::symlink_status(fs::path(dir) / file))) m.files[file] = record_of(fs::path(dir) / file);
+      }
+    }
+  }
+  write_manifest(dir, m);
+}
+
+void record_run_file(const std::string& dir, const std::string& relative) {
+  std::optional<Manifest> m = read_manifest(dir);
+  if (!m || !m->complete) return;
+  m->files[relative] = record_of(fs::path(dir) / relative);
+  write_manifest(dir, *m);
+}
+
+std::optional<uint32_t> recorded_crc32(const std::string& dir, const std::string& relative) {
+  const std::optional<Manifest> m = read_manifest(dir);
+  if (!m) return std::nullopt;
+  const auto found = m->files.find(relative);
+  if (found == m->files.end()) return std::nullopt;
+  return found->second.crc32;
+}
+
+void remove_earlier_run(const std::string& dir, const std::vector<std::string>& entries) {
+  const std::optional<Manifest> m = read_manifest(dir);
+  std::vector<std::string> in_the_way;
+  for (const std::string& entry : entries) {
+    if (entry == kManifest) continue;
+    for (const std::string& file : files_under(dir, entry)) {
+      bool owned = false;
+      if (m && m->complete) {
+        const auto found = m->files.find(file);
+        std::error_code ec;
+        const fs::path path = fs::path(dir) / file;
+        owned = found != m->files.end() && fs::is_regular_file(fs::symlink_status(path)) &&
+                fs::file_size(path, ec) == found->second.size && file_crc32(path.string()) == found->second.crc32;
+      } else if (m) {
+        owned = has_run_name(top_of(file));  // a run that did not end: its names are its own
+      }
+      if (!owned) in_the_way.push_back(file);
+    }
+  }
+  if (!in_the_way.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < in_the_way.size() && i < 5; ++i) list += (i ? ", " : "") + in_the_way[i];
+    if (in_the_way.size() > 5) list += " and " + std::to_string(in_the_way.size() - 5) + " more";
+    throw std::invalid_argument("--overwrite: --run-dir " + dir + " holds " + list + ", which " +
+                                (m ? "no run wrote there (or which changed since), by its manifest.json"
+                                   : "no run recorded as its own (no manifest.json)") +
+                                ": nothing was removed; move them away, or choose another --run-dir");
+  }
+  for (const std::string& entry : entries) {
+    if (entry != kManifest) fs::remove_all(fs::path(dir) / entry);
+  }
+  fs::remove(fs::path(dir) / kManifest);
+}
+
+void check_output_path(const std::string& flag, const std::string& path, const std::set<std::string>& allowed) {
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(fs::path(path), ec);
+  if (ec) return;  // a path that cannot be resolved is left to the writer's error
+  const std::string name = target.filename().string();
+  if (allowed.count(name)) return;
+  // the run directory of the path: its folder, or a run folder above it (train/, checkpoints/, ...)
+  for (fs::path dir = target.parent_path(), below = target; !dir.empty() && dir != dir.root_path();
+       below = dir, dir = dir.parent_path()) {
+    if (!fs::exists(dir / kManifest)) continue;
+    const std::string top = below.filename().string();
+    const std::string relative = fs::relative(target, dir, ec).string();
+    const std::optional<Manifest> m = read_manifest(dir.string());
+    if (has_run_name(top) || (m && m->files.count(relative))) {
+      throw std::invalid_argument(flag + " " + path + ": a file of the run directory " + dir.string() + " (" + relative +
+                                  "), which this command never replaces (expected a path outside the run's own files)");
+    }
+    return;
+  }
+}
+
+}  // namespace fitscope
