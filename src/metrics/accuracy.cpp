@@ -8,7 +8,7 @@ namespace fitscope {
 
 void Accuracy::update(const at::Tensor& outputs, const at::Tensor& targets, const at::Tensor&) {
   if (at::isFloatingType(targets.scalar_type())) {
-    throw std::invalid_argument("accuracy needs class-index targets (integers), got " +
+    throw std::invalid_argument("accuracy, precision, recall and f1 need class-index targets (integers), got " +
                                 std::string(c10::toString(targets.scalar_type())) +
                                 " targets: for a regression loss use mse or mae (--metrics mse)");
   }

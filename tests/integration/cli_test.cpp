@@ -227,7 +227,6 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
                      "--class-weight: 2 weights, but --data synthetic has 10 classes (expected one weight per class)");
   expect_usage_error({"train", "--loss", "mse", "--label-smoothing", "0.1", "--epochs", "1"},
                      "label smoothing and class weights apply to the cross-entropy loss only, got mse");
-  expect_usage_error({}, "A subcommand is required");
 }
 
 /// A diverging run fails at the batch whose loss is not finite (TerminateOnNaN, on by default), says

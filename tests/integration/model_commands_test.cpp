@@ -165,3 +165,25 @@ TEST(PredictCommand, WritesOneRowPerExampleAndTheSameTensorsForTorchLoad) {
   expect_usage_error({"predict", dir, "--out", tmp.path() + "/p.txt"}, "expected FILE.csv");
   expect_usage_error({"predict", dir}, "--out is required");
 }
+
+TEST(BestWeights, PythonLoadsThemAndEvaluateAndPredictUseThemWithWeightsBest) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  ASSERT_EQ(train(kRun, dir).exit_code, 0);
+  const ProcessResult py = run_process(
+      {FITSCOPE_PYTHON, "-c",
+       "import sys, torch\n"
+       "best = torch.load(sys.argv[1], weights_only=True)\n"
+       "final = torch.load(sys.argv[2], weights_only=True)\n"
+       "assert sorted(best) == sorted(final), (sorted(best), sorted(final))\n"
+       "assert all(best[k].shape == final[k].shape for k in best)\n"
+       "print('ok')\n",
+       dir + "/best.weights.pt", dir + "/model.weights.pt"});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+  EXPECT_EQ(py.out, "ok\n");
+  const ProcessResult r = run_fitscope({"evaluate", dir, "--weights", "best", "--out", tmp.path() + "/best.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Evaluated " + dir + "/best.weights.pt on 600 examples"), std::string::npos) << r.out;
+  ASSERT_EQ(run_fitscope({"predict", dir, "--weights", "best", "--out", tmp.path() + "/best.csv"}).exit_code, 0);
+  expect_usage_error({"evaluate", dir, "--weights", "newest"}, "--weights: newest not in {final,best}");
+}

@@ -31,7 +31,7 @@ TEST(Metric, SummedStatesOfTwoShardsGiveTheMetricOfTheUnionWhileTheMeanOfRatiosD
   b.update(at::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f}).view({3, 2}), at::tensor({1, 1, 0}, at::kLong),
            at::Tensor());  // 1/3
   const auto sa = a.state(), sb = b.state();
-  sum.load_state({sa[0] + sb[0]});
+  sum.load_state({sa[0] + sb[0], sa[1] + sb[1]});
   EXPECT_DOUBLE_EQ(sum.result(), 2.0 / 4.0);
   EXPECT_NE((a.result() + b.result()) / 2, sum.result());
 }
