@@ -10,11 +10,7 @@
 namespace fitscope {
 
 void ConfusionState::update(const at::Tensor& outputs, const at::Tensor& targets) {
-  if (at::isFloatingType(targets.scalar_type())) {
-    throw std::invalid_argument("accuracy, precision, recall and f1 need class-index targets (integers), got " +
-                                std::string(c10::toString(targets.scalar_type())) +
-                                " targets: for a regression loss use mse or mae (--metrics mse)");
-  }
+  expect_class_targets(targets);
   const bool binary = !(outputs.dim() == 2 && outputs.size(1) > 1);
   const int64_t classes = binary ? 2 : outputs.size(1);
   at::Tensor cell = binary ? outputs.reshape({-1}).gt(0.5).to(at::kLong) : outputs.argmax(1);

@@ -188,12 +188,11 @@ std::string default_run_dir(const std::string& name) {
 }
 
 std::vector<std::string> earlier_run_files(const std::string& dir) {
-  const std::set<std::string>& names = run_file_names();
   std::vector<std::string> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (names.count(name) || name.rfind("events.out.tfevents.", 0) == 0) found.push_back(name);
+    if (is_run_file_name(name)) found.push_back(name);
   }
   std::sort(found.begin(), found.end());
   return found;

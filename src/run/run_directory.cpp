@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,16 +27,13 @@ constexpr const char* kManifest = "manifest.json";
 constexpr const char* kLockFile = ".fitscope.lock";
 constexpr std::uintmax_t kMaxManifestBytes = 64u << 20;  // a manifest of a million files is ~100 MB less
 
-bool has_run_name(const std::string& top) {
-  return run_file_names().count(top) != 0 || top.rfind("events.out.tfevents.", 0) == 0;
-}
-
 /// The first component of a relative path ("train/events..." -> "train").
 std::string top_of(const std::string& relative) { return fs::path(relative).begin()->string(); }
 
 struct FileRecord {
   std::uintmax_t size = 0;
   uint32_t crc32 = 0;
+  bool operator==(const FileRecord& o) const { return size == o.size && crc32 == o.crc32; }
 };
 
 /// A manifest as read: none (nullopt), or complete or not with its files.
@@ -96,11 +94,12 @@ std::vector<std::string> files_under(const fs::path& dir, const std::string& ent
 
 }  // namespace
 
-const std::set<std::string>& run_file_names() {
-  static const std::set<std::string> names = {"summary.json", "steps.csv",  "metrics.csv",     "trace.json", "report.html",
-                                              "model.weights.pt", "best.weights.pt", "model.pt", "config.toml", "evaluation.json", "train",
-                                              "validation", "checkpoints", "backup", kManifest};
-  return names;
+bool is_run_file_name(const std::string& name) {
+  static const std::set<std::string> names = {
+      "summary.json", "steps.csv", "metrics.csv", "trace.json",      "report.html", "model.weights.pt", "best.weights.pt",
+      "model.pt",     "config.toml", "evaluation.json", kManifest, "train",       "validation",       "checkpoints",
+      "backup"};
+  return names.count(name) != 0 || name.rfind("events.out.tfevents.", 0) == 0;
 }
 
 RunDirectoryLock::RunDirectoryLock(const std::string& dir) : path_((fs::path(dir) / kLockFile).string()) {
@@ -117,8 +116,9 @@ RunDirectoryLock::RunDirectoryLock(const std::string& dir) : path_((fs::path(dir
       if (error != EWOULDBLOCK) throw std::runtime_error(path_ + ": cannot lock (" + std::strerror(error) + ")");
       std::string holder = n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : std::string();
       holder = holder.substr(0, holder.find('\n'));
-      throw std::invalid_argument("--run-dir " + dir + " is in use by a live run (process " +
-                                  (holder.empty() ? "unknown" : holder) + "): wait for it to end, or choose another --run-dir");
+      throw std::invalid_argument("RunOptions::run_dir " + dir + " is in use by a live run (process " +
+                                  (holder.empty() ? "unknown" : holder) +
+                                  "): wait for it to end, or choose another RunOptions::run_dir");
     }
     struct stat held {}, named {};
     if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
@@ -157,7 +157,7 @@ void write_run_manifest(const std::string& dir, bool complete) {
   if (complete) {
     for (const auto& e : fs::directory_iterator(dir)) {
       const std::string name = e.path().filename().string();
-      if (name == kManifest || !has_run_name(name)) continue;
+      if (name == kManifest || !is_run_file_name(name)) continue;
       for (const std::string& file : files_under(dir, name)) {
         if (fs::is_regular_file(fs::symlink_status(fs::path(dir) / file))) m.files[file] = record_of(fs::path(dir) / file);
       }
@@ -173,12 +173,17 @@ void record_run_file(const std::string& dir, const std::string& relative) {
   write_manifest(dir, *m);
 }
 
-std::optional<uint32_t> recorded_crc32(const std::string& dir, const std::string& relative) {
+void check_recorded_file(const std::string& dir, const std::string& relative) {
   const std::optional<Manifest> m = read_manifest(dir);
-  if (!m) return std::nullopt;
+  if (!m) return;
   const auto found = m->files.find(relative);
-  if (found == m->files.end()) return std::nullopt;
-  return found->second.crc32;
+  if (found == m->files.end()) return;
+  const std::string path = (fs::path(dir) / relative).string();
+  const uint32_t crc = file_crc32(path);
+  if (crc == found->second.crc32) return;
+  char text[64];
+  std::snprintf(text, sizeof text, "CRC-32 %08x, but the run recorded %08x", crc, found->second.crc32);
+  throw std::invalid_argument(path + ": " + text + " in manifest.json (the file changed or was damaged since the run wrote it)");
 }
 
 void remove_earlier_run(const std::string& dir, const std::vector<std::string>& entries) {
@@ -190,12 +195,10 @@ void remove_earlier_run(const std::string& dir, const std::vector<std::string>& 
       bool owned = false;
       if (m && m->complete) {
         const auto found = m->files.find(file);
-        std::error_code ec;
         const fs::path path = fs::path(dir) / file;
-        owned = found != m->files.end() && fs::is_regular_file(fs::symlink_status(path)) &&
-                fs::file_size(path, ec) == found->second.size && file_crc32(path.string()) == found->second.crc32;
+        owned = found != m->files.end() && fs::is_regular_file(fs::symlink_status(path)) && record_of(path) == found->second;
       } else if (m) {
-        owned = has_run_name(top_of(file));  // a run that did not end: its names are its own
+        owned = is_run_file_name(top_of(file));  // a run that did not end: its names are its own
       }
       if (!owned) in_the_way.push_back(file);
     }
@@ -204,10 +207,10 @@ void remove_earlier_run(const std::string& dir, const std::vector<std::string>& 
     std::string list;
     for (std::size_t i = 0; i < in_the_way.size() && i < 5; ++i) list += (i ? ", " : "") + in_the_way[i];
     if (in_the_way.size() > 5) list += " and " + std::to_string(in_the_way.size() - 5) + " more";
-    throw std::invalid_argument("--overwrite: --run-dir " + dir + " holds " + list + ", which " +
+    throw std::invalid_argument("RunOptions::overwrite: RunOptions::run_dir " + dir + " holds " + list + ", which " +
                                 (m ? "no run wrote there (or which changed since), by its manifest.json"
                                    : "no run recorded as its own (no manifest.json)") +
-                                ": nothing was removed; move them away, or choose another --run-dir");
+                                ": nothing was removed; move them away, or choose another RunOptions::run_dir");
   }
   for (const std::string& entry : entries) {
     if (entry != kManifest) fs::remove_all(fs::path(dir) / entry);
@@ -227,8 +230,7 @@ void check_output_path(const std::string& flag, const std::string& path, const s
     if (!fs::exists(dir / kManifest)) continue;
     const std::string top = below.filename().string();
     const std::string relative = fs::relative(target, dir, ec).string();
-    const std::optional<Manifest> m = read_manifest(dir.string());
-    if (has_run_name(top) || (m && m->files.count(relative))) {
+    if (is_run_file_name(top) || read_manifest(dir.string()).value_or(Manifest{}).files.count(relative)) {
       throw std::invalid_argument(flag + " " + path + ": a file of the run directory " + dir.string() + " (" + relative +
                                   "), which this command never replaces (expected a path outside the run's own files)");
     }

@@ -1,6 +1,7 @@
 #include "help.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 namespace fitscope::cli {
@@ -130,6 +131,17 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
     return unexpected(app, command, flag != left.end() ? *flag : left.front());
   }
   return (command ? "fitscope " + command->get_name() + ": " : std::string("fitscope: ")) + error.what();
+}
+
+std::string in_flags(std::string message) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"RunOptions::run_dir", "--run-dir"}, {"RunOptions::overwrite", "--overwrite"}, {"RunOptions::resume", "--resume"}};
+  for (const auto& [option, flag] : kFlags) {
+    for (std::size_t at = message.find(option); at != std::string::npos; at = message.find(option, at)) {
+      message.replace(at, std::strlen(option), flag);
+    }
+  }
+  return message;
 }
 
 }  // namespace fitscope::cli

@@ -23,6 +23,10 @@ class HelpFormatter : public CLI::Formatter {
 /// command has that flag.
 std::string parse_error_message(const CLI::App& app, const CLI::ParseError& error);
 
+/// A library message with the options it names by their C++ names (RunOptions::run_dir) rendered as
+/// the flags that set them (--run-dir).
+std::string in_flags(std::string message);
+
 /// `command`'s flags' long names, with their dashes ("--epochs").
 std::vector<std::string> flag_names(const CLI::App& command);
 

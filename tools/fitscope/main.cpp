@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
     std::cerr << parse_error_message(app, e) << "\n";
     return 2;
   } catch (const std::invalid_argument& e) {
-    std::cerr << "fitscope: " << e.what() << "\n";
+    std::cerr << "fitscope: " << in_flags(e.what()) << "\n";
     return 2;
   } catch (const fitscope::dist::PeerFailure& e) {
     std::cerr << "fitscope: the run failed: " << e.what() << "\n";

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <numeric>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <ostream>
@@ -324,15 +323,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
                                         "that improves its monitored value)"
                                       : " (the run did not finish: its final weights are written when it ends)"));
   }
-  if (const auto recorded = recorded_crc32(m.run_dir, fs::path(t.weights).filename().string())) {
-    const uint32_t crc = file_crc32(t.weights);
-    if (crc != *recorded) {
-      char text[64];
-      std::snprintf(text, sizeof text, "CRC-32 %08x, but the run recorded %08x", crc, *recorded);
-      throw std::invalid_argument(t.weights + ": " + text + " in manifest.json (the file changed or was damaged since "
-                                  "the run wrote it)");
-    }
-  }
+  check_recorded_file(m.run_dir, fs::path(t.weights).filename().string());
   if (!m.data.empty()) {
     o.data = m.data;
     o.validation_data.clear();

@@ -7,30 +7,31 @@
 ///
 /// manifest.json: {"version": 1, "complete": bool, "files": [{"path", "size", "crc32"}, ...]}.
 /// "complete" is false from the run's start until its files are written (a killed run leaves it so):
-/// then every entry with one of the run's names (run_file_names) is the run's. Once complete, the run
+/// then every entry with one of the run's names (is_run_file_name) is the run's. Once complete, the run
 /// owns exactly the files listed, and a listed file whose size or CRC-32 changed is no longer its.
-/// Functions throw std::invalid_argument (naming the directory and the files) for what is in the way,
-/// std::runtime_error for I/O errors. Not thread-safe for one directory; the lock is across processes.
+/// Functions throw std::invalid_argument (naming the directory and the files, and the options by their
+/// names in RunOptions) for what is in the way, std::runtime_error for I/O errors. Not thread-safe for one directory; the lock is across processes.
 
 #include <cstdint>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace fitscope {
 
-/// The names a run writes at the top of its directory (files and folders; TensorBoard's event files
-/// besides, by their prefix "events.out.tfevents.").
-const std::set<std::string>& run_file_names();
+/// Whether `name` is one a run writes at the top of its directory: summary.json, steps.csv,
+/// metrics.csv, trace.json, report.html, model.weights.pt, best.weights.pt, model.pt, config.toml,
+/// evaluation.json, manifest.json, the folders train/, validation/, checkpoints/, backup/, and
+/// TensorBoard's event files (by their prefix "events.out.tfevents.").
+bool is_run_file_name(const std::string& name);
 
 /// An exclusive advisory lock (flock) on DIR/.fitscope.lock, held for the object's lifetime (the file
 /// removed at its end) and released by the kernel when the process ends in any way (the file then
 /// stays, unlocked). The holder's process id is written in the file, so a refused run can name it.
 class RunDirectoryLock {
  public:
-  /// Takes the lock of the existing directory `dir`. Throws std::invalid_argument naming `dir` and the
-  /// live process when another holds it.
+  /// Takes the lock of the existing directory `dir`. Throws std::invalid_argument naming `dir` (as
+  /// RunOptions::run_dir) and the live process when another holds it.
   explicit RunDirectoryLock(const std::string& dir);
   ~RunDirectoryLock();
   RunDirectoryLock(const RunDirectoryLock&) = delete;
@@ -49,8 +50,9 @@ void write_run_manifest(const std::string& dir, bool complete);
 /// evaluation.json) in a complete manifest of `dir`; does nothing where `dir` has no complete manifest.
 void record_run_file(const std::string& dir, const std::string& relative);
 
-/// The CRC-32 the manifest of `dir` records for `relative`, if it records one.
-std::optional<uint32_t> recorded_crc32(const std::string& dir, const std::string& relative);
+/// Throws std::invalid_argument naming the file and both CRC-32s when the manifest of `dir` records
+/// `relative` and the file's bytes have changed since (a file it does not record passes).
+void check_recorded_file(const std::string& dir, const std::string& relative);
 
 /// The CRC-32 (zlib's) of a file's bytes; throws std::runtime_error naming it when it cannot be read.
 uint32_t file_crc32(const std::string& path);
