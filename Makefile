@@ -4,7 +4,7 @@
 PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread iproute2 \
             libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev \
             python3-torch python3-torchvision chromium pkg-config libturbojpeg0-dev libpng-dev \
-            protobuf-compiler libprotobuf-dev
+            protobuf-compiler libprotobuf-dev libtomlplusplus-dev
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)

@@ -14,10 +14,20 @@ constexpr unsigned char kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1
 
 /// One TurboJPEG handle per thread and kind: handles are not thread-safe, and making one per image
 /// costs more than a small image's decode.
+thread_local std::unique_ptr<void, int (*)(tjhandle)> t_decompressor(nullptr, tjDestroy);
+
 tjhandle decompressor() {
-  thread_local std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
-  if (!handle) throw std::runtime_error(std::string("TurboJPEG: ") + tjGetErrorStr2(nullptr));
-  return handle.get();
+  if (!t_decompressor) t_decompressor.reset(tjInitDecompress());
+  if (!t_decompressor) throw std::runtime_error(std::string("TurboJPEG: ") + tjGetErrorStr2(nullptr));
+  return t_decompressor.get();
+}
+
+/// Throws `what` + the decompressor's error, and drops the handle: one that failed keeps failing on
+/// the next image with the same error (libjpeg-turbo 2.1).
+[[noreturn]] void decompressor_failed(const std::string& what) {
+  const std::string why = tjGetErrorStr2(t_decompressor.get());
+  t_decompressor.reset();
+  throw std::invalid_argument(what + why);
 }
 
 tjhandle compressor() {
@@ -46,7 +56,10 @@ ImageHeader read_header(std::string_view head, const std::string& name) {
     int width = 0, height = 0, subsampling = 0, colorspace = 0;
     if (tjDecompressHeader3(decompressor(), bytes_of(head), static_cast<unsigned long>(head.size()), &width, &height,
                             &subsampling, &colorspace) != 0) {
-      throw std::invalid_argument(name + ": JPEG header: " + tjGetErrorStr2(decompressor()));
+      decompressor_failed(name + ": JPEG header: ");
+    }
+    if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+      throw std::invalid_argument(name + ": JPEG header: CMYK colour, which TurboJPEG cannot convert (expected gray, RGB or YCbCr)");
     }
     h.height = height;
     h.width = width;
@@ -71,6 +84,14 @@ ImageHeader read_header(std::string_view head, const std::string& name) {
   return h;
 }
 
+void check_pixel_budget(const ImageHeader& h, int64_t max_pixels, const std::string& name) {
+  if (max_pixels <= 0 || h.height * h.width <= max_pixels) return;
+  throw std::invalid_argument(name + (h.format == ImageFormat::png ? ": PNG header at offset 16" : ": JPEG header") +
+                              ": " + std::to_string(h.width) + "x" + std::to_string(h.height) + " = " +
+                              std::to_string(h.height * h.width) + " pixels, above the budget of " +
+                              std::to_string(max_pixels) + " pixels an image (ImageFolderOptions::max_pixels)");
+}
+
 bool has_complete_end(ImageFormat format, std::string_view tail) {
   const unsigned char* b = bytes_of(tail);
   if (format == ImageFormat::png) return tail.size() >= 8 && std::memcmp(b + tail.size() - 8, "IEND", 4) == 0;
@@ -81,13 +102,15 @@ bool has_complete_end(ImageFormat format, std::string_view tail) {
   return false;
 }
 
-Pixels decode(std::string_view bytes, const std::string& name, int64_t channels, int64_t min_height, int64_t min_width) {
+Pixels decode(std::string_view bytes, const std::string& name, int64_t channels, int64_t max_pixels, int64_t min_height,
+              int64_t min_width) {
   Pixels p;
   p.channels = channels;
   const ImageFormat format = sniff_format(bytes);
   if (format == ImageFormat::jpeg) {
     tjhandle tj = decompressor();
     const ImageHeader h = read_header(bytes, name);
+    check_pixel_budget(h, max_pixels, name);
     tjscalingfactor chosen{1, 1};
     if (min_height > 0 && min_width > 0) {  // the smallest scale that keeps both sides large enough
       int count = 0;
@@ -106,7 +129,7 @@ Pixels decode(std::string_view bytes, const std::string& name, int64_t channels,
     p.data.resize(static_cast<std::size_t>(p.height * p.width * channels));
     if (tjDecompress2(tj, bytes_of(bytes), static_cast<unsigned long>(bytes.size()), p.data.data(), static_cast<int>(p.width),
                       0, static_cast<int>(p.height), channels == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_STOPONWARNING) != 0) {
-      throw std::invalid_argument(name + ": JPEG data: " + tjGetErrorStr2(tj));
+      decompressor_failed(name + ": JPEG data: ");
     }
     return p;
   }
@@ -116,6 +139,16 @@ Pixels decode(std::string_view bytes, const std::string& name, int64_t channels,
     image.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) {
       throw std::invalid_argument(name + ": PNG: " + image.message);
+    }
+    ImageHeader h;
+    h.format = ImageFormat::png;
+    h.height = image.height;
+    h.width = image.width;
+    try {
+      check_pixel_budget(h, max_pixels, name);
+    } catch (...) {
+      png_image_free(&image);
+      throw;
     }
     image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
     p.height = image.height;

@@ -49,7 +49,7 @@ std::string read_bytes(const std::string& path, std::size_t offset, std::size_t 
 }
 
 /// The scan's checks of one file: its header, or the reason it is bad.
-detail::ImageHeader check_file(const fs::path& path, std::size_t size) {
+detail::ImageHeader check_file(const fs::path& path, std::size_t size, int64_t max_pixels) {
   const std::string name = path.string();
   if (size == 0) throw std::invalid_argument(name + ": empty file");
   std::string head = read_bytes(name, 0, std::min(size, kHeadBytes));
@@ -69,6 +69,7 @@ detail::ImageHeader check_file(const fs::path& path, std::size_t size) {
     if (size <= head.size()) throw;
     header = detail::read_header(read_bytes(name, 0, size), name);  // a header beyond the first bytes
   }
+  detail::check_pixel_budget(header, max_pixels, name);
   const std::size_t tail_at = size > kTailBytes ? size - kTailBytes : 0;
   if (!detail::has_complete_end(format, read_bytes(name, tail_at, size - tail_at))) {
     throw std::invalid_argument(name + ": cut short at byte " + std::to_string(size) + ": no " +
@@ -98,20 +99,33 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
   if (options_.channels != 0 && options_.channels != 1 && options_.channels != 3) {
     throw std::invalid_argument(where + ": channels " + std::to_string(options_.channels) + " (expected 1, 3 or 0)");
   }
+  if (options_.max_pixels < 0) {
+    throw std::invalid_argument(where + ": max_pixels " + std::to_string(options_.max_pixels) + " (expected >= 0, 0 = no budget)");
+  }
   std::error_code ec;
   if (!fs::is_directory(dir_, ec)) throw std::invalid_argument(where + ": not a directory");
+  std::vector<std::string> folders;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    if (entry.is_directory() && entry.path().filename().string().front() != '.') classes_.push_back(entry.path().filename().string());
+    if (entry.is_directory() && entry.path().filename().string().front() != '.') folders.push_back(entry.path().filename().string());
   }
   if (ec) throw std::invalid_argument(where + ": cannot be listed: " + ec.message());
-  std::sort(classes_.begin(), classes_.end());
-  if (classes_.empty()) {
+  std::sort(folders.begin(), folders.end());
+  if (folders.empty()) {
     throw std::invalid_argument(where + ": no class folders (expected " + dir_ + "/<class>/<image>.jpg or .png)");
   }
+  classes_ = options_.classes.empty() ? folders : options_.classes;
   bool colour = false;
   std::string first;  // the first image, for the size every image must share without a resize
-  for (std::size_t c = 0; c < classes_.size(); ++c) {
-    const fs::path folder = fs::path(dir_) / classes_[c];
+  for (const std::string& name : folders) {
+    const auto known = std::find(classes_.begin(), classes_.end(), name);
+    if (known == classes_.end()) {
+      std::string list;
+      for (const auto& c : classes_) list += (list.empty() ? "" : ", ") + c;
+      throw std::invalid_argument(where + ": class folder " + name + " is not one of the " + std::to_string(classes_.size()) +
+                                  " classes it must match (" + list + ")");
+    }
+    const std::size_t c = static_cast<std::size_t>(known - classes_.begin());
+    const fs::path folder = fs::path(dir_) / name;
     std::vector<std::pair<fs::path, std::size_t>> images;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
       if (entry.is_regular_file() && entry.path().filename().string().front() != '.' &&
@@ -128,7 +142,7 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
     for (const auto& [path, bytes] : images) {
       detail::ImageHeader header;
       try {
-        header = check_file(path, bytes);
+        header = check_file(path, bytes, options_.max_pixels);
       } catch (const std::invalid_argument& e) {
         if (!options_.skip_bad_files) throw std::invalid_argument(where + ": " + e.what());
         skipped_.push_back(e.what());
@@ -163,27 +177,68 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
     width_ = options_.width;
   }
   channels_ = options_.channels != 0 ? options_.channels : colour ? 3 : 1;
+  failed_.assign(files_.size(), false);
+}
+
+std::vector<std::string> ImageFolderDataset::skipped() const {
+  std::lock_guard<std::mutex> lock(skipped_mutex_);
+  return skipped_;
 }
 
 Example ImageFolderDataset::get(int64_t index) const {
   at::Tensor image = at::empty({channels_, height_, width_}, at::kFloat);
-  decode_into(index, image);
-  return {image, at::scalar_tensor(target(index), at::kLong)};
+  const int64_t target = load_into(index, image);
+  return {image, at::scalar_tensor(target, at::kLong)};
 }
 
 Batch ImageFolderDataset::get_batch(const std::vector<int64_t>& indices) const {
-  Batch batch{at::empty({static_cast<int64_t>(indices.size()), channels_, height_, width_}, at::kFloat),
-              at::empty({static_cast<int64_t>(indices.size())}, at::kLong)};
+  const int64_t n = static_cast<int64_t>(indices.size());
+  Batch batch;
+  try {
+    batch = {at::empty({n, channels_, height_, width_}, at::kFloat), at::empty({n}, at::kLong)};
+  } catch (const std::exception& e) {  // images used at their own, large size
+    throw std::runtime_error("image folder " + dir_ + ": a batch of " + std::to_string(n) + " images of " +
+                             std::to_string(channels_) + "x" + std::to_string(height_) + "x" + std::to_string(width_) +
+                             " floats cannot be allocated (expected a size to resize them to): " +
+                             std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+  }
   int64_t* targets = batch.targets.data_ptr<int64_t>();
-  for (std::size_t i = 0; i < indices.size(); ++i) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t index = indices[static_cast<std::size_t>(i)];
     try {
-      decode_into(indices[i], batch.inputs[static_cast<int64_t>(i)]);  // no per-example tensor to stack
+      targets[i] = load_into(index, batch.inputs[i]);  // no per-example tensor to stack
     } catch (...) {
-      detail::rethrow_with_context("sample " + std::to_string(indices[i]) + " of " + source() + ": ");
+      detail::rethrow_with_context("sample " + std::to_string(index) + " of " + source() + ": ");
     }
-    targets[i] = target(indices[i]);
   }
   return batch;
+}
+
+int64_t ImageFolderDataset::load_into(int64_t index, at::Tensor out) const {
+  if (index < 0 || index >= size()) {
+    throw std::out_of_range("example " + std::to_string(index) + " outside " + source() + " of " + std::to_string(size()) + " examples");
+  }
+  if (!options_.skip_bad_files) {
+    decode_into(index, out);
+    return target(index);
+  }
+  for (int64_t k = 0; k < size(); ++k) {  // the next example that loads takes a bad one's place
+    const int64_t i = (index + k) % size();
+    if (any_failed_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(skipped_mutex_);
+      if (failed_[static_cast<std::size_t>(i)]) continue;
+    }
+    try {
+      decode_into(i, out);
+      return target(i);
+    } catch (const std::invalid_argument& e) {
+      std::lock_guard<std::mutex> lock(skipped_mutex_);
+      if (!failed_[static_cast<std::size_t>(i)]) skipped_.push_back(e.what());
+      failed_[static_cast<std::size_t>(i)] = true;
+      any_failed_.store(true, std::memory_order_release);
+    }
+  }
+  throw std::invalid_argument("image folder " + dir_ + ": no image left that loads (every file failed)");
 }
 
 void ImageFolderDataset::decode_into(int64_t index, at::Tensor out) const {
@@ -196,7 +251,8 @@ void ImageFolderDataset::decode_into(int64_t index, at::Tensor out) const {
   }
   detail::Pixels pixels;
   try {
-    pixels = options_.dct_scaling ? detail::decode(bytes, path, channels_, height_, width_) : detail::decode(bytes, path, channels_);
+    pixels = options_.dct_scaling ? detail::decode(bytes, path, channels_, options_.max_pixels, height_, width_)
+                                  : detail::decode(bytes, path, channels_, options_.max_pixels);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("image folder " + dir_ + ": " + e.what());
   }

@@ -32,7 +32,7 @@ std::string RestartHistory::to_json() const {
                     {"lost_since_unix_s", r.lost_since_unix_s},
                     {"lost_s", optional_value(r.lost_s)}});
   }
-  return json{{"job_started_unix_s", job_started_unix_s}, {"restarts", list}}.dump();
+  return json{{"job_started_unix_s", job_started_unix_s}, {"restarts", list}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 RestartHistory RestartHistory::from_json(const std::string& text, const std::string& source) {

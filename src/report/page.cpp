@@ -95,7 +95,7 @@ std::string field(const json& j, const char* key) {
   const json& v = j.at(key);
   if (v.is_number_float()) return svg::format_number(v.get<double>());
   if (v.is_string()) return v.get<std::string>();
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 double number(const json& j, const char* key, double fallback) {

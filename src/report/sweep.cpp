@@ -134,7 +134,7 @@ std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& mod
     out["knee_batch_size"] = knee.batch_size;
     out["knee"] = {{"resolved", knee.resolved}, {"lowest", knee.lowest}, {"highest", knee.highest}};
   }
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // a path's bytes that are not UTF-8: U+FFFD
 }
 
 std::string sweep_csv(const std::vector<SweepRow>& rows) {

@@ -18,7 +18,7 @@ void write_evaluation(const std::string& path, const Logs& logs, const std::stri
   j["weights"] = weights;
   j["logs"] = nlohmann::ordered_json::object();
   for (const auto& [key, value] : logs) j["logs"][key] = value;
-  write_output_file(path, j.dump(2) + "\n");
+  write_output_file(path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, const std::string& csv_path,

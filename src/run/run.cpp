@@ -44,7 +44,7 @@ std::atomic<int> g_signal{0};  // the first SIGINT/SIGTERM received while a Run 
 
 void on_signal(int number) { g_signal.store(number); }  // async-signal-safe: one lock-free store
 
-/// Stops the fit at the next step boundary once a signal arrived, and has the backups kept.
+/// Stops the fit at the next training or validation batch once a signal arrived, and has the backups kept.
 class StopOnSignal : public Callback {
  public:
   explicit StopOnSignal(std::shared_ptr<BackupAndRestore> backup) : backup_(std::move(backup)) {}
@@ -56,13 +56,16 @@ class StopOnSignal : public Callback {
     t.reads_batch_logs = false;
     return t;
   }
-  void on_train_batch_end(int64_t, Logs&) override {
+  void on_train_batch_end(int64_t, Logs&) override { stop_if_signalled(); }
+  void on_test_batch_end(int64_t, Logs&) override { stop_if_signalled(); }
+
+ private:
+  void stop_if_signalled() {
     if (g_signal.load(std::memory_order_relaxed) == 0) return;
-    context().request_stop();
+    context().interrupt();
     if (backup_) backup_->interrupt();
   }
 
- private:
   std::shared_ptr<BackupAndRestore> backup_;
 };
 
@@ -291,13 +294,23 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   const auto launched = dist::read_environment();
   const int64_t restart = launched ? launched->restart_count : 0;
   const bool resume = options_.resume || (restart > 0 && has_backups);
+  early_warnings_.clear();
+  const auto warn = [&](const std::string& text) {  // the fit starts its own list: these are the Run's
+    trainer.warn(text);
+    early_warnings_.push_back(text);
+  };
   if (restart > 0 && !has_backups) {
-    trainer.warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
+    warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
                  (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
   }
   if (chief) {  // one live run per directory: a second run, --resume or --overwrite waits its turn
     create_run_dir(dir.string());
     lock_ = std::make_unique<RunDirectoryLock>(dir.string());
+    const std::vector<std::string> torn = remove_torn_temporaries(dir.string());
+    if (!torn.empty()) {
+      warn("removed " + std::to_string(torn.size()) + " temporary file(s) that a killed run's writes left in " +
+                   dir.string() + ", the first: " + torn.front());
+    }
   }
   // an earlier run's files are never mixed with this one's: continued (resume), replaced (overwrite,
   // or a restart of this job with nothing to resume from) or refused. The chief judges by the run's
@@ -322,7 +335,8 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (chief) write_run_manifest(dir.string(), /*complete=*/false);  // the run's names are its own from here
   if (chief && !options_.configuration.empty()) write_file_atomically((dir / "config.toml").string(), options_.configuration);
   directory_ = dir.string();
-  data_source_ = train->source();
+  train_data_ = train;
+  validation_data_ = fit.validation_data;
   if (options_.backup || resume) {
     BackupAndRestoreOptions b;
     b.backup_dir = backup_dir;
@@ -434,7 +448,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
     script->to(device);
   }
   RunFacts facts = facts_of(trainer, fit, options_.name, options_.async_callbacks);
-  facts.settings.insert(facts.settings.begin() + 1, {"data", data_source_});
+  facts.settings.insert(facts.settings.begin() + 1, {"data", train_data_->source()});
   if (!options_.command_line.empty()) facts.settings.insert(facts.settings.begin() + 1, {"command_line", options_.command_line});
   facts.epochs = static_cast<int64_t>(history_.epochs().size());
   if (!history_.epochs().empty()) facts.logs = history_.last();
@@ -443,13 +457,32 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
   facts.wall_s = seconds(start_, end);
   facts.run = account(start_, end, trainer.measured().time);
   RunSummary summary = summarize(trainer.measured(), facts);
+  summary.warnings.insert(summary.warnings.begin(), early_warnings_.begin(), early_warnings_.end());
   summary.failure = failure;
   if (!failure.empty()) summary.warnings.push_back("the fit failed (" + failure + "): the files hold the steps it ran");
   if (const auto restarts = dist::restart_history_from_environment()) {
     summary.restarts = account_restarts(*restarts, resumed_from_step_, trainer.measured().time.first_step_end);
   }
-  write_file_atomically((dir / "summary.json").string(), summary.to_json());
+  std::vector<std::string> skipped = train_data_->skipped();
+  if (validation_data_ && validation_data_ != train_data_) {
+    for (std::string& file : validation_data_->skipped()) skipped.push_back(std::move(file));
+  }
+  if (!skipped.empty()) {
+    summary.skipped_files = static_cast<int64_t>(skipped.size());
+    skipped.resize(std::min(skipped.size(), RunSummary::kSkippedFilesListed));
+    summary.skipped_files_first = skipped;
+    summary.warnings.push_back(std::to_string(summary.skipped_files) + " bad file(s) left out of the data, the first: " +
+                               skipped.front());
+  }
+  const std::string summary_path = (dir / "summary.json").string();
+  write_file_atomically(summary_path, summary.to_json());
   if (options_.report) report_path_ = write_html_report(dir.string());
+  if (!summary.interrupted && interrupted_by() != 0) {  // the signal came while the files were written
+    summary.interrupted = true;
+    summary.warnings.push_back("a signal (" + std::string(strsignal(interrupted_by())) +
+                               ") came while the run's files were written, after training ended: they are complete");
+    write_file_atomically(summary_path, summary.to_json());
+  }
   write_run_manifest(dir.string(), /*complete=*/true);
   return summary;
 }

@@ -186,6 +186,32 @@ void check_recorded_file(const std::string& dir, const std::string& relative) {
   throw std::invalid_argument(path + ": " + text + " in manifest.json (the file changed or was damaged since the run wrote it)");
 }
 
+std::vector<std::string> remove_torn_temporaries(const std::string& dir) {
+  // NAME.tmp.PID.N, where NAME is a run's file at the top, a checkpoint in backup/ or checkpoints/
+  const auto torn = [](const std::string& name, bool top) {
+    const std::size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos) return false;
+    const std::string rest = name.substr(at + 5), base = name.substr(0, at);
+    const std::size_t dot = rest.find('.');
+    const auto digits = [](const std::string& t) { return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos; };
+    if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1))) return false;
+    return top ? is_run_file_name(base) : base.size() > 9 && base.compare(base.size() - 9, 9, ".fitscope") == 0;
+  };
+  std::vector<std::string> removed;
+  for (const char* sub : {"", "backup", "checkpoints"}) {
+    const fs::path folder = fs::path(dir) / sub;
+    std::error_code ec;
+    if (!fs::is_directory(fs::symlink_status(folder, ec))) continue;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!torn(name, *sub == '\0') || !fs::is_regular_file(fs::symlink_status(entry.path(), ec))) continue;
+      if (fs::remove(entry.path(), ec)) removed.push_back((fs::path(sub) / name).lexically_normal().string());
+    }
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
 void remove_earlier_run(const std::string& dir, const std::vector<std::string>& entries) {
   const std::optional<Manifest> m = read_manifest(dir);
   std::vector<std::string> in_the_way;

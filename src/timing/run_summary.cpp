@@ -228,6 +228,7 @@ std::string RunSummary::to_json() const {
       {"phases", phases_json},
       {"callbacks", callbacks_json},
       {"warnings", warnings},
+      {"skipped_files", {{"count", skipped_files}, {"first", skipped_files_first}}},
       {"loader",
        {{"workers", loader.workers},
         {"prefetch", loader.prefetch},
@@ -263,7 +264,7 @@ std::string RunSummary::to_json() const {
         {"contention", verdict.contention},
         {"outside_steps", verdict.outside_steps}}},
   };
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // a path's bytes that are not UTF-8: U+FFFD
 }
 
 namespace {
@@ -406,6 +407,11 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
                            c.get<double>("p99_ms"), c.get<double>("total_ms"), c.get<double>("stall_ms")});
   }
   s.warnings = r.get<std::vector<std::string>>("warnings");
+  if (r.raw().contains("skipped_files")) {  // from before them: none
+    const Reader skipped = r.object("skipped_files");
+    s.skipped_files = skipped.get<int64_t>("count");
+    s.skipped_files_first = skipped.get<std::vector<std::string>>("first");
+  }
   const Reader loader = r.object("loader");
   s.loader.workers = loader.get<int64_t>("workers");
   s.loader.prefetch = loader.get<int64_t>("prefetch");

@@ -107,7 +107,7 @@ void TraceWriter::finish() {
     }
   }
   const json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  write_file_atomically(path_, trace.dump());
+  write_file_atomically(path_, trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace fitscope

@@ -116,7 +116,8 @@ struct Trainer::Fit {
   }
   bool train_step(int64_t epoch, int64_t b, StepContext& context);
   void record_step(const StepRecord& record, int64_t epoch, int64_t b);
-  Logs end_epoch(int64_t epoch);
+  /// None when an interruption cut the validation short: the epoch did not end.
+  std::optional<Logs> end_epoch(int64_t epoch);
   /// Flushes the sinks and keeps what the fit measured (also when it fails).
   void finish();
 };
@@ -257,7 +258,7 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
 
 /// After an epoch's batches: the ranks' records and metrics gathered, validation, on_epoch_end and
 /// its checkpoints. Returns the epoch's logs.
-Logs Trainer::Fit::end_epoch(int64_t epoch) {
+std::optional<Logs> Trainer::Fit::end_epoch(int64_t epoch) {
   fold();  // epoch-level hooks (TensorBoard's timing scalars) see every step of the epoch
   t.stop_requested_ = ranks->end_epoch(t.stop_requested_, *t.train_metrics_, o.step_sinks);
   Logs logs = t.train_metrics_->logs();
@@ -267,12 +268,17 @@ Logs Trainer::Fit::end_epoch(int64_t epoch) {
     clock.validation_begins();
     const int64_t validation_start = StepClock::now_ns();
     validation_loader->set_epoch(0);
-    logs.merge(t.run_evaluation(*validation_loader, callbacks, /*reduce=*/true).with_prefix("val_"));
+    const std::optional<Logs> validated = t.run_evaluation(*validation_loader, callbacks, /*reduce=*/true, /*interruptible=*/true);
     const int64_t validation_ns = StepClock::now_ns() - validation_start;
     for (auto& sink : o.step_sinks) sink->on_validation(epoch, validation_start, validation_ns);
-    t.test_metrics_->warn_undefined(warn, "val_");
     t.model_->train(true);
     clock.validation_ends();
+    if (!validated) {  // a backup asked for now resumes after the epoch's last batch: at its validation
+      t.checkpoint_if_requested(epoch, steps);
+      return std::nullopt;
+    }
+    logs.merge(validated->with_prefix("val_"));
+    t.test_metrics_->warn_undefined(warn, "val_");
   }
   if (t.options_.lr_schedule) logs.set("learning_rate", t.learning_rate());  // as Keras 3's schedulers
   callbacks.on_epoch_end(epoch, logs);
@@ -336,7 +342,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
 
   Fit fit(*this, std::move(data), o);
   Attached attached(fit.callbacks, this);
-  stop_requested_ = false;
+  stop_requested_ = interrupted_ = false;
   saves_.clear();
   callbacks_ = &fit.callbacks;
   pass_ = o.steps_per_epoch ? o.initial_epoch : 0;  // a continuing stream of shuffled passes
@@ -382,7 +388,9 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
         }
       }
       fit.clock.loop_ends();
-      logs = fit.end_epoch(epoch);
+      const std::optional<Logs> ended = fit.end_epoch(epoch);
+      if (!ended) break;
+      logs = *ended;
       history.append(epoch, logs);
       if (stop_requested_) break;
     }

@@ -262,7 +262,7 @@ void Trainer::restore(const TrainingState& s) {
   }
 }
 
-Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce) {
+std::optional<Logs> Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce, bool interruptible) {
   const bool batch_logs = callbacks.reads_batch_logs();
   torch::NoGradGuard no_grad;
   model_->train(false);
@@ -278,6 +278,19 @@ Logs Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduc
     test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets, options_.loss_options));
     logs = batch_logs ? test_metrics_->logs() : Logs();
     callbacks.on_test_batch_end(b, logs);
+    if (interruptible && interrupted_) break;
+  }
+  if (interruptible) {
+    bool interrupted = interrupted_;
+    if (reduce && ranks().world_size() > 1) {  // every rank leaves the pass alike, whichever saw the signal
+      const at::Tensor flag = at::full({1}, interrupted ? 1.0f : 0.0f);
+      ranks().all_reduce(flag);
+      interrupted = flag.item<float>() > 0;
+    }
+    if (interrupted) {
+      interrupted_ = stop_requested_ = true;
+      return std::nullopt;
+    }
   }
   if (reduce) dist::all_reduce_metrics(ranks(), *test_metrics_);
   logs = test_metrics_->logs();
@@ -298,7 +311,7 @@ Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOption
   loader.set_epoch(0);
   CallbackList callbacks(o.callbacks);
   Attached attached(callbacks, this);
-  return run_evaluation(loader, callbacks, /*reduce=*/false);
+  return *run_evaluation(loader, callbacks, /*reduce=*/false, /*interruptible=*/false);
 }
 
 at::Tensor Trainer::predict(const at::Tensor& inputs, const PredictOptions& o) {

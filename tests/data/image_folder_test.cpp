@@ -8,6 +8,8 @@
 #include <set>
 #include <stdexcept>
 
+#include <turbojpeg.h>
+
 #include "fitscope/data/image_folder.hpp"
 #include "fitscope/data/synthetic.hpp"
 
@@ -197,4 +199,115 @@ TEST_F(ImageFolder, ImagesOfDifferentSizesNeedASizeAndAFolderNeedsClasses) {
   for (int64_t i = 0; i < images.size(); ++i) EXPECT_EQ(images.get(i).data.sizes(), (std::vector<int64_t>{1, 12, 20}));
   EXPECT_EQ(scan_error(ImageFolderOptions{5, 0}), "image folder " + dir_.string() +
                                                       ": size 5x0 (expected both sides > 0, or both 0 for the images' own)");
+}
+
+namespace {
+
+/// A PNG whose header declares `width` x `height`, with no pixels after it.
+std::string png_header(uint32_t width, uint32_t height) {
+  std::string b("\x89PNG\r\n\x1a\n", 8);
+  b += std::string("\0\0\0\x0d", 4) + "IHDR";
+  for (uint32_t v : {width, height}) {
+    for (int shift = 24; shift >= 0; shift -= 8) b += static_cast<char>((v >> shift) & 0xff);
+  }
+  b += std::string("\x08\x02\0\0\0", 5) + std::string(4, '\0');  // 8-bit RGB, then the (unchecked) CRC
+  return b + std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12);
+}
+
+}  // namespace
+
+TEST_F(ImageFolder, APixelBudgetRefusesADeclaredSizeBeforeAnythingIsDecoded) {
+  write(6, 16, "png", 3);
+  put("class_01/bomb.png", png_header(65535, 65535));  // 60 bytes that would decode to 12 GiB
+  const std::string bomb = (dir_ / "class_01/bomb.png").string();
+  EXPECT_EQ(scan_error(), "image folder " + dir_.string() + ": " + bomb +
+                              ": PNG header at offset 16: 65535x65535 = 4294836225 pixels, above the budget of 89478485 "
+                              "pixels an image (ImageFolderOptions::max_pixels)");
+  ImageFolderOptions skip;
+  skip.skip_bad_files = true;
+  const ImageFolderDataset images(dir_.string(), skip);
+  EXPECT_EQ(images.size(), 6);
+  ASSERT_EQ(images.skipped().size(), 1u);
+  EXPECT_EQ(images.skipped()[0].rfind(bomb + ": PNG header at offset 16: 65535x65535", 0), 0u) << images.skipped()[0];
+
+  // a file that grows past the budget after the scan is refused by the decoder, before it allocates
+  fs::remove(dir_ / "class_01/bomb.png");
+  ImageFolderOptions small;
+  small.max_pixels = 256;
+  small.height = small.width = 8;
+  small.shuffle = false;
+  const ImageFolderDataset budgeted(dir_.string(), small);
+  SyntheticOptions s;
+  s.size = 1;
+  s.image_size = 24;
+  const fs::path swapped = budgeted.file(0);
+  write_image_folder((dir_ / "bigger").string(), make_synthetic(s), ImageFolderWriteOptions{"png"});
+  fs::copy_file(fs::directory_iterator(dir_ / "bigger" / fs::directory_iterator(dir_ / "bigger")->path().filename())->path(),
+                swapped, fs::copy_options::overwrite_existing);
+  try {
+    budgeted.get(0);
+    FAIL() << "decoded an image above the budget";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(swapped.string() + ": PNG header at offset 16: 24x24 = 576 pixels, above the budget of 256"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ImageFolder, ACmykJpegIsNamedAtTheScanAndAFileThatFailsLaterIsLeftOutUnderSkipBadFiles) {
+  write(6, 16, "jpg", 3);
+  {  // a CMYK JPEG (TurboJPEG writes one from CMYK pixels), which it cannot convert to RGB
+    std::vector<unsigned char> cmyk(8 * 8 * 4, 128);
+    unsigned char* jpeg = nullptr;
+    unsigned long size = 0;
+    tjhandle tj = tjInitCompress();
+    ASSERT_EQ(tjCompress2(tj, cmyk.data(), 8, 0, 8, TJPF_CMYK, &jpeg, &size, TJSAMP_444, 90, 0), 0) << tjGetErrorStr2(tj);
+    put("class_02/print.jpg", std::string(reinterpret_cast<const char*>(jpeg), size));
+    tjFree(jpeg);
+    tjDestroy(tj);
+  }
+  const std::string print = (dir_ / "class_02/print.jpg").string();
+  EXPECT_EQ(scan_error(), "image folder " + dir_.string() + ": " + print +
+                              ": JPEG header: CMYK colour, which TurboJPEG cannot convert (expected gray, RGB or YCbCr)");
+  fs::remove(print);
+
+  // a file that passed the scan and fails when training reads it
+  ImageFolderOptions options;
+  options.shuffle = false;
+  const ImageFolderDataset strict(dir_.string(), options);
+  options.skip_bad_files = true;
+  const ImageFolderDataset lenient(dir_.string(), options);
+  const std::string gone = strict.file(2);
+  fs::remove(gone);
+  try {
+    strict.get_batch({0, 1, 2, 3});
+    FAIL() << "a file that cannot be read went unnoticed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(gone + ": cannot be read"), std::string::npos) << e.what();
+  }
+  for (int pass = 0; pass < 2; ++pass) {  // left out once, named once
+    const Batch batch = lenient.get_batch({0, 1, 2, 3});
+    ASSERT_EQ(batch.size(), 4);
+    EXPECT_TRUE(at::equal(batch.inputs[2], batch.inputs[3]));  // the next example took its place
+    EXPECT_EQ(batch.targets[2].item<int64_t>(), lenient.target(3));
+    ASSERT_EQ(lenient.skipped().size(), 1u);
+    EXPECT_EQ(lenient.skipped()[0], "image folder " + dir_.string() + ": " + gone + ": cannot be read");
+  }
+  EXPECT_TRUE(at::equal(lenient.get(2).data, lenient.get(3).data));
+}
+
+TEST_F(ImageFolder, AValidationFolderTakesTheTrainingClassesByName) {
+  write(9, 16, "png", 1);  // class_00, class_01, class_02
+  ImageFolderOptions options;
+  options.classes = {"class_00", "class_01", "class_02"};
+  fs::remove_all(dir_ / "class_00");  // a class missing from the validation folder: fine
+  const ImageFolderDataset validation(dir_.string(), options);
+  EXPECT_EQ(validation.classes(), options.classes);
+  for (int64_t i = 0; i < validation.size(); ++i) {
+    const std::string folder = fs::path(validation.file(i)).parent_path().filename().string();
+    EXPECT_EQ(options.classes[static_cast<std::size_t>(validation.target(i))], folder);  // by name, not by place
+  }
+  fs::create_directories(dir_ / "class_09");
+  put("class_09/x.png", bytes_of(fs::relative(validation.file(0), dir_)));
+  EXPECT_EQ(scan_error(options), "image folder " + dir_.string() +
+                                     ": class folder class_09 is not one of the 3 classes it must match (class_00, class_01, class_02)");
 }

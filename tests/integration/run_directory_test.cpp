@@ -178,3 +178,66 @@ TEST(Evaluate, RefusesWeightsThatChangedSinceTheRunWroteThem) {
   expect_usage_error({"evaluate", dir}, dir + "/model.weights.pt: CRC-32 ");
   expect_usage_error({"evaluate", dir}, "in manifest.json (the file changed or was damaged since the run wrote it)");
 }
+
+TEST(SkipBadFiles, FilesLeftOutAreCountedInSummaryJsonEvenUnderQuiet) {
+  TempDir tmp;
+  const std::string images = tmp.path() + "/images", dir = tmp.path() + "/run";
+  ASSERT_EQ(run_fitscope({"make-images", images, "--count", "30", "--size", "16", "--classes", "2"}).exit_code, 0);
+  std::ofstream(images + "/class_01/cut.jpg") << "\xff\xd8\xff not the rest of a JPEG";
+  std::string bomb("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\xff\xff\0\0\xff\xff\x08\x02\0\0\0\0\0\0\0\0\0\0\0IEND\xae\x42\x60\x82", 45);
+  std::ofstream(images + "/class_00/bomb.png", std::ios::binary) << bomb;
+  std::vector<std::string> args = {"train", "--data", "images:" + images, "--image-size", "16", "--model", "mlp", "--epochs",
+                                   "1", "--threads", "1", "--workers", "0", "--quiet", "--run-dir", dir};
+  const ProcessResult strict = run_fitscope(args);
+  EXPECT_EQ(strict.exit_code, 2) << strict.err;
+  EXPECT_NE(strict.err.find(images + "/class_00/bomb.png: PNG header at offset 16: 65535x65535 = 4294836225 pixels, "
+                                     "above the budget of 89478485 pixels an image (--max-image-pixels)"),
+            std::string::npos) << strict.err;
+  args.push_back("--skip-bad-files");
+  const ProcessResult r = run_fitscope(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(read_file(dir + "/summary.json"));
+  EXPECT_EQ(summary.at("skipped_files").at("count"), 2) << summary.at("skipped_files").dump();
+  const std::string first = summary.at("skipped_files").at("first").dump();
+  EXPECT_NE(first.find("bomb.png"), std::string::npos) << first;
+  EXPECT_NE(first.find("cut.jpg"), std::string::npos) << first;
+}
+
+TEST(ValidationData, ImageFoldersAreMatchedToTheTrainingClassesByName) {
+  TempDir tmp;
+  const std::string train = tmp.path() + "/train", validation = tmp.path() + "/validation";
+  ASSERT_EQ(run_fitscope({"make-images", train, "--count", "30", "--size", "16", "--classes", "3"}).exit_code, 0);
+  ASSERT_EQ(run_fitscope({"make-images", validation, "--count", "30", "--size", "16", "--classes", "3"}).exit_code, 0);
+  fs::remove_all(validation + "/class_00");  // a class without validation images: its folder's place moves, not its name
+  const std::vector<std::string> args = {"train", "--data", "images:" + train, "--validation-data", "images:" + validation,
+                                         "--model", "mlp", "--epochs", "3", "--threads", "1", "--workers", "0", "--quiet",
+                                         "--run-dir", tmp.path() + "/run"};
+  const ProcessResult r = run_fitscope(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(read_file(tmp.path() + "/run/summary.json"));
+  EXPECT_GT(summary.at("logs").at("val_accuracy").get<double>(), 0.5);  // by place, class_01 would be read as class 0
+  fs::rename(validation + "/class_02", validation + "/class_07");
+  expect_usage_error(args, "--validation-data images:" + validation + ": image folder " + validation +
+                               ": class folder class_07 is not one of the 3 classes it must match (class_00, class_01, class_02)");
+}
+
+TEST(ConfigToml, PathsWithHashQuoteBackslashNewlineOrBytesThatAreNotUtf8RoundTrip) {
+  TempDir tmp;
+  const std::string odd = tmp.path() + "/a #b \"c\" \\d\ne \xe9";  // '#', quotes, a backslash, a newline, Latin-1
+  ASSERT_EQ(run_fitscope({"make-images", odd, "--count", "20", "--size", "16", "--classes", "2"}).exit_code, 0);
+  const std::string dir = tmp.path() + "/run";
+  const ProcessResult r = run_fitscope({"train", "--data", "images:" + odd, "--model", "mlp", "--epochs", "1", "--threads",
+                                        "1", "--workers", "0", "--quiet", "--run-dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* file : {"summary.json", "report.html", "manifest.json"}) EXPECT_TRUE(fs::exists(dir + "/" + file)) << file;
+  EXPECT_NO_THROW(nlohmann::json::parse(read_file(dir + "/summary.json")));
+  const std::string config = read_file(dir + "/config.toml");
+  // the config repeats the run: the same data, read back byte for byte (evaluate reads it too)
+  const ProcessResult again = run_fitscope({"train", "--config", dir + "/config.toml", "--run-dir", tmp.path() + "/again"});
+  ASSERT_EQ(again.exit_code, 0) << again.err << "\n" << config;
+  EXPECT_EQ(read_file(tmp.path() + "/again/config.toml"), config);
+  const ProcessResult evaluated = run_fitscope({"evaluate", dir});
+  EXPECT_EQ(evaluated.exit_code, 0) << evaluated.err;
+  // a newline cannot smuggle a setting in
+  EXPECT_EQ(config.find("\ne \xe9"), std::string::npos) << config;
+}

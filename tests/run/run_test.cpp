@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -152,8 +154,6 @@ TEST(Run, AModelCheckpointWrittenEveryBatchIsTimedAsTheCheckpointPhase) {
   if (s.verdict.bound == "callbacks") ADD_FAILURE() << "the writes were counted as callbacks: " << s.verdict.advice;
 }
 
-}  // namespace
-}  // namespace fitscope
 
 TEST(Run, TheDefaultDirectoryStaysUnderRunsWhateverTheModelIsCalled) {
   EXPECT_EQ(fitscope::default_run_dir("../../x/m.pt").rfind("runs/", 0), 0u);
@@ -162,3 +162,123 @@ TEST(Run, TheDefaultDirectoryStaysUnderRunsWhateverTheModelIsCalled) {
   EXPECT_EQ(name.substr(name.size() - 6), "-m__x_") << name;
   EXPECT_EQ(name.find('/', 5), std::string::npos) << name;
 }
+
+/// A run of 3 epochs of the MLP with validation and backups each epoch; `during` (when set) is called
+/// on each validation batch with (epoch, batch).
+struct ValidatedRun {
+  RunSummary summary;
+  History history;
+  std::vector<at::Tensor> weights;
+  int interrupted_by = 0;
+  int64_t epoch_ends = 0;
+};
+
+ValidatedRun run_validated(const std::string& dir, bool resume, std::function<void(int64_t, int64_t)> during = {}) {
+  RunOptions o = quiet_run(dir);
+  o.backup = true;
+  o.resume = resume;
+  o.report = false;
+  fitscope::Run run(o);
+  torch::manual_seed(0);
+  Trainer trainer(models::Mlp(), one_thread());
+  SyntheticOptions data;
+  data.size = 640;
+  FitOptions fit;
+  fit.epochs = 3;
+  fit.validation_split = 0.25;
+  fit.loader.workers = 0;
+  ValidatedRun out;
+  auto epoch = std::make_shared<int64_t>(0);
+  LambdaCallback::Hooks hooks;
+  hooks.on_epoch_begin = [epoch](int64_t e, Logs&) { *epoch = e; };
+  hooks.on_epoch_end = [&out](int64_t, Logs&) { ++out.epoch_ends; };
+  hooks.on_test_batch_end = [epoch, during](int64_t b, Logs&) {
+    if (during) during(*epoch, b);
+  };
+  fit.callbacks.push_back(std::make_shared<LambdaCallback>(hooks, "Watches"));
+  out.summary = run.fit(trainer, make_synthetic(data), fit);
+  out.history = run.history();
+  out.interrupted_by = run.interrupted_by();
+  for (const auto& named : trainer.model().named_state()) out.weights.push_back(named.second.clone());
+  return out;
+}
+
+TEST(Run, ASignalDuringValidationEndsTheRunAtTheNextValidationBatchAndResumeEndsAsAnUninterruptedRun) {
+  const std::string tmp = fresh_dir();
+  const ValidatedRun whole = run_validated(tmp + "/whole", false);
+  int64_t batches_after_signal = -1;
+  const ValidatedRun cut = run_validated(tmp + "/cut", false, [&](int64_t epoch, int64_t batch) {
+    if (batches_after_signal >= 0) ++batches_after_signal;
+    if (epoch == 1 && batch == 1) {
+      std::raise(SIGTERM);  // the Run's handler records it
+      batches_after_signal = 0;
+    }
+  });
+  EXPECT_EQ(cut.interrupted_by, SIGTERM);
+  EXPECT_EQ(batches_after_signal, 1);          // the validation ended at the next batch
+  EXPECT_EQ(cut.history.epochs().size(), 1u);  // epoch 1 did not end: no half-validated logs
+  EXPECT_EQ(cut.epoch_ends, 1);
+  EXPECT_TRUE(cut.summary.interrupted);
+  EXPECT_EQ(cut.summary.epochs, 1);
+  ASSERT_FALSE(checkpoint_files(*posix_file_system(), tmp + "/cut/backup").empty());
+
+  const ValidatedRun resumed = run_validated(tmp + "/cut", true);
+  EXPECT_EQ(resumed.interrupted_by, 0);
+  ASSERT_EQ(resumed.history.epochs().size(), 2u);  // epoch 1 from its validation on, then epoch 2
+  ASSERT_EQ(whole.history.epochs().size(), 3u);
+  EXPECT_EQ(resumed.history.epochs(), (std::vector<int64_t>{1, 2}));
+  for (const char* key : {"loss", "accuracy", "val_loss", "val_accuracy"}) {
+    for (std::size_t e = 0; e < 2; ++e) EXPECT_EQ(resumed.history.at(key)[e], whole.history.at(key)[e + 1]) << key;
+  }
+  ASSERT_EQ(resumed.weights.size(), whole.weights.size());
+  for (std::size_t i = 0; i < whole.weights.size(); ++i) EXPECT_TRUE(at::equal(resumed.weights[i], whole.weights[i])) << i;
+}
+
+TEST(Run, ASignalWhileTheFilesAreWrittenIsRecordedInTheSummary) {
+  const std::string dir = fresh_dir() + "/run";
+  RunOptions o = quiet_run(dir);
+  o.report = true;
+  fitscope::Run run(o);
+  Trainer trainer(models::Mlp(), one_thread());
+  SyntheticOptions data;
+  data.size = 64;
+  FitOptions fit;
+  LambdaCallback::Hooks hooks;
+  hooks.on_train_end = [](Logs&) { std::raise(SIGINT); };  // training is over: the files are next
+  fit.callbacks.push_back(std::make_shared<LambdaCallback>(hooks, "SignalsAtTheEnd"));
+  const RunSummary s = run.fit(trainer, make_synthetic(data), fit);
+  EXPECT_EQ(run.interrupted_by(), SIGINT);
+  EXPECT_TRUE(s.interrupted);
+  EXPECT_EQ(s.epochs, 1);
+  const RunSummary back = RunSummary::from_json(read(dir + "/summary.json"), "summary.json");
+  EXPECT_TRUE(back.interrupted);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/report.html"));
+}
+
+TEST(Run, TheTemporaryFilesOfAKilledRunsWritesAreRemovedAtTheNextStart) {
+  const std::string dir = fresh_dir() + "/run";
+  for (const char* torn : {"summary.json.tmp.4242.0", "backup/ckpt-000000000040.fitscope.tmp.4242.3",
+                           "checkpoints/best.fitscope.tmp.17.1"}) {
+    std::filesystem::create_directories(std::filesystem::path(dir + "/" + torn).parent_path());
+    std::ofstream(dir + "/" + torn) << "half a file";
+  }
+  std::ofstream(dir + "/notes.tmp.1.2") << "the user's";  // not a run's name: left alone
+  write_run_manifest(dir, /*complete=*/false);              // as the killed run left it
+  RunOptions o = quiet_run(dir);
+  o.overwrite = true;
+  fitscope::Run run(o);
+  Trainer trainer(models::Mlp(), one_thread());
+  SyntheticOptions data;
+  data.size = 64;
+  const RunSummary s = run.fit(trainer, make_synthetic(data));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/summary.json.tmp.4242.0"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/backup/ckpt-000000000040.fitscope.tmp.4242.3"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoints/best.fitscope.tmp.17.1"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/notes.tmp.1.2"));
+  bool warned = false;
+  for (const auto& w : s.warnings) warned = warned || w.find("removed 3 temporary file(s)") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+}  // namespace
+}  // namespace fitscope

@@ -1,7 +1,13 @@
 #include "config_file.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -19,7 +25,30 @@ bool gives(const std::vector<std::string>& args, const std::string& flag) {
   return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
 }
 
-/// A TOML value: numbers and true/false as they are, anything else as a quoted string.
+/// Whether `text` is valid UTF-8 (TOML's strings must be).
+bool is_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    uint32_t point = length == 1 ? c : c & (0x7f >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      point = (point << 6) | (next & 0x3f);
+    }
+    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (point < smallest[length] || point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) return false;
+    i += length;
+  }
+  return true;
+}
+
+constexpr const char* kPercentKey = "percent_encoded";
+
+/// A TOML value: numbers and true/false as they are, text as a TOML string (quoted and escaped as
+/// TOML needs: `#`, quotes, backslashes and newlines read back as they were). Text that is not UTF-8
+/// (a path's bytes) becomes `{ percent_encoded = "..." }`: its bytes from 0x80 and '%' as %XX.
 std::string toml_value(const std::string& text) {
   if (text == "true" || text == "false") return text;
   char* end = nullptr;
@@ -27,9 +56,49 @@ std::string toml_value(const std::string& text) {
     std::strtod(text.c_str(), &end);
     if (end == text.c_str() + text.size()) return text;
   }
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-  return quoted + "\"";
+  if (!is_utf8(text)) {
+    std::string encoded;
+    for (char c : text) {
+      const auto b = static_cast<unsigned char>(c);
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", b);
+      encoded += b >= 0x80 || c == '%' ? std::string(hex) : std::string(1, c);
+    }
+    return std::string("{ ") + kPercentKey + " = " + toml_value(encoded) + " }";
+  }
+  std::ostringstream out;
+  out << toml::value<std::string>(text);
+  return out.str();
+}
+
+/// A TOML value of config.toml back as a flag's text, `where` naming the file and the setting.
+std::string flag_text(const toml::node& node, const std::string& where) {
+  if (const auto* text = node.as_string()) return text->get();
+  if (const auto* yes = node.as_boolean()) return yes->get() ? "true" : "false";
+  if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
+  if (const auto* number = node.as_floating_point()) {
+    char digits[64];
+    const auto written = std::to_chars(digits, digits + sizeof digits, number->get());  // the shortest that reads back
+    return std::string(digits, written.ptr);
+  }
+  if (const auto* table = node.as_table(); table && table->is_inline() && table->size() == 1) {
+    if (const auto* encoded = table->get_as<std::string>(kPercentKey)) {
+      std::string bytes;
+      const std::string& e = encoded->get();
+      for (std::size_t i = 0; i < e.size(); ++i) {
+        if (e[i] == '%' && i + 2 < e.size() && std::isxdigit(static_cast<unsigned char>(e[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(e[i + 2]))) {
+          bytes += static_cast<char>(std::stoi(e.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+        } else {
+          bytes += e[i];
+        }
+      }
+      return bytes;
+    }
+  }
+  throw std::invalid_argument(where + ": expected a number, true or false, a string, a list of them, or { " +
+                              kPercentKey + " = \"...\" }");
 }
 
 }  // namespace
@@ -48,41 +117,49 @@ std::vector<std::string> with_config_file(const CLI::App& command, const std::ve
                                             std::filesystem::file_size(path, ec) > kMaxConfigBytes)) {
     throw std::invalid_argument("--config " + path + ": not a regular file of at most 1 MiB (expected a TOML file of flags)");
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument("--config " + path + ": cannot be read (expected a TOML file of flags)");
-  std::vector<CLI::ConfigItem> items;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  toml::table settings;
   try {
-    items = CLI::ConfigTOML().from_config(in);
-  } catch (const CLI::ParseError& e) {
-    throw std::invalid_argument("--config " + path + ": " + e.what());
+    settings = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    throw std::invalid_argument("--config " + path + ": line " + std::to_string(e.source().begin.line) + ", column " +
+                                std::to_string(e.source().begin.column) + ": " + std::string(e.description()) +
+                                " (expected TOML: name = value lines)");
   }
   std::vector<std::string> added;
-  for (const CLI::ConfigItem& item : items) {
-    const std::string where = "--config " + path + ": ";
-    if (!item.parents.empty()) {
-      throw std::invalid_argument(where + "section [" + item.parents.front() +
+  for (const auto& [key, node] : settings) {
+    const std::string name(key.str());
+    const std::string where = "--config " + path + ": " + name;
+    if (const auto* section = node.as_table(); section && !section->is_inline()) {
+      throw std::invalid_argument("--config " + path + ": section [" + name +
                                   "]: the settings are the flags' names at the top of the file, without sections");
     }
-    const std::string flag = "--" + item.name;
+    const std::string flag = "--" + name;
     const CLI::Option* option = command.get_option_no_throw(flag);
-    if (!option || item.name == "config" || item.name == "help") {
+    if (!option || name == "config" || name == "help") {
       const std::string near = nearest_name(flag, flag_names(command));
-      throw std::invalid_argument(where + "unknown setting '" + item.name + "' for fitscope " + command.get_name() +
+      throw std::invalid_argument("--config " + path + ": unknown setting '" + name + "' for fitscope " + command.get_name() +
                                   (near.empty() ? " (the settings are the flags' names without the dashes)"
                                                 : " (did you mean " + near.substr(2) + "?)"));
     }
+    std::vector<std::string> values;
+    if (const auto* list = node.as_array()) {
+      for (const toml::node& element : *list) values.push_back(flag_text(element, where));
+    } else {
+      values.push_back(flag_text(node, where));
+    }
     if (gives(own, flag)) continue;
     if (option->get_expected_max() == 0) {  // a switch
-      const std::string value = item.inputs.size() == 1 ? item.inputs.front() : "";
-      if (value != "true" && value != "false") {
-        throw std::invalid_argument(where + item.name + " = " + value + ": expected true or false");
-      }
+      const std::string value = values.size() == 1 ? values.front() : "";
+      if (value != "true" && value != "false") throw std::invalid_argument(where + " = " + value + ": expected true or false");
       if (value == "true") added.push_back(flag);
       continue;
     }
-    if (item.inputs.empty()) throw std::invalid_argument(where + item.name + " has no value");
-    std::string value = item.inputs.front();
-    for (std::size_t i = 1; i < item.inputs.size(); ++i) value += std::string(1, option->get_delimiter() ? option->get_delimiter() : ',') + item.inputs[i];
+    if (values.empty()) throw std::invalid_argument(where + " has no value");
+    std::string value = values.front();
+    for (std::size_t i = 1; i < values.size(); ++i) value += std::string(1, option->get_delimiter() ? option->get_delimiter() : ',') + values[i];
     added.push_back(flag + "=" + value);
   }
   std::vector<std::string> out = {args.front()};

@@ -216,8 +216,12 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
       }, "images:DIR: grayscale (1 channel) or rgb (3); auto: rgb when any image has colour")
       ->check(CLI::IsMember({"auto", "grayscale", "rgb"}))->default_str("auto");
   command->add_flag("--skip-bad-files", o.images.skip_bad_files,
-                    "images:DIR: leave out the files that are not whole JPEG or PNG images (and empty class folders) "
-                    "with a warning, instead of stopping");
+                    "images:DIR: leave out the files that are not whole JPEG or PNG images, or fail to decode during "
+                    "training (and empty class folders), counted in summary.json, instead of stopping");
+  command->add_option("--max-image-pixels", o.images.max_pixels,
+                      "images:DIR: the most pixels an image may declare in its header, checked before decoding (0 = no "
+                      "limit; PIL's MAX_IMAGE_PIXELS)")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   command->add_option_function<std::string>("--normalize", [&o](const std::string& v) {
         std::tie(o.normalize_mean, o.normalize_std) = parse_normalize(v);
       }, "Normalize the inputs in the loader, after any augmentation: MEAN/STD, one value for all channels or one per "

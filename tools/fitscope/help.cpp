@@ -135,7 +135,8 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
 
 std::string in_flags(std::string message) {
   static const std::pair<const char*, const char*> kFlags[] = {
-      {"RunOptions::run_dir", "--run-dir"}, {"RunOptions::overwrite", "--overwrite"}, {"RunOptions::resume", "--resume"}};
+      {"RunOptions::run_dir", "--run-dir"}, {"RunOptions::overwrite", "--overwrite"}, {"RunOptions::resume", "--resume"},
+      {"ImageFolderOptions::max_pixels", "--max-image-pixels"}};
   for (const auto& [option, flag] : kFlags) {
     for (std::size_t at = message.find(option); at != std::string::npos; at = message.find(option, at)) {
       message.replace(at, std::strlen(option), flag);

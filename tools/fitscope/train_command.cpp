@@ -59,12 +59,15 @@ struct Examples {
   std::shared_ptr<const Dataset> train, test;
 };
 
-/// The data set `spec` (`--data`'s syntax) of `flag`, with a synthetic set drawn from `seed`.
-Examples load_data(const std::string& spec, const std::string& flag, const TrainCommandOptions& o, uint64_t seed) {
+/// The data set `spec` (`--data`'s syntax) of `flag`, with a synthetic set drawn from `seed`; an image
+/// folder's classes are `classes` when given (a validation folder takes the training folder's).
+Examples load_data(const std::string& spec, const std::string& flag, const TrainCommandOptions& o, uint64_t seed,
+                   const std::vector<std::string>& classes = {}) {
   try {
     if (auto dir = after_prefix(spec, "images")) {
       ImageFolderOptions options = o.images;
       options.seed = seed;
+      options.classes = classes;
       auto images = std::make_shared<ImageFolderDataset>(*dir, options);
       if (!images->skipped().empty() && o.run.verbose > 0) {
         std::cerr << "fitscope: warning: " << flag << " " << spec << ": " << images->skipped().size()
@@ -99,7 +102,9 @@ Examples load_data(const std::string& spec, const std::string& flag, const Train
 Examples load_data(const TrainCommandOptions& o) {
   Examples data = load_data(o.data, "--data", o, o.fit.loader.seed);
   if (!o.validation_data.empty()) {
-    const Examples v = load_data(o.validation_data, "--validation-data", o, o.fit.loader.seed + 1);
+    const auto* images = dynamic_cast<const ImageFolderDataset*>(data.train.get());
+    const Examples v = load_data(o.validation_data, "--validation-data", o, o.fit.loader.seed + 1,
+                                 images ? images->classes() : std::vector<std::string>{});
     data.test = v.test ? v.test : v.train;
     if (data.test->example_shape() != data.train->example_shape()) {
       throw std::invalid_argument("--validation-data " + o.validation_data + ": examples of shape " +

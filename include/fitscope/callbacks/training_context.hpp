@@ -42,6 +42,10 @@ class TrainingContext {
   /// Asks fit to stop after the current step (Keras's model.stop_training = True).
   virtual void request_stop() = 0;
   virtual bool stop_requested() const = 0;
+  /// Asks fit to stop at once, as a signal does: after the current training batch, or after the
+  /// current validation batch, and then the epoch does not end (no validation logs, no on_epoch_end;
+  /// a checkpoint asked for resumes at the validation). Ranks agree before the validation's result.
+  virtual void interrupt() { request_stop(); }
   /// The learning rate of the first parameter group.
   virtual double learning_rate() const = 0;
   /// Sets the learning rate of every parameter group: finite and >= 0 (0 as a warm-up schedule's

@@ -21,6 +21,7 @@ class CachedDataset : public Dataset {
   int64_t size() const override { return base_->size(); }
   Example get(int64_t index) const override;
   std::string source() const override { return base_->source() + " | cache"; }
+  std::vector<std::string> skipped() const override { return base_->skipped(); }
   /// Examples held so far, and their bytes.
   int64_t cached() const;
   int64_t cached_bytes() const;

@@ -38,6 +38,9 @@ class Dataset {
   virtual std::string source() const { return "dataset"; }
   /// The shape of one example's input (from example 0 unless overridden); empty for an empty set.
   virtual std::vector<int64_t> example_shape() const;
+  /// What the source left out as bad so far, "path: reason" each (an image folder's skip_bad_files):
+  /// a Run counts them in summary.json. Decorators pass their base's on.
+  virtual std::vector<std::string> skipped() const { return {}; }
 };
 
 /// Stacks examples into a batch (inputs and targets along a new first dimension).

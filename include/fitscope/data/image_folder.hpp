@@ -6,12 +6,14 @@
 ///
 /// The constructor only scans: it reads each file's first bytes and last bytes, so a bad file is named
 /// before training starts (empty, not an image, a JPEG named .png or the reverse, a header that does
-/// not parse, cut short before its end marker), and a folder of any size costs no memory beyond its
-/// file list. get() reads and decodes one file: in the loader's workers, in parallel. An example is
+/// not parse, a CMYK JPEG, more pixels than the budget, cut short before its end marker), and a folder
+/// of any size costs no memory beyond its file list. get() reads and decodes one file: in the loader's workers, in parallel. An example is
 /// float [channels, height, width] in [0, 1] (the loader's Normalize transform normalises), its
 /// target the class index. Every error is std::invalid_argument naming the file and what was expected. Thread-safe.
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,17 @@ struct ImageFolderOptions {
   /// the last fraction, holds every class; false = by class, then by name (torchvision's order).
   bool shuffle = true;
   uint64_t seed = 0;
-  /// Leave out the files that fail the scan (listed in skipped()) and empty class folders, instead of
-  /// throwing. A file that passes the scan but fails to decode still throws, naming it.
+  /// The class names, in index order, when another data set fixed them (a validation folder takes
+  /// the training folder's classes()): each sub-folder is the class of its name, and one not in the
+  /// list is an error naming it; a class without a folder is fine. Empty = the sub-folders, sorted.
+  std::vector<std::string> classes;
+  /// Leave out the files that fail the scan and empty class folders, instead of throwing. A file that
+  /// passes the scan but fails to load later (its decoder refuses it, it was removed) is left out too:
+  /// its place in the batch goes to the next example that loads. Both are listed in skipped().
   bool skip_bad_files = false;
+  /// The most pixels an image may declare (width x height, read from its header before anything is
+  /// allocated); 0 = no budget. The default is PIL's MAX_IMAGE_PIXELS (about 0.25 GiB of RGB bytes).
+  int64_t max_pixels = 89'478'485;
   /// Let TurboJPEG decode a JPEG at 1/2, 1/4 or 1/8 scale in the DCT domain when both sides stay at
   /// least the example's size: fewer pixels decoded, then resized as usual.
   bool dct_scaling = true;
@@ -54,18 +64,25 @@ class ImageFolderDataset : public Dataset {
   /// Example `index`'s file and class.
   const std::string& file(int64_t index) const { return files_.at(static_cast<std::size_t>(index)); }
   int64_t target(int64_t index) const { return targets_.at(static_cast<std::size_t>(index)); }
-  /// What skip_bad_files left out: "path: reason" per file or empty class folder.
-  const std::vector<std::string>& skipped() const { return skipped_; }
+  /// What skip_bad_files left out so far: "path: reason" per file or empty class folder, those of the
+  /// scan first, then those that failed to load during training.
+  std::vector<std::string> skipped() const override;
 
  private:
   /// Reads and decodes example `index` into `out` [channels, height, width].
   void decode_into(int64_t index, at::Tensor out) const;
+  /// Example `index` into `out`, or under skip_bad_files the next one that loads; returns its target.
+  int64_t load_into(int64_t index, at::Tensor out) const;
 
   std::string dir_;
   ImageFolderOptions options_;
-  std::vector<std::string> classes_, files_, skipped_;
+  std::vector<std::string> classes_, files_;
   std::vector<int64_t> targets_;
   int64_t channels_ = 0, height_ = 0, width_ = 0;
+  mutable std::mutex skipped_mutex_;
+  mutable std::vector<std::string> skipped_;
+  mutable std::vector<bool> failed_;  // per example: it failed to load (under skip_bad_files)
+  mutable std::atomic<bool> any_failed_{false};
 };
 
 /// How write_image_folder writes a data set.

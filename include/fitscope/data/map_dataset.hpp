@@ -20,6 +20,7 @@ class MapDataset : public Dataset {
   int64_t size() const override { return base_->size(); }
   Example get(int64_t index) const override { return function_(base_->get(index), index); }
   std::string source() const override { return base_->source() + " | " + name_; }
+  std::vector<std::string> skipped() const override { return base_->skipped(); }
 
  private:
   std::shared_ptr<const Dataset> base_;

@@ -18,6 +18,7 @@ class SubsetDataset : public Dataset {
   Example get(int64_t index) const override { return base_->get(begin_ + index); }
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::string source() const override { return base_->source(); }
+  std::vector<std::string> skipped() const override { return base_->skipped(); }
 
  private:
   std::shared_ptr<const Dataset> base_;

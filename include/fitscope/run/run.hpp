@@ -20,6 +20,7 @@
 #include <csignal>
 #include <memory>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "fitscope/data/dataset.hpp"
@@ -70,8 +71,9 @@ class Run {
   std::string default_dir_;
   std::string directory_, report_path_;
   std::optional<int64_t> resumed_from_step_;
-  std::string data_source_;  // the training data's Dataset::source(), for the settings
+  std::shared_ptr<const Dataset> train_data_, validation_data_;  // for the settings and the files they skipped
   History history_;
+  std::vector<std::string> early_warnings_;  // said before the fit, which starts its own list
   std::unique_ptr<Signals> signals_;
   std::unique_ptr<RunDirectoryLock> lock_;  // the chief's, from the fit's start to the Run's end
 };

@@ -57,6 +57,11 @@ void check_recorded_file(const std::string& dir, const std::string& relative);
 /// The CRC-32 (zlib's) of a file's bytes; throws std::runtime_error naming it when it cannot be read.
 uint32_t file_crc32(const std::string& path);
 
+/// Removes the temporary files a write cut short left in `dir`, its backup/ and its checkpoints/ (a
+/// run's file or a checkpoint, then ".tmp.PID.N": write_atomically's names) and returns their paths
+/// relative to `dir`. Call it holding the directory's lock: then no live write owns them.
+std::vector<std::string> remove_torn_temporaries(const std::string& dir);
+
 /// Removes the earlier run's `entries` (earlier_run_files of `dir`) where they are its own by the
 /// manifest. When any file among them is not (no manifest, a file the run did not write, one changed
 /// since), removes nothing and throws std::invalid_argument naming the files in the way.

@@ -94,6 +94,11 @@ struct RunSummary {
   std::map<std::string, PhaseSummary> phases;  ///< every phase by name
   std::vector<CallbackSummary> callbacks;      ///< most expensive first
   std::vector<std::string> warnings;
+  /// The bad files the data sets left out (an image folder's skip_bad_files), at their scan and
+  /// during training: how many, and the first kSkippedFilesListed as "path: reason".
+  int64_t skipped_files = 0;
+  std::vector<std::string> skipped_files_first;
+  static constexpr std::size_t kSkippedFilesListed = 100;
   LoaderStats loader;
   CpuUtilization cpu;
   std::optional<double> gpu_utilization, gpu_memory_peak_mb;  ///< unset = not sampled

@@ -168,6 +168,7 @@ class Trainer : public TrainingContext {
 
   // The running fit, as callbacks see it (training_context.hpp).
   void request_stop() override { stop_requested_ = true; }
+  void interrupt() override { stop_requested_ = interrupted_ = true; }
   bool stop_requested() const override { return stop_requested_; }
   double learning_rate() const override;
   void set_learning_rate(double lr) override;
@@ -204,8 +205,9 @@ class Trainer : public TrainingContext {
   /// The outputs for `n` examples, `inputs` giving those of each batch.
   at::Tensor predict_batches(int64_t n, const std::function<at::Tensor(int64_t begin, int64_t count)>& inputs,
                              const PredictOptions& options);
-  /// With `reduce`, the metrics are summed over ranks (each holds a shard).
-  Logs run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce);
+  /// The metrics of a pass over `loader`, summed over the ranks with `reduce` (each holds a shard); none when `interruptible`
+  /// and interrupt() was called on any rank (the pass then ends at the next batch).
+  std::optional<Logs> run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce, bool interruptible);
   /// Runs the checkpoints callbacks requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
   /// Gives the callbacks their states from the checkpoint restore() took, and sets the loader position.
@@ -228,6 +230,7 @@ class Trainer : public TrainingContext {
   TrainingParams params_;
   int64_t global_step_ = 0;
   bool stop_requested_ = false;
+  bool interrupted_ = false;
   std::vector<Save> saves_;                    // checkpoints requested by callbacks, not yet taken
   std::optional<TrainingState> resume_;        // set by restore(), consumed by fit
   std::vector<at::Tensor> resumed_metrics_;    // the resumed epoch's metric states, loaded when it starts
