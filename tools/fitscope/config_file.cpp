@@ -66,8 +66,12 @@ std::string toml_value(const std::string& text) {
     }
     return std::string("{ ") + kPercentKey + " = " + toml_value(encoded) + " }";
   }
+  // a basic string, escaped ("\n" for a newline), as the README shows settings
+  constexpr auto flags = toml::toml_formatter::default_flags &
+                         ~(toml::format_flags::allow_literal_strings | toml::format_flags::allow_multi_line_strings);
+  const toml::value<std::string> value(text);
   std::ostringstream out;
-  out << toml::value<std::string>(text);
+  out << toml::toml_formatter{value, flags};
   return out.str();
 }
 
