@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc)
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := idx cifar10 csv checkpoint
+FUZZ_TARGETS := idx cifar10 csv image checkpoint
 
 ASAN_DIR ?= build-asan
 ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
@@ -76,12 +76,13 @@ bench: build
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 
 # libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer) of the IDX, CIFAR-10 and CSV
-# parsers (libtorch-free sources) and of checkpoint decoding (linked with libtorch; its unpickler leaks
+# parsers and the image header checks and decoders (libtorch-free sources), and of checkpoint decoding (linked with libtorch; its unpickler leaks
 # on some refused inputs, so leak detection is off), each run for FUZZ_SECONDS from the seed corpus in
 # tests/fuzz/corpus; libFuzzer prints the executions it ran.
 FUZZ_SOURCES_idx := src/data/idx_format.cpp
 FUZZ_SOURCES_cifar10 := src/data/cifar10_format.cpp
 FUZZ_SOURCES_csv := src/data/csv_format.cpp
+FUZZ_SOURCES_image := src/data/image_codec.cpp -lturbojpeg -lpng
 FUZZ_SOURCES_checkpoint := src/checkpoint/training_state.cpp src/checkpoint/pickle_archive.cpp src/checkpoint/checkpoint_file.cpp -ltorch -ltorch_cpu -lc10 -lz
 fuzz: fuzz-deps
 	@mkdir -p $(FUZZ_DIR)

@@ -50,6 +50,7 @@
 #include "fitscope/distributed/launch.hpp"
 #include "fitscope/distributed/launcher_channel.hpp"
 #include "fitscope/distributed/restart_history.hpp"
+#include "fitscope/distributed/settings_agreement.hpp"
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/distributed/nccl_context.hpp"
 #include "fitscope/metrics/accuracy.hpp"

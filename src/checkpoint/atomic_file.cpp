@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "fitscope/checkpoint/file_system.hpp"
@@ -15,6 +16,24 @@ namespace fitscope {
 void write_file_atomically(const std::string& path, const std::string& content) {
   static const std::shared_ptr<FileSystem> fs = posix_file_system();
   write_atomically(*fs, path, content);
+}
+
+std::string read_whole_file(const std::string& path, const std::string& expected, std::uintmax_t max_bytes) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw std::invalid_argument(path + ": no such file (expected " + expected + ")");
+  const std::uintmax_t size = std::filesystem::is_regular_file(status) ? std::filesystem::file_size(path, ec) : 0;
+  if (!std::filesystem::is_regular_file(status) || ec || size > max_bytes) {
+    throw std::invalid_argument(path + ": " + (std::filesystem::is_regular_file(status) ? "a file of " + std::to_string(size) + " bytes"
+                                                                                      : std::string("not a regular file")) +
+                                " (expected " + expected + (max_bytes == std::numeric_limits<std::uintmax_t>::max() ? "" : ", at most " + std::to_string(max_bytes) + " bytes") + ")");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    throw std::invalid_argument(path + ": cannot be read (expected " + expected + ")");
+  }
+  return bytes;
 }
 
 void write_output_file(const std::string& path, const std::string& content) {

@@ -40,9 +40,12 @@ std::string weights_pickle(const NamedTensors& state) {
 void save_weights(const NamedTensors& state, const std::string& path) { write_file_atomically(path, weights_pickle(state)); }
 
 NamedTensors load_weights(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("weights file " + path + ": cannot be read");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  try {
+    bytes = read_whole_file(path, "torch.save's or fitscope's weights");
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("weights file ") + e.what());
+  }
   NamedTensors weights;
   try {
     check_pickle_archive(bytes);

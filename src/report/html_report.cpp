@@ -357,7 +357,10 @@ std::string train_report(const fs::path& dir) {
   // epoch logs
   body << "<h2>Epoch logs</h2>";
   const fs::path metrics_path = dir / "metrics.csv";
-  if (fs::exists(metrics_path)) {
+  std::error_code ec;
+  if (fs::exists(metrics_path) && fs::is_regular_file(metrics_path, ec) && fs::file_size(metrics_path, ec) == 0) {
+    body << "<p class=\"note\">No epoch ended (the run was stopped in its first epoch): metrics.csv is empty.</p>";
+  } else if (fs::exists(metrics_path)) {
     const Table m = read_table(metrics_path);
     const int epoch = m.column("epoch");
     if (epoch < 0) throw std::invalid_argument(metrics_path.string() + ": line 1: no epoch column");

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "fitscope/checkpoint/atomic_file.hpp"
 #include "report/svg.hpp"
 #include "timing/bounded_json.hpp"
 
@@ -43,11 +44,7 @@ std::vector<std::string> split(const std::string& line) {
 }  // namespace
 
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(path.string() + ": cannot read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_whole_file(path.string(), "a file of a run directory, at most 1 GiB", std::uintmax_t{1} << 30);
 }
 
 Table read_table(const fs::path& path) {

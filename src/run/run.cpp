@@ -29,6 +29,7 @@
 #include "fitscope/distributed/environment.hpp"
 #include "fitscope/distributed/launcher_channel.hpp"
 #include "fitscope/distributed/restart_history.hpp"
+#include "fitscope/distributed/settings_agreement.hpp"
 #include "fitscope/models/script_model.hpp"
 #include "fitscope/report/html_report.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
@@ -44,7 +45,9 @@ std::atomic<int> g_signal{0};  // the first SIGINT/SIGTERM received while a Run 
 
 void on_signal(int number) { g_signal.store(number); }  // async-signal-safe: one lock-free store
 
-/// Stops the fit at the next training or validation batch once a signal arrived, and has the backups kept.
+/// Stops the fit once a signal arrived, and has the backups kept: one that arrives in training stops it
+/// after the step (the epoch then ends with its validation, as Keras's stop_training); one that arrives
+/// in validation ends the run at the next validation batch (the epoch does not end).
 class StopOnSignal : public Callback {
  public:
   explicit StopOnSignal(std::shared_ptr<BackupAndRestore> backup) : backup_(std::move(backup)) {}
@@ -56,17 +59,25 @@ class StopOnSignal : public Callback {
     t.reads_batch_logs = false;
     return t;
   }
-  void on_train_batch_end(int64_t, Logs&) override { stop_if_signalled(); }
-  void on_test_batch_end(int64_t, Logs&) override { stop_if_signalled(); }
+  void on_train_begin(Logs&) override { stopping_ = false; }
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (signalled()) context().request_stop();
+  }
+  void on_test_batch_end(int64_t, Logs&) override {
+    if (signalled()) context().interrupt();
+  }
 
  private:
-  void stop_if_signalled() {
-    if (g_signal.load(std::memory_order_relaxed) == 0) return;
-    context().interrupt();
+  /// Whether a signal arrived that the fit was not told of yet; keeps the backup when one did.
+  bool signalled() {
+    if (stopping_ || g_signal.load(std::memory_order_relaxed) == 0) return false;
+    stopping_ = true;
     if (backup_) backup_->interrupt();
+    return true;
   }
 
   std::shared_ptr<BackupAndRestore> backup_;
+  bool stopping_ = false;
 };
 
 /// Tells `fitscope launch` the step the run resumed from and when it trained its first step again.
@@ -267,6 +278,17 @@ RunSummary Run::fit(Trainer& trainer, const TensorDataset& train, FitOptions fit
 RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions fit) {
   dist::Context& ranks = trainer.ranks();
   const bool chief = ranks.is_chief();
+  if (ranks.world_size() > 1) {  // before anything is written, and before training's first collective
+    dist::Settings settings = dist::settings_of_lines(options_.configuration, options_.rank_local_settings);
+    RunFacts facts = facts_of(trainer, fit, options_.name, options_.async_callbacks);
+    facts.settings.insert(facts.settings.end(), {{"data", train->source()}, {"batch_size", std::to_string(fit.loader.batch_size)},
+                                                 {"epochs", std::to_string(fit.epochs)}});
+    for (auto& setting : facts.settings) {
+      const bool named = std::any_of(settings.begin(), settings.end(), [&](const auto& s) { return s.first == setting.first; });
+      if (!named) settings.push_back(std::move(setting));
+    }
+    dist::require_same_settings(ranks, settings);
+  }
   if (ranks.world_size() > 1 && options_.backup && options_.run_dir.empty()) {
     throw std::invalid_argument("--checkpoint-every in a data-parallel run needs --run-dir: every rank restores from its backups");
   }

@@ -179,6 +179,14 @@ void check_recorded_file(const std::string& dir, const std::string& relative) {
   const auto found = m->files.find(relative);
   if (found == m->files.end()) return;
   const std::string path = (fs::path(dir) / relative).string();
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);  // a link to a device or a FIFO is never read
+  const std::uintmax_t size = fs::is_regular_file(status) ? fs::file_size(path, ec) : 0;
+  if (!fs::is_regular_file(status) || ec || size != found->second.size) {
+    throw std::invalid_argument(path + ": " + (fs::is_regular_file(status) ? std::to_string(size) + " bytes" : std::string("not a regular file")) +
+                                ", but the run recorded " + std::to_string(found->second.size) +
+                                " bytes in manifest.json (the file changed or was damaged since the run wrote it)");
+  }
   const uint32_t crc = file_crc32(path);
   if (crc == found->second.crc32) return;
   char text[64];

@@ -242,8 +242,9 @@ TEST_F(ImageFolder, APixelBudgetRefusesADeclaredSizeBeforeAnythingIsDecoded) {
   s.image_size = 24;
   const fs::path swapped = budgeted.file(0);
   write_image_folder((dir_ / "bigger").string(), make_synthetic(s), ImageFolderWriteOptions{"png"});
-  fs::copy_file(fs::directory_iterator(dir_ / "bigger" / fs::directory_iterator(dir_ / "bigger")->path().filename())->path(),
-                swapped, fs::copy_options::overwrite_existing);
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "bigger")) {
+    if (entry.is_regular_file()) fs::copy_file(entry.path(), swapped, fs::copy_options::overwrite_existing);
+  }
   try {
     budgeted.get(0);
     FAIL() << "decoded an image above the budget";

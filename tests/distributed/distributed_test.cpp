@@ -195,6 +195,29 @@ TEST(Distributed, NcclOnTheCpuIsRefusedOnEveryRankNamingTheFlags) {
   }
 }
 
+TEST(Distributed, RanksStartedWithOtherSettingsAreRefusedOnEveryRankNamingTheSettingAndBothValues) {
+  TempDir dir;
+  const std::string train = std::string(FITSCOPE_CLI) + " train --model mlp --epochs 1 --synthetic-size 320 --threads 1 --quiet " +
+                            "--run-dir " + dir.path() + "/run";
+  // rank 1 another learning rate (and its own --workers, which a machine may choose for itself)
+  const ProcessResult lr = run_process(launch(2, {"/bin/sh", "-c", train + " --lr 0.00$((RANK + 1)) --workers $RANK"}));
+  EXPECT_EQ(lr.exit_code, 1);  // the launcher's: its ranks exited 2, bad input, not restarted
+  for (const char* rank : {"[rank 0]", "[rank 1]"}) {
+    EXPECT_NE(lr.err.find(std::string(rank) + " fitscope: rank 1 was started with other settings than the chief (rank 0): "
+                                              "lr = 0.002 on rank 1, 0.001 on rank 0"),
+              std::string::npos) << lr.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/run/summary.json"));
+  // another batch size: named as well, before any collective of training meets a tensor of another shape
+  const ProcessResult batch = run_process(launch(2, {"/bin/sh", "-c", train + " --batch-size $((32 << RANK))"}));
+  EXPECT_NE(batch.err.find("[rank 0] fitscope: rank 1 was started with other settings than the chief (rank 0): batch-size = 64 on "
+                           "rank 1, 32 on rank 0"),
+            std::string::npos) << batch.err;
+  // the same settings, each rank its own workers: trains
+  const ProcessResult same = run_process(launch(2, {"/bin/sh", "-c", train + " --workers $RANK --overwrite"}));
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+}
+
 /// A launched run whose stderr is read as it comes, line by line, with arrival times.
 class LiveLaunch {
  public:

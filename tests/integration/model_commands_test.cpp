@@ -78,8 +78,10 @@ TEST(ConfigFile, AnUnknownSettingABadValueOrASectionExitsTwoNamingTheFile) {
   expect_usage_error({"train", "--config", file}, "--config " + file + ": unknown setting 'epoch' for fitscope train (did you mean epochs?)");
   write(file, "epochs = 0\n");
   expect_usage_error({"train", "--config", file}, "--epochs: expected an integer in [1, 1000000], got '0'");
-  write(file, "cache = maybe\n");
+  write(file, "cache = \"maybe\"\n");
   expect_usage_error({"train", "--config", file}, "--config " + file + ": cache = maybe: expected true or false");
+  write(file, "epochs = 3\ncache = maybe\n");  // not TOML: the line and column named
+  expect_usage_error({"train", "--config", file}, "--config " + file + ": line 2, column 9: ");
   write(file, "[train]\nepochs = 3\n");
   expect_usage_error({"train", "--config", file}, "--config " + file + ": section [train]: the settings are the flags' names");
   write(file, "batch-sizes = [16, 32]\nepochs = 2\n");

@@ -241,3 +241,20 @@ TEST(ConfigToml, PathsWithHashQuoteBackslashNewlineOrBytesThatAreNotUtf8RoundTri
   // a newline cannot smuggle a setting in
   EXPECT_EQ(config.find("\ne \xe9"), std::string::npos) << config;
 }
+
+TEST(BoundedReads, EvaluateAndReportRefuseALinkToADeviceInsteadOfReadingForever) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  ASSERT_EQ(run_fitscope(quick_run(dir)).exit_code, 0);
+  fs::rename(dir + "/steps.csv", dir + "/steps.csv.kept");
+  fs::create_symlink("/dev/zero", dir + "/steps.csv");
+  const ProcessResult report = run_fitscope({"report", dir, "--out", tmp.path() + "/page.html"});
+  EXPECT_EQ(report.exit_code, 2) << report.err;
+  EXPECT_NE(report.err.find(dir + "/steps.csv: not a regular file"), std::string::npos) << report.err;
+  fs::rename(dir + "/model.weights.pt", dir + "/model.weights.pt.kept");
+  fs::create_symlink("/dev/zero", dir + "/model.weights.pt");
+  const ProcessResult evaluate = run_fitscope({"evaluate", dir});
+  EXPECT_EQ(evaluate.exit_code, 2) << evaluate.err;
+  EXPECT_NE(evaluate.err.find(dir + "/model.weights.pt: not a regular file, but the run recorded "), std::string::npos)
+      << evaluate.err;
+}

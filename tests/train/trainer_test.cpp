@@ -248,7 +248,12 @@ TEST(Trainer, PredictOfADataSetMatchesItsInputsAndLoadWeightsBringsBackAnotherTr
   EXPECT_EQ(message_of([&] { other.load_weights(path); }).rfind("weights file " + path + ": tensor ", 0), 0u);
   EXPECT_NE(message_of([&] { other.load_weights(path); }).find(" has shape [10"), std::string::npos);
   std::filesystem::remove(path);
-  EXPECT_EQ(message_of([&] { fresh.load_weights(path); }), "weights file " + path + ": cannot be read");
+  EXPECT_EQ(message_of([&] { fresh.load_weights(path); }),
+            "weights file " + path + ": no such file (expected torch.save's or fitscope's weights)");
+  std::filesystem::create_symlink("/dev/zero", path);  // read whole, it would never end
+  EXPECT_EQ(message_of([&] { fresh.load_weights(path); }),
+            "weights file " + path + ": not a regular file (expected torch.save's or fitscope's weights)");
+  std::filesystem::remove(path);
 }
 
 TEST(Trainer, PreprocessingReachesTrainingValidationEvaluateAndPredictAlike) {

@@ -72,6 +72,10 @@ int main(int argc, char** argv) {
     check_flag_relations(train_options);
     train_options.run.configuration = "# fitscope train: the settings of this run; `fitscope train --config config.toml` "
                                       "repeats it\n\n" + resolved_config(*train, not_in_config);
+    // a machine's own: its device, threads and loader, and what it prints
+    train_options.run.rank_local_settings = {"device", "workers", "prefetch", "cache", "load-delay-ms", "threads",
+                                             "blas-threads", "slow-callback-ms", "callback-mode", "verbose", "quiet",
+                                             "no-progress", "dist-timeout"};
     train_status = run_train(train_options, std::cout);
   });
 

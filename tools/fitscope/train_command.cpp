@@ -396,7 +396,10 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
 }
 
 void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
-  constexpr int64_t kPart = 1000;  // images made and written at a time: a large folder in bounded memory
+  // images made and written at a time: a large folder, or large images, in bounded memory (64 MiB of
+  // float pixels a part, at most 1000 images)
+  const int64_t side = std::max(m.height, m.width);
+  const int64_t kPart = std::clamp<int64_t>((int64_t{64} << 20) / (side * side * 4), 1, 1000);
   ImageFolderWriteOptions write = m.write;
   write.classes = m.classes;
   for (int64_t first = 0; first < m.count; first += kPart) {
@@ -404,7 +407,8 @@ void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
     s.size = std::min(kPart, m.count - first);
     s.seed = m.seed * 1000003 + static_cast<uint64_t>(first / kPart);  // distinct parts, distinct seeds
     s.classes = m.classes;
-    s.image_size = std::max(m.height, m.width);
+    s.image_size = side;
+    s.max_shift = std::min<int64_t>(s.max_shift, (side - 1) / 4);  // small images shift less
     TensorDataset data = make_synthetic(s);
     if (m.height != m.width) {  // the square set, resized
       data = TensorDataset(at::upsample_bilinear2d(data.inputs(), {m.height, m.width}, /*align_corners=*/false), data.targets());

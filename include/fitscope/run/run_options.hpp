@@ -22,6 +22,10 @@ struct RunOptions {
   /// The run's settings as text, written as config.toml in the run directory (the CLI gives its
   /// resolved flags, which `fitscope train --config` reads back); empty = no config.toml.
   std::string configuration;
+  /// The names of `configuration`'s settings that each rank of a data-parallel run may hold its own of
+  /// (a machine's device, threads, loader workers, verbosity): the ranks compare all the others, and
+  /// the fit's own settings, before training (a difference is std::invalid_argument on every rank).
+  std::vector<std::string> rank_local_settings;
   bool progress_bar = true;         ///< ProgressBar on the terminal (with verbose >= 1)
   /// Keras's verbose: 0 silent (no progress; the command line prints nothing but errors), 1 a progress
   /// bar (one line per epoch when stdout is not a terminal), 2 one line per epoch.
