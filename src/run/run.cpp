@@ -439,6 +439,11 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
         why = e.what();
       } catch (...) {
       }
+      // a failed fit runs no on_train_end: the run's callbacks (TensorBoard's event files) close their
+      // files when they go, which must be before the manifest records them
+      fit.callbacks.clear();
+      first.clear();
+      last.clear();
       try {
         finish(trainer, fit, why.substr(0, why.find('\n')));
       } catch (...) {
