@@ -58,6 +58,10 @@ ImageHeader read_header(std::string_view head, const std::string& name) {
                             &subsampling, &colorspace) != 0) {
       decompressor_failed(name + ": JPEG header: ");
     }
+    if (width < 1 || height < 1) {
+      throw std::invalid_argument(name + ": JPEG header: size " + std::to_string(width) + "x" + std::to_string(height) +
+                                  " (expected at least 1 pixel a side)");
+    }
     if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
       throw std::invalid_argument(name + ": JPEG header: CMYK colour, which TurboJPEG cannot convert (expected gray, RGB or YCbCr)");
     }

@@ -44,7 +44,7 @@ std::vector<std::string> split(const std::string& line) {
 }  // namespace
 
 std::string read_text(const fs::path& path) {
-  return read_whole_file(path.string(), "a file of a run directory, at most 1 GiB", std::uintmax_t{1} << 30);
+  return read_whole_file(path.string(), "a file of a run directory", std::uintmax_t{1} << 30);
 }
 
 Table read_table(const fs::path& path) {
