@@ -50,9 +50,10 @@ void CSVLogger::on_epoch_end(int64_t epoch, Logs& logs) {
   }
   if (keys_.empty()) {
     keys_ = logs.keys();
-    // as Keras: a fit that validates later (validation_freq > 1) gets its val_ columns from the start
+    // as Keras 3: without val_ keys in the first row (a fit that validates later, or never), the val_
+    // columns are there from the start, NA until a value comes
     const bool validated = std::any_of(keys_.begin(), keys_.end(), [](const std::string& k) { return k.rfind("val_", 0) == 0; });
-    if (!validated && attached() && context().params().validation_samples > 0) {
+    if (!validated) {
       const std::vector<std::string> train_keys = keys_;
       for (const auto& key : train_keys) {
         if (key != "learning_rate") keys_.push_back("val_" + key);

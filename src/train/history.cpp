@@ -6,16 +6,8 @@
 namespace fitscope {
 
 void History::append(int64_t epoch, const Logs& logs) {
-  const std::size_t previous = epochs_.size();
   epochs_.push_back(epoch);
-  for (const auto& [key, value] : logs) {
-    auto& values = history_[key];
-    values.resize(previous, std::numeric_limits<double>::quiet_NaN());
-    values.push_back(value);
-  }
-  for (auto& [key, values] : history_) {
-    values.resize(epochs_.size(), std::numeric_limits<double>::quiet_NaN());
-  }
+  for (const auto& [key, value] : logs) history_[key].push_back(value);  // as Keras: the epochs that had it
   last_ = logs;
 }
 

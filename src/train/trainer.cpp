@@ -94,11 +94,11 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     warn("precision bf16: this CPU has no bfloat16 instructions (avx512_bf16, amx_bf16), so libtorch converts in "
          "software: expect it slower than precision 32");
   }
-  if (!options_.metrics) {  // as the loss: classes get accuracy, a regression none
+  if (options_.metrics.size() == 1 && options_.metrics.front().follows_the_loss()) {  // classes: accuracy; a regression: none
     options_.metrics = options_.loss == Loss::cross_entropy ? std::vector<MetricSpec>{"accuracy"} : std::vector<MetricSpec>{};
   }
-  train_metrics_ = std::make_unique<MetricSet>(*options_.metrics);
-  test_metrics_ = std::make_unique<MetricSet>(*options_.metrics);
+  train_metrics_ = std::make_unique<MetricSet>(options_.metrics);
+  test_metrics_ = std::make_unique<MetricSet>(options_.metrics);
   model_->to(options_.device);
   optimizer_ = make_optimizer(model_->parameters(), options_);
   if (!options_.train_step) options_.train_step = standard_train_step;

@@ -268,7 +268,8 @@ TEST(CSVLogger, WritesTheShortestNumberThatReadsBackExactly) {
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
-  EXPECT_EQ(row, "0,5.2,0.30000000000000004,1e-30");  // not 5.2000000000000002
+  EXPECT_EQ(header, "epoch,a,b,c,val_a,val_b,val_c");  // as Keras 3: the val_ columns, NA without validation
+  EXPECT_EQ(row, "0,5.2,0.30000000000000004,1e-30,NA,NA,NA");  // not 5.2000000000000002
   EXPECT_EQ(std::stod("0.30000000000000004"), 0.1 + 0.2);
   std::filesystem::remove(path);
 }
@@ -300,7 +301,7 @@ TEST(CSVLogger, AppendsToAnExistingFileWithoutASecondHeaderAndUsesTheSeparator) 
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], "epoch;accuracy;loss");
+  EXPECT_EQ(lines[0], "epoch;accuracy;loss;val_accuracy;val_loss");
   EXPECT_EQ(lines[1].substr(0, 2), "0;");
   EXPECT_EQ(lines[2].substr(0, 2), "1;");
   std::filesystem::remove(path);

@@ -289,3 +289,16 @@ TEST(Trainer, ANormalizeAmongTheTrainingOnlyTransformsIsRefused) {
             "validation, evaluate and predict would see unnormalised inputs (expected Normalize in TrainerOptions "
             "preprocessing)");
 }
+
+TEST(Trainer, AnEmptyMetricsListIsNoMetricsAndTheDefaultFollowsTheLoss) {
+  torch::manual_seed(0);
+  const TensorDataset data(torch::randn({16, 4}), torch::randint(3, {16}, torch::kLong));
+  FitOptions fit;
+  fit.loader.workers = 0;
+  TrainerOptions none;
+  none.metrics = {};  // as Keras's metrics=[]
+  Trainer bare(torch::nn::Linear(4, 3), none);
+  EXPECT_EQ(bare.fit(data, fit).last().keys(), (std::vector<std::string>{"loss"}));
+  Trainer following(torch::nn::Linear(4, 3));  // cross-entropy: accuracy
+  EXPECT_EQ(following.fit(data, fit).last().keys(), (std::vector<std::string>{"loss", "accuracy"}));
+}

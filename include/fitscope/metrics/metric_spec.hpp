@@ -19,6 +19,8 @@
 namespace fitscope {
 
 class MetricSpec {
+  static constexpr const char* kFollowingTheLoss = "(following the loss)";
+
  public:
   using Factory = std::function<std::unique_ptr<Metric>()>;
 
@@ -27,6 +29,11 @@ class MetricSpec {
   MetricSpec(std::string name) : name_(std::move(name)) {}  // NOLINT
   /// A user-defined metric: `make` returns a fresh instance (non-null).
   MetricSpec(Factory make) : make_(std::move(make)) {}  // NOLINT
+  /// The default of TrainerOptions::metrics: the metrics that suit the loss (accuracy for
+  /// cross-entropy, none for mean squared error), chosen when the Trainer is made. An empty list is
+  /// no metrics.
+  static MetricSpec following_the_loss() { return MetricSpec(std::string(kFollowingTheLoss)); }
+  bool follows_the_loss() const { return built_in() && name_ == kFollowingTheLoss; }
   /// A user-defined metric of type M, made with `args`.
   template <typename M, typename... Args>
   static MetricSpec of(Args... args) {

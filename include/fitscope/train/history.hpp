@@ -18,7 +18,8 @@ class History {
 
   /// The epochs that ran, in order.
   const std::vector<int64_t>& epochs() const { return epochs_; }
-  /// Key -> one value per epoch (an epoch that lacked the key holds NaN there).
+  /// Key -> its values, in epoch order, from the epochs whose logs held it (as Keras: with
+  /// validation_freq 2, val_loss has a value per validated epoch, none for the others).
   const std::map<std::string, std::vector<double>>& history() const { return history_; }
   /// The values of `key`; throws std::out_of_range naming the key.
   const std::vector<double>& at(const std::string& key) const;

@@ -64,9 +64,10 @@ struct TrainerOptions {
   std::optional<double> weight_decay;
   double momentum = 0;    ///< SGD's momentum, in [0, 1) (another optimizer refuses a non-zero one)
   bool nesterov = false;  ///< SGD's Nesterov momentum (needs momentum > 0)
-  /// Metrics besides the loss: built-ins by name, user metrics by factory (metric_spec.hpp). Unset =
-  /// follow the loss: {"accuracy"} for cross_entropy, none for mean_squared_error.
-  std::optional<std::vector<MetricSpec>> metrics;
+  /// Metrics besides the loss: built-ins by name, user metrics by factory (metric_spec.hpp); {} = none
+  /// (Keras's metrics=[]). The default follows the loss: {"accuracy"} for cross_entropy, none for
+  /// mean_squared_error.
+  std::vector<MetricSpec> metrics = {MetricSpec::following_the_loss()};
   c10::Device device = c10::Device(c10::kCPU);  ///< where the model and batches live
   /// Preprocessing (Keras's preprocessing layers; torchvision's Normalize): deterministic transforms
   /// applied in order to every batch the model sees: training and validation batches of fit (after
