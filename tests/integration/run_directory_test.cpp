@@ -227,7 +227,7 @@ TEST(ConfigToml, PathsWithHashQuoteBackslashNewlineOrBytesThatAreNotUtf8RoundTri
   ASSERT_EQ(run_fitscope({"make-images", odd, "--count", "20", "--size", "16", "--classes", "2"}).exit_code, 0);
   const std::string dir = tmp.path() + "/run";
   const ProcessResult r = run_fitscope({"train", "--data", "images:" + odd, "--model", "mlp", "--epochs", "1", "--threads",
-                                        "1", "--workers", "0", "--quiet", "--run-dir", dir});
+                                        "1", "--blas-threads", "1", "--workers", "0", "--quiet", "--run-dir", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* file : {"summary.json", "report.html", "manifest.json"}) EXPECT_TRUE(fs::exists(dir + "/" + file)) << file;
   EXPECT_NO_THROW(nlohmann::json::parse(read_file(dir + "/summary.json")));
@@ -257,4 +257,19 @@ TEST(BoundedReads, EvaluateAndReportRefuseALinkToADeviceInsteadOfReadingForever)
   EXPECT_EQ(evaluate.exit_code, 2) << evaluate.err;
   EXPECT_NE(evaluate.err.find(dir + "/model.weights.pt: not a regular file, but the run recorded "), std::string::npos)
       << evaluate.err;
+}
+
+TEST(ConfigToml, RepeatsTheRunFromInsideItsDirectoryWithTheDataPathMadeAbsolute) {
+  TempDir tmp;
+  ASSERT_EQ(run_fitscope({"make-images", tmp.path() + "/images", "--count", "40", "--size", "16", "--classes", "2"}).exit_code, 0);
+  const ProcessResult first = fitscope::testing::run_process(
+      {FITSCOPE_CLI, "train", "--data", "images:images", "--model", "mlp", "--epochs", "1", "--threads", "1", "--quiet",
+       "--run-dir", "run"}, tmp.path());  // a relative data path, as typed
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string config = read_file(tmp.path() + "/run/config.toml");
+  EXPECT_NE(config.find("\ndata = \"images:" + tmp.path() + "/images\"  # asked: \"images:images\"\n"), std::string::npos) << config;
+  const ProcessResult again = fitscope::testing::run_process(
+      {FITSCOPE_CLI, "train", "--config", "config.toml", "--run-dir", "../again"}, tmp.path() + "/run");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(read_file(tmp.path() + "/again/model.weights.pt"), read_file(tmp.path() + "/run/model.weights.pt"));
 }

@@ -192,7 +192,8 @@ TrainCommandOptions read_run_config(const std::string& run_dir) {
   return o;
 }
 
-std::string resolved_config(const CLI::App& command, const std::set<std::string>& left_out) {
+std::string resolved_config(const CLI::App& command, const std::set<std::string>& left_out,
+                            const std::map<std::string, std::string>& used) {
   std::string out, group;
   for (const CLI::Option* option : command.get_options()) {
     if (option->get_lnames().empty()) continue;
@@ -226,7 +227,12 @@ std::string resolved_config(const CLI::App& command, const std::set<std::string>
       group = option->get_group();
       out += (out.empty() ? "# " : "\n# ") + group + "\n";
     }
-    out += name + " = " + value + "\n";
+    const auto in_use = used.find(name);
+    if (in_use != used.end() && toml_value(in_use->second) != value) {
+      out += name + " = " + toml_value(in_use->second) + "  # asked: " + value + "\n";
+    } else {
+      out += name + " = " + value + "\n";
+    }
   }
   return out;
 }

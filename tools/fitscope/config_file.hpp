@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,7 +28,10 @@ TrainCommandOptions read_run_config(const std::string& run_dir);
 
 /// `command`'s settings after parsing as TOML: every flag with a value (given, from a config file, or
 /// its default; a switch as true or false) in the help's order, under a comment naming its group,
-/// but those in `left_out` (names without dashes).
-std::string resolved_config(const CLI::App& command, const std::set<std::string>& left_out);
+/// but those in `left_out` (names without dashes). A setting named in `used` is written with that
+/// value (the run's choice for an `auto`, a path made absolute), what was asked beside it as a
+/// comment when they differ.
+std::string resolved_config(const CLI::App& command, const std::set<std::string>& left_out,
+                            const std::map<std::string, std::string>& used = {});
 
 }  // namespace fitscope::cli

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
@@ -22,6 +25,18 @@ namespace {
 
 using fitscope::cli::integer_in;
 using fitscope::cli::number_above;
+
+/// A --data or --model spec with its file or folder made absolute (`images:data/x` ->
+/// `images:/home/me/data/x`, `mine.pt` -> `/home/me/mine.pt`); `synthetic`, `cnn`, `mlp` as they are.
+std::string absolute_spec(const std::string& spec) {
+  const auto absolute = [](const std::string& path) {
+    return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+  };
+  for (const char* prefix : {"images:", "idx:", "cifar10:", "csv:"}) {
+    if (spec.rfind(prefix, 0) == 0) return prefix + absolute(spec.substr(std::strlen(prefix)));
+  }
+  return spec.size() > 3 && spec.compare(spec.size() - 3, 3, ".pt") == 0 ? absolute(spec) : spec;
+}
 
 /// The command as typed, each word quoted where a shell would need it: summary.json's settings.
 std::string quoted_command_line(int argc, char** argv) {
@@ -70,8 +85,19 @@ int main(int argc, char** argv) {
   int train_status = 0;
   train->callback([&] {
     check_flag_relations(train_options);
-    train_options.run.configuration = "# fitscope train: the settings of this run; `fitscope train --config config.toml` "
-                                      "repeats it\n\n" + resolved_config(*train, not_in_config);
+    // data and model files by absolute path, so that the run repeats from any directory
+    std::map<std::string, std::string> used = {{"data", absolute_spec(train_options.data)}, {"model", absolute_spec(train_options.model)}};
+    if (!train_options.validation_data.empty()) used["validation-data"] = absolute_spec(train_options.validation_data);
+    const std::string head = "# fitscope train: the settings of this run; `fitscope train --config config.toml` repeats it\n\n";
+    train_options.run.configuration = head + resolved_config(*train, not_in_config, used);
+    train_options.used_configuration = [train, used, head, &not_in_config](const fitscope::RunSummary& s) {
+      std::map<std::string, std::string> chosen = used;  // and what `auto` chose
+      chosen["threads"] = std::to_string(s.threads.setting.intra_op);
+      if (s.threads.setting.blas > 0) chosen["blas-threads"] = std::to_string(s.threads.setting.blas);
+      if (s.loader.batches > 0) chosen["workers"] = std::to_string(s.loader.workers);
+      if (s.loader.workers > 0) chosen["prefetch"] = std::to_string(s.loader.prefetch);
+      return head + resolved_config(*train, not_in_config, chosen);
+    };
     // a machine's own: its device, threads and loader, and what it prints
     train_options.run.rank_local_settings = {"device", "workers", "prefetch", "cache", "load-delay-ms", "threads",
                                              "blas-threads", "slow-callback-ms", "callback-mode", "verbose", "quiet",

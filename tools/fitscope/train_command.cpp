@@ -293,6 +293,13 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
   const Session session(o, process_context(o, device), device);
   auto trainer = session.make_trainer(o);
   const RunSummary summary = run.fit(*trainer, session.data.train, session.fit_options(o));
+  if (trainer->is_chief() && o.used_configuration) {  // the settings it chose, so that a repeat is this run
+    const std::string used = o.used_configuration(summary);
+    if (used != o.run.configuration) {
+      write_file_atomically((fs::path(run.directory()) / "config.toml").string(), used);
+      record_run_file(run.directory(), "config.toml");
+    }
+  }
   if (o.run.verbose > 0 && !trainer->is_chief()) {  // the chief reports for every rank
     out << "rank " << trainer->ranks().rank() << " of " << trainer->ranks().world_size() << " finished: "
         << summary.measured_steps << " measured steps, step p50 " << summary.step_ms.p50 << " ms\n";

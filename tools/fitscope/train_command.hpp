@@ -4,6 +4,7 @@
 /// commands that run them.
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "fitscope/data/image_folder.hpp"
 #include "fitscope/run/run_options.hpp"
 #include "fitscope/run/sweep.hpp"
+#include "fitscope/timing/run_summary.hpp"
 #include "fitscope/train/trainer.hpp"
 
 namespace fitscope::cli {
@@ -52,6 +54,9 @@ struct TrainCommandOptions {
   double reduce_lr_factor = 0.1;      ///< --reduce-lr-factor
   std::string monitor;                ///< --monitor: their log key; empty = val_loss, or loss without validation
   std::string config_file;            ///< --config FILE: read into the flags before parsing (config_file.hpp)
+  /// config.toml once the run has chosen its `auto` settings (threads, loader), from its summary; the
+  /// chief writes it over run.configuration at the run's end. Empty = left as it was.
+  std::function<std::string(const RunSummary&)> used_configuration;
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.
