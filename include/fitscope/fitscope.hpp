@@ -64,6 +64,7 @@
 #include "fitscope/metrics/top_k_accuracy.hpp"
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"
+#include "fitscope/models/model_summary.hpp"
 #include "fitscope/models/model.hpp"
 #include "fitscope/models/script_model.hpp"
 #include "fitscope/report/html_report.hpp"

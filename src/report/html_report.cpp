@@ -173,6 +173,65 @@ std::string restarts_section(const RunSummary& s) {
   return out.str();
 }
 
+/// The epoch curves (metrics.csv): what a Keras user looks at first.
+std::string epoch_logs_section(const fs::path& dir) {
+  std::ostringstream body;
+  body << "<h2>Epoch logs</h2>";
+  const fs::path metrics_path = dir / "metrics.csv";
+  std::error_code ec;
+  if (fs::exists(metrics_path) && fs::is_regular_file(metrics_path, ec) && fs::file_size(metrics_path, ec) == 0) {
+    body << "<p class=\"note\">No epoch ended (the run was stopped in its first epoch): metrics.csv is empty.</p>";
+  } else if (fs::exists(metrics_path)) {
+    const Table m = read_table(metrics_path);
+    const int epoch = m.column("epoch");
+    if (epoch < 0) throw std::invalid_argument(metrics_path.string() + ": line 1: no epoch column");
+    std::vector<double> epochs = m.values(epoch);
+    for (double& e : epochs) e += 1;  // metrics.csv counts from 0 (Keras); the terminal says "Epoch 1/N"
+    std::map<std::string, std::vector<svg::Series>> charts;  // key without val_ -> its series
+    for (std::size_t c = 0; c < m.columns.size(); ++c) {
+      const std::string& name = m.columns[c];
+      if (static_cast<int>(c) == epoch) continue;
+      const std::string base = name.rfind("val_", 0) == 0 ? name.substr(4) : name;
+      charts[base].push_back({name, epochs, m.values(static_cast<int>(c)), epochs.size() < 2, false, {}, {}});
+    }
+    for (auto& [base, series] : charts) {
+      svg::ChartOptions o;
+      o.title = base + " by epoch";
+      o.x_label = "epoch";
+      o.x_integer = true;
+      o.y_label = base;
+      o.height = 240;
+      o.y_from_zero = base != "learning_rate";
+      body << svg::line_chart(series, o);
+    }
+  } else {
+    body << "<p class=\"note\">metrics.csv is not in this run directory.</p>";
+  }
+  return body.str();
+}
+
+/// The model's layers and parameter counts (Keras's model.summary()).
+std::string model_section(const RunSummary& s) {
+  if (!s.model_summary) return "";
+  std::ostringstream body;
+  const ModelSummary& m = *s.model_summary;
+  body << "<h2>Model</h2><p>" << svg::escape(s.model) << ": " << m.total() << " parameters, " << m.trainable << " trainable, "
+       << m.non_trainable << " non-trainable";
+  if (!m.output_shape.empty()) {
+    body << "; an example's output";
+    for (std::size_t i = 0; i < m.output_shape.size(); ++i) body << (i ? " x " : " ") << m.output_shape[i];
+  }
+  body << ".</p><table><tr><th>layer</th><th>tensors</th><th>parameters</th></tr>";
+  for (const LayerSummary& l : m.layers) {
+    std::string tensors;
+    for (const std::string& t : l.tensors) tensors += (tensors.empty() ? "" : ", ") + t;
+    body << "<tr><td>" << svg::escape(l.name.empty() ? "(root)" : l.name) << "</td><td>" << svg::escape(tensors) << "</td><td>"
+         << l.parameters + l.non_trainable << "</td></tr>";
+  }
+  body << "</table>";
+  return body.str();
+}
+
 std::string train_report(const fs::path& dir) {
   const fs::path summary_path = dir / "summary.json";
   const RunSummary s = RunSummary::from_json(read_text(summary_path), summary_path.string());
@@ -183,6 +242,7 @@ std::string train_report(const fs::path& dir) {
        << "-bound (" << percent(s.verdict.share) << " of the step)</b><br>" << with_unbroken_flags(s.verdict.advice);
   if (!s.verdict.contention.empty()) body << "<br>" << svg::escape(s.verdict.contention);
   body << "</div>";
+  body << epoch_logs_section(dir) << model_section(s);
   if (!s.warnings.empty()) {  // what the terminal said during the run (a slow callback, a GPU not sampled, ...)
     body << "<h2>Warnings</h2><ul class=\"warnings\">";
     for (const std::string& w : s.warnings) body << "<li>" << with_unbroken_flags(w) << "</li>";
@@ -246,6 +306,7 @@ std::string train_report(const fs::path& dir) {
     o.title = "Step time over the run";
     o.x_label = "step";
     o.y_label = "step time (ms)";
+    o.y_max = s.step_ms.p99 > 0 ? std::optional<double>(s.step_ms.p99) : std::nullopt;  // the slowest 1 % at the edge
     if (warmup > 0) o.markers.push_back({warmup, "end of warm-up"});
     if (s.restarts && !s.restarts->events.empty()) {  // steps.csv holds the steps of the last attempt
       const auto restarts = s.restarts->events.size();
@@ -354,38 +415,6 @@ std::string train_report(const fs::path& dir) {
          << " steps read during the loop, " << d->steps_resolved_at_end << " at its end.</p>";
   }
 
-  // epoch logs
-  body << "<h2>Epoch logs</h2>";
-  const fs::path metrics_path = dir / "metrics.csv";
-  std::error_code ec;
-  if (fs::exists(metrics_path) && fs::is_regular_file(metrics_path, ec) && fs::file_size(metrics_path, ec) == 0) {
-    body << "<p class=\"note\">No epoch ended (the run was stopped in its first epoch): metrics.csv is empty.</p>";
-  } else if (fs::exists(metrics_path)) {
-    const Table m = read_table(metrics_path);
-    const int epoch = m.column("epoch");
-    if (epoch < 0) throw std::invalid_argument(metrics_path.string() + ": line 1: no epoch column");
-    std::vector<double> epochs = m.values(epoch);
-    for (double& e : epochs) e += 1;  // metrics.csv counts from 0 (Keras); the terminal says "Epoch 1/N"
-    std::map<std::string, std::vector<svg::Series>> charts;  // key without val_ -> its series
-    for (std::size_t c = 0; c < m.columns.size(); ++c) {
-      const std::string& name = m.columns[c];
-      if (static_cast<int>(c) == epoch) continue;
-      const std::string base = name.rfind("val_", 0) == 0 ? name.substr(4) : name;
-      charts[base].push_back({name, epochs, m.values(static_cast<int>(c)), epochs.size() < 2, false, {}, {}});
-    }
-    for (auto& [base, series] : charts) {
-      svg::ChartOptions o;
-      o.title = base + " by epoch";
-      o.x_label = "epoch";
-      o.x_integer = true;
-      o.y_label = base;
-      o.height = 240;
-      o.y_from_zero = base != "learning_rate";
-      body << svg::line_chart(series, o);
-    }
-  } else {
-    body << "<p class=\"note\">metrics.csv is not in this run directory.</p>";
-  }
   return page("fitscope report: " + s.model, body.str());
 }
 

@@ -133,6 +133,7 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
     x1 = std::max(x1, m.x);
   }
   if (o.y_from_zero) y0 = std::min(y0, 0.0);
+  if (o.y_max && *o.y_max > y0 && *o.y_max < y1) y1 = *o.y_max;
   if (y0 == y1) {  // a flat series gets a range around its value (with ticks), not 0..1
     const double pad = y0 == 0 ? 1 : std::abs(y0) * 0.5;
     y0 = o.y_from_zero && y0 > 0 ? 0 : y0 - pad;
@@ -146,7 +147,8 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
   const std::vector<double> yt = ticks(y0, y1, 5);
   y1 = std::max(y1, yt.empty() ? y1 : yt.back());
   const Scale sx(x0, x1, kLeft, o.width - kRight);
-  const Scale sy(y0, y1, o.height - kBottom, kTop);
+  const Scale y_scale(y0, y1, o.height - kBottom, kTop);
+  const auto sy = [&](double y) { return y_scale(std::min(y, y1)); };  // above the axis: at its edge
   std::ostringstream out;
   out << header(o, "line");
   // axes, grid and ticks
@@ -200,6 +202,13 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
     if (s.points || n == 1) {
       for (std::size_t i = 0; i < n; ++i) {
         if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+        if (s.y[i] > y1) {  // beyond the axis: a triangle at its edge
+          out << "<path class=\"above\" d=\"M" << num(sx(s.x[i]) - 4) << "," << num(sy(y1) + 6) << " L" << num(sx(s.x[i]) + 4) << ","
+              << num(sy(y1) + 6) << " L" << num(sx(s.x[i])) << "," << num(sy(y1)) << " Z\" fill=\"" << st.color << "\"><title>"
+              << escape(s.name) << ": " << escape(x_text(s.x[i])) << ", " << escape(format_number(s.y[i]))
+              << " (above the axis)</title></path>";
+          continue;
+        }
         out << "<circle cx=\"" << num(sx(s.x[i])) << "\" cy=\"" << num(sy(s.y[i])) << "\" r=\"" << (s.faint ? 1.5 : 3)
             << "\" fill=\"" << st.color << "\"" << (s.faint ? " fill-opacity=\"0.35\"" : "") << "><title>"
             << escape(s.name) << ": " << escape(x_text(s.x[i])) << ", " << escape(format_number(s.y[i]))

@@ -5,6 +5,7 @@
 /// (numbers on hover), and series told apart by dash pattern and lightness as well as hue, so they
 /// survive grey-scale printing. Pure functions; thread-safe; no libtorch.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,10 @@ struct ChartOptions {
   bool y_from_zero = true;
   bool x_log2 = false;  ///< x on a log2 scale, ticked at powers of two (batch sizes); x <= 0 is not drawn
   bool x_integer = false;  ///< x ticks at whole numbers only (epochs); a single point stays a point
+  /// The y axis ends at the first tick from here (a step time's p99), so a few slow points do not flatten
+  /// the rest; values above it are drawn at the edge, as triangles with their value on hover. Unset =
+  /// the largest value.
+  std::optional<double> y_max;
   std::vector<Marker> markers;
 };
 

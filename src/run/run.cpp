@@ -359,6 +359,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   directory_ = dir.string();
   train_data_ = train;
   validation_data_ = fit.validation_data;
+  if (chief) model_summary_ = summarize_model(trainer.model(), train->example_shape(), trainer.options().device);
   if (options_.backup || resume) {
     BackupAndRestoreOptions b;
     b.backup_dir = backup_dir;
@@ -484,6 +485,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
   facts.wall_s = seconds(start_, end);
   facts.run = account(start_, end, trainer.measured().time);
   RunSummary summary = summarize(trainer.measured(), facts);
+  summary.model_summary = model_summary_;
   summary.warnings.insert(summary.warnings.begin(), early_warnings_.begin(), early_warnings_.end());
   summary.failure = failure;
   if (!failure.empty()) summary.warnings.push_back("the fit failed (" + failure + "): the files hold the steps it ran");

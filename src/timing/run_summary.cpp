@@ -193,8 +193,21 @@ std::string RunSummary::to_json() const {
   for (const LoaderChange& c : loader.changes) {
     loader_changes.push_back({{"at_s", c.at_s}, {"workers", c.workers}, {"prefetch", c.prefetch}, {"why", c.why}});
   }
+  json model_json;  // null when not known
+  if (model_summary) {
+    json layers = json::array();
+    for (const LayerSummary& l : model_summary->layers) {
+      layers.push_back({{"name", l.name}, {"tensors", l.tensors}, {"parameters", l.parameters}, {"non_trainable", l.non_trainable}});
+    }
+    model_json = {{"layers", layers},
+                  {"output_shape", model_summary->output_shape},
+                  {"trainable", model_summary->trainable},
+                  {"non_trainable", model_summary->non_trainable},
+                  {"total", model_summary->total()}};
+  }
   const json out = {
       {"model", model},
+      {"model_summary", model_json},
       {"epochs", epochs},
       {"steps", steps},
       {"warmup_steps", warmup_steps},
@@ -356,6 +369,20 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   const Reader r(j, source, "");
   RunSummary s;
   s.model = r.get<std::string>("model");
+  if (r.raw().contains("model_summary") && !r.raw().at("model_summary").is_null()) {
+    const Reader m = r.object("model_summary");
+    ModelSummary summary;
+    const json& layers = m.array("layers");
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const Reader l = m.element(layers[i], i, "layers");
+      summary.layers.push_back({l.get<std::string>("name"), l.get<std::vector<std::string>>("tensors"),
+                                l.get<int64_t>("parameters"), l.get<int64_t>("non_trainable")});
+    }
+    summary.output_shape = m.get<std::vector<int64_t>>("output_shape");
+    summary.trainable = m.get<int64_t>("trainable");
+    summary.non_trainable = m.get<int64_t>("non_trainable");
+    s.model_summary = summary;
+  }
   s.epochs = r.get<int64_t>("epochs");
   s.steps = r.get<int64_t>("steps");
   s.warmup_steps = r.get<int64_t>("warmup_steps");

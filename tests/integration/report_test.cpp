@@ -49,6 +49,33 @@ TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
   }
 }
 
+/// What a Keras user looks at first comes first: the epoch curves right after the verdict, then the
+/// model's summary (the seed MLP's 7,850 parameters, as Keras counts them); the step-time chart's axis
+/// ends at the p99, the slower steps drawn at its edge.
+TEST(Report, TheEpochCurvesAndTheModelComeFirstAndTheStepAxisEndsAtTheP99) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "1200", "--epochs", "2", "--run-dir", dir,
+                                        "--threads", "1", "--load-delay-ms", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Total params: 7,850 (30.66 KB)\nTrainable params: 7,850 (30.66 KB)\n"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("Total params: 7,850"), r.out.find("Epoch 1/2"));  // before training, as model.summary()
+  const nlohmann::json summary = nlohmann::json::parse(read_file(dir + "/summary.json"));
+  EXPECT_EQ(summary.at("model_summary").at("total"), 7850);
+  EXPECT_EQ(summary.at("model_summary").at("output_shape"), nlohmann::json::array({10}));
+  const std::string html = read_file(dir + "/report.html");
+  const auto verdict = html.find("Verdict: "), epochs = html.find("<h2>Epoch logs</h2>"), model = html.find("<h2>Model</h2>"),
+             steps = html.find("<h2>Where each step");
+  ASSERT_NE(epochs, std::string::npos);
+  EXPECT_LT(verdict, epochs);
+  EXPECT_LT(epochs, model);
+  EXPECT_LT(model, steps);
+  EXPECT_NE(html.find("mlp: 7850 parameters, 7850 trainable, 0 non-trainable"), std::string::npos);
+  // the first steps (allocation, warm-up) are the slowest: above the p99, at the axis's edge
+  const std::string chart = between(html, "aria-label=\"Step time over the run", "</svg>");
+  EXPECT_NE(chart.find("class=\"above\""), std::string::npos) << chart.substr(0, 400);
+}
+
 /// A constant learning rate (logged by ReduceLROnPlateau or LearningRateScheduler, as Keras 3 does) gets
 /// a y range around its value with a tick at it (not a 0-1 axis), and the epoch axes count 1, 2 as the
 /// terminal's "Epoch 1/2" does.

@@ -180,3 +180,16 @@ TEST(Svg, StackedColumnsStackEachColumnsLayersBottomUp) {
   EXPECT_EQ(count(chart, "y=\"36.00\""), 2) << chart;
   EXPECT_NE(stacked_columns({}, o).find("no data"), std::string::npos);
 }
+
+TEST(Svg, AnAxisEndingAtYMaxDrawsTheLargerValuesAtItsEdge) {
+  Series s{"steps", {0, 1, 2, 3}, {1, 1.2, 0.9, 188}, true, false, {}, {}};
+  ChartOptions o;
+  o.title = "t";
+  const std::string whole = line_chart({s}, o);
+  EXPECT_EQ(whole.find("class=\"above\""), std::string::npos);
+  o.y_max = 1.2;
+  const std::string clipped = line_chart({s}, o);
+  EXPECT_NE(clipped.find("class=\"above\""), std::string::npos);
+  EXPECT_NE(clipped.find("188 (above the axis)"), std::string::npos) << clipped;
+  EXPECT_EQ(clipped.find(">150<"), std::string::npos);  // no tick near the outlier
+}

@@ -73,6 +73,7 @@ class Run {
   std::optional<int64_t> resumed_from_step_;
   std::shared_ptr<const Dataset> train_data_, validation_data_;  // for the settings and the files they skipped
   History history_;
+  std::optional<ModelSummary> model_summary_;
   std::vector<std::string> early_warnings_;  // said before the fit, which starts its own list
   std::unique_ptr<Signals> signals_;
   std::unique_ptr<RunDirectoryLock> lock_;  // the chief's, from the fit's start to the Run's end

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fitscope/models/model_summary.hpp"
 #include "fitscope/data/loader_stats.hpp"
 #include "fitscope/metrics/logs.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
@@ -75,6 +76,7 @@ struct RestartsSummary {
 
 struct RunSummary {
   std::string model;  ///< "cnn", "mlp", a file, or the name RunOptions gave
+  std::optional<ModelSummary> model_summary;  ///< its layers and parameters (a Run's; unset in summarize's)
   int64_t epochs = 0;
   int64_t steps = 0, warmup_steps = 0, measured_steps = 0;
   double wall_s = 0;
