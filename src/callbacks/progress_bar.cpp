@@ -102,7 +102,9 @@ void ProgressBar::draw(int64_t done, const Logs& logs, bool final_line) {
     out_.flush();
     return;
   }
-  // the bar gives way first (down to 10), then the line is cut short of the last column: no wrapping
+  // the bar gives way first (down to 10); then a transient line is cut short of the last column (it is
+  // redrawn in place, so it must not wrap), while the epoch's final line is whole, wrapped by the
+  // terminal if it must be, as Keras's: its metrics are what the user reads
   const int room = columns_ - 1 - static_cast<int>(line.size() + tail.size()) - 3;
   const int width = std::clamp(room, 10, options_.width);
   const int filled = steps_ > 0 ? static_cast<int>(width * done / steps_) : width;
@@ -110,7 +112,7 @@ void ProgressBar::draw(int64_t done, const Logs& logs, bool final_line) {
   for (int i = 0; i < filled && i < width; ++i) bar[static_cast<std::size_t>(i)] = '=';
   if (filled > 0 && filled < width) bar[static_cast<std::size_t>(filled - 1)] = '>';
   line += " [" + bar + "]" + tail;
-  if (static_cast<int>(line.size()) > columns_ - 1) line.resize(static_cast<std::size_t>(std::max(columns_ - 1, 0)));
+  if (!final_line && static_cast<int>(line.size()) > columns_ - 1) line.resize(static_cast<std::size_t>(std::max(columns_ - 1, 0)));
   out_ << "\r" << line << "\033[K" << (final_line ? "\n" : "");
   out_.flush();
   open_line.store(final_line ? nullptr : &out_);

@@ -1,6 +1,9 @@
 // `fitscope train` end to end: the real binary, real processes, real run directories.
 
 #include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -793,5 +796,37 @@ TEST(Cli, ASeedOutOfRangeOrAConfigThatIsNoFileExitsTwo) {
   for (const std::string& config : {tmp.path(), std::string("/dev/zero")}) {
     expect_usage_error({"train", "--config", config},
                        "--config " + config + ": not a regular file of at most 1 MiB (expected a TOML file of flags)");
+  }
+}
+
+TEST(ProgressBarOnATerminal, TheEpochsFinalLineIsWholeAtEightyColumnsAsKeras) {
+  // the CLI in a pseudo-terminal of 80 columns, as a user's shell
+  winsize size{};
+  size.ws_col = 80;
+  size.ws_row = 24;
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, &size);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl(FITSCOPE_CLI, FITSCOPE_CLI, "train", "--model", "mlp", "--synthetic-size", "600", "--epochs", "1", "--threads",
+            "1", "--run-dir", (std::filesystem::temp_directory_path() / ("fitscope-pty-" + std::to_string(::getpid()))).c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(master);
+  std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("fitscope-pty-" + std::to_string(pid)));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  // the last line the bar drew: all of its metrics, validation's included, though longer than 80
+  const std::size_t end = text.find("\033[K\r\n");
+  ASSERT_NE(end, std::string::npos) << text;
+  const std::string line = text.substr(text.rfind('\r', end - 1) + 1, end - text.rfind('\r', end - 1) - 1);
+  EXPECT_GT(line.size(), 80u) << line;
+  for (const char* key : {" - accuracy: ", " - loss: ", " - val_accuracy: ", " - val_loss: "}) {
+    EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
   }
 }
