@@ -10,6 +10,8 @@ install(TARGETS fitscope EXPORT fitscopeTargets
 set_target_properties(fitscope_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
                                               INSTALL_RPATH_USE_LINK_PATH TRUE)
 install(TARGETS fitscope_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${PROJECT_BINARY_DIR}/tools/fitscope/fitscope.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME fitscope)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/fitscope DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT fitscopeTargets NAMESPACE fitscope:: DESTINATION ${FITSCOPE_CMAKE_DIR})
 

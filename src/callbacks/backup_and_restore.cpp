@@ -15,7 +15,7 @@ BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options) : options_(s
 }
 
 void BackupAndRestore::on_train_begin(Logs&) {
-  restored_step_.reset();
+  restored_.reset();
   interrupted_ = false;
   // a retry in the same process (Keras's own example: fit fails, fit again with this callback): the
   // failed fit's last backup may still be in flight; wait for it, or the newest backup is missed
@@ -25,7 +25,9 @@ void BackupAndRestore::on_train_begin(Logs&) {
     // restore() checks a state whole before it copies: a refused one leaves the model as it was
     const auto restore = [this](const TrainingState& state) { context().restore(state); };
     if (auto state = load_latest_checkpoint(*options_.fs, options_.backup_dir, warn, restore)) {
-      restored_step_ = state->global_step;
+      restored_ = ResumePoint{state->epoch, state->batch, state->global_step,
+                              options_.backup_dir + "/" + checkpoint_file_name(state->global_step)};
+      if (options_.restored) options_.restored(*restored_);
     }
   }
   if (!context().is_chief()) return;  // every rank restores; the chief alone writes

@@ -25,13 +25,13 @@ bool is_checkpoint_name(const std::string& name) {
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string file_name(int64_t global_step) {
+}  // namespace
+
+std::string checkpoint_file_name(int64_t global_step) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%s%012lld%s", kPrefix, static_cast<long long>(global_step), kSuffix);
   return buf;
 }
-
-}  // namespace
 
 CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(std::move(options)) {
   if (options_.dir.empty()) throw std::invalid_argument("the checkpoint writer needs a directory");
@@ -177,7 +177,7 @@ void write_with_retries(FileSystem& fs, const std::string& path, std::string_vie
 std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
   const auto start = std::chrono::steady_clock::now();
   const std::string bytes = frame_checkpoint(encode_state(state));
-  const std::string path = options_.dir + "/" + file_name(state.global_step);
+  const std::string path = options_.dir + "/" + checkpoint_file_name(state.global_step);
   fitscope::write_with_retries(*options_.fs, path, bytes, options_.retry, options_.sleep, options_.warn,
                                static_cast<uint64_t>(state.global_step) * 7919 + 17, &stats_, &mutex_);
   // keep the newest `keep`, counting from the file just written: a newer file (left by another run, or

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <iostream>
 #include <stdexcept>
 
 #include "fitscope/callbacks/backup_and_restore.hpp"
@@ -369,6 +370,11 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     b.keep = options_.keep;
     b.fs = options_.file_system;
     if (dist::has_launcher()) b.written = [](int64_t step, const std::string&) { dist::tell_launcher(dist::LauncherEvent::backup, step); };
+    if (chief && options_.verbose > 0) {  // before the first epoch's line, as Lightning's "Restoring states from ..."
+      b.restored = [](const ResumePoint& p) {
+        std::cout << "Resumed from epoch " << p.epoch + 1 << ", step " << p.global_step << " (" << p.file << ")" << std::endl;
+      };
+    }
     backup = std::make_shared<BackupAndRestore>(b);
     first.push_back(backup);
   }

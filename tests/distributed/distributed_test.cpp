@@ -367,7 +367,8 @@ TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
   EXPECT_NE(crash.err.find("rank 0"), std::string::npos) << crash.err;
   const ProcessResult resumed = run_process(train(killed, {"--resume"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("[rank 0] Resumed from the backup of step 40"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("[rank 0] Resumed from epoch "), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find(", step 40 (" + killed + "/backup/ckpt-000000000040.fitscope)"), std::string::npos) << resumed.out;
   EXPECT_EQ(read_file(whole + "/model.weights.pt"), read_file(killed + "/model.weights.pt"));
 }
 
@@ -393,9 +394,9 @@ TEST(Distributed, ASignalToTheLauncherStopsEveryRankTogetherAndTheRunResumes) {
   const ProcessResult resumed = run_process(train(stopped, {"--resume"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   // the chief backs up where it saw the signal; the ranks stop together at most one step later
-  const bool from_stop = resumed.out.find("[rank 0] Resumed from the backup of step " + std::to_string(steps) + "\n") != std::string::npos;
-  const bool from_step_before =
-      resumed.out.find("[rank 0] Resumed from the backup of step " + std::to_string(steps - 1) + "\n") != std::string::npos;
+  const bool from_stop = resumed.out.find(", step " + std::to_string(steps) + " (" + stopped + "/backup/") != std::string::npos;
+  const bool from_step_before = resumed.out.find(", step " + std::to_string(steps - 1) + " (" + stopped + "/backup/") != std::string::npos;
+  EXPECT_NE(resumed.out.find("[rank 0] Resumed from epoch "), std::string::npos) << resumed.out;
   EXPECT_TRUE(from_stop || from_step_before) << resumed.out;
   EXPECT_EQ(read_file(whole + "/model.weights.pt"), read_file(stopped + "/model.weights.pt"));
 }

@@ -830,3 +830,22 @@ TEST(ProgressBarOnATerminal, TheEpochsFinalLineIsWholeAtEightyColumnsAsKeras) {
     EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
   }
 }
+
+TEST(Cli, ItsBashCompletionIsMadeFromItsFlagTableAndCompletesCommandsAndFlags) {
+  TempDir tmp;
+  const ProcessResult script = run_fitscope({"completion", "bash"});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  std::ofstream(tmp.path() + "/fitscope.bash") << script.out;
+  const auto complete = [&](const std::string& words, int cword) {
+    const ProcessResult r = run_process({"/bin/bash", "-c", "source '" + tmp.path() + "/fitscope.bash'; COMP_WORDS=(" + words +
+                                                                "); COMP_CWORD=" + std::to_string(cword) + "; _fitscope; echo \"${COMPREPLY[*]}\""});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(complete("fitscope tr", 1), "train\n");
+  EXPECT_EQ(complete("fitscope train --epo", 2), "--epochs\n");
+  EXPECT_EQ(complete("fitscope evaluate run --wei", 3), "--weights\n");
+  EXPECT_EQ(complete("fitscope train --max-image-", 2), "--max-image-pixels\n");  // every flag, the newest too
+  // the installed build has it beside the CLI
+  EXPECT_EQ(read_file(std::filesystem::path(FITSCOPE_CLI).parent_path().string() + "/fitscope.bash"), script.out);
+}

@@ -20,6 +20,7 @@
 
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/training_state.hpp"
+#include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/timing/run_summary.hpp"
 #include "process.hpp"
 
@@ -90,7 +91,7 @@ TEST(Resume, AKilledRunResumesMidEpochAndEndsWithTheUninterruptedWeights) {
 
   const ProcessResult resumed = run_process(train_into(killed, {"--resume"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("Resumed from the backup of step "), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("Resumed from epoch "), std::string::npos) << resumed.out;
   expect_same_weights(whole, killed);
   // metrics.csv continues: epoch 0's row, written before the kill, is kept, and no epoch twice
   EXPECT_EQ(read_file(killed + "/metrics.csv"), read_file(whole + "/metrics.csv"));
@@ -115,7 +116,8 @@ void kill_mid_write_and_resume(const std::string& model) {
   EXPECT_TRUE(torn);
   const ProcessResult resumed = run_process(train_into(killed, {"--resume"}, model));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("Resumed from the backup of step 40"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("Resumed from epoch "), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find(", step 40 ("), std::string::npos) << resumed.out;
   expect_same_weights(whole, killed);
 }
 
@@ -160,7 +162,7 @@ TEST(Resume, ACraftedNewestBackupIsSetAsideAndRetentionKeepsTheNewBackups) {
   EXPECT_TRUE(std::filesystem::exists(ckpt(killed, 60)));  // resumed from 20, wrote 40 and 60, died inside 80
   const ProcessResult third = run_process(train_into(killed, {"--resume"}));
   ASSERT_EQ(third.exit_code, 0) << third.err;
-  EXPECT_NE(third.out.find("Resumed from the backup of step 60"), std::string::npos) << third.out;
+  EXPECT_NE(third.out.find(", step 60 ("), std::string::npos) << third.out;
   expect_same_weights(whole, killed);
 }
 
@@ -240,8 +242,10 @@ void interrupt_and_resume(int signal) {
 
   const ProcessResult resumed = run_process(train_into(stopped, {"--resume"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("Resumed from the backup of step " + std::to_string(s.steps) + "\n"), std::string::npos)
-      << resumed.out;
+  EXPECT_NE(resumed.out.find(", step " + std::to_string(s.steps) + " (" + stopped + "/backup/" +
+                             fitscope::checkpoint_file_name(s.steps) + ")\n"),
+            std::string::npos) << resumed.out;
+  EXPECT_LT(resumed.out.find("Resumed from epoch "), resumed.out.find("Epoch ")) << resumed.out;  // before training goes on
   expect_same_weights(whole, stopped);
 }
 

@@ -133,6 +133,28 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
   return (command ? "fitscope " + command->get_name() + ": " : std::string("fitscope: ")) + error.what();
 }
 
+std::string bash_completion(const CLI::App& app) {
+  std::string commands, cases;
+  for (const CLI::App* command : app.get_subcommands({})) {
+    commands += (commands.empty() ? "" : " ") + command->get_name();
+    std::string flags;
+    for (const std::string& flag : flag_names(*command)) flags += (flags.empty() ? "" : " ") + flag;
+    cases += "    " + command->get_name() + ") flags=\"" + flags + "\" ;;\n";
+  }
+  return "# bash completion for fitscope, made by `fitscope completion bash` from its flag table\n"
+         "_fitscope() {\n"
+         "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" flags=\"\"\n"
+         "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
+         "    COMPREPLY=($(compgen -W \"" + commands + " --help --version\" -- \"$cur\"))\n"
+         "    return\n"
+         "  fi\n"
+         "  case \"${COMP_WORDS[1]}\" in\n" + cases +
+         "  esac\n"
+         "  if [[ \"$cur\" == -* ]]; then COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\")); fi\n"
+         "}\n"
+         "complete -o default -F _fitscope fitscope\n";
+}
+
 std::string in_flags(std::string message) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {"RunOptions::run_dir", "--run-dir"}, {"RunOptions::overwrite", "--overwrite"}, {"RunOptions::resume", "--resume"},

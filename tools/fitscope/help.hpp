@@ -27,6 +27,9 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
 /// the flags that set them (--run-dir).
 std::string in_flags(std::string message);
 
+/// A bash completion script for `app`, made from its own table of commands and flags (so it cannot
+/// drift from them): the commands after `fitscope`, a command's flags after a dash, files otherwise.
+std::string bash_completion(const CLI::App& app);
 /// `command`'s flags' long names, with their dashes ("--epochs").
 std::vector<std::string> flag_names(const CLI::App& command);
 

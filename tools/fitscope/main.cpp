@@ -192,6 +192,11 @@ int main(int argc, char** argv) {
   launch->add_option("COMMAND", launch_command, "The command every rank runs, after --")->required();
   launch->callback([&] { launch_status = fitscope::dist::launch(launch_options, launch_command, std::cout, std::cerr); });
 
+  std::string shell;
+  CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script (installed as bash-completion's fitscope)");
+  completion->add_option("SHELL", shell, "The shell")->required()->check(CLI::IsMember({"bash"}));
+  completion->callback([&] { std::cout << bash_completion(app); });
+
   if (argc == 1) {  // a bare `fitscope`: what it can do, as `fitscope --help` says it
     std::cout << app.help();
     return 0;

@@ -308,7 +308,6 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
         << summary.measured_steps << " measured steps, step p50 " << summary.step_ms.p50 << " ms\n";
   } else if (o.run.verbose > 0) {
     out << "\n" << format_summary(summary);
-    if (run.resumed_from_step()) out << "Resumed from the backup of step " << *run.resumed_from_step() << "\n";
     if (!run.report_path().empty()) out << "Report: " << run.report_path() << "\n";
     out << "Run directory: " << run.directory() << "\n";
   }

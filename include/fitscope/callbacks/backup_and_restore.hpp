@@ -20,6 +20,13 @@
 
 namespace fitscope {
 
+/// Where a restored fit continues: its epoch (0-based), the batches of that epoch already done, the
+/// global step, and the backup's file.
+struct ResumePoint {
+  int64_t epoch = 0, batch = 0, global_step = 0;
+  std::string file;
+};
+
 struct BackupAndRestoreOptions {
   std::string backup_dir;                  ///< where the backups go
   std::optional<int64_t> save_freq;        ///< every N batches; unset = every epoch ("epoch")
@@ -32,6 +39,8 @@ struct BackupAndRestoreOptions {
   std::function<void(const std::string&)> warn;
   /// Called on the writing thread once a backup is durable, with its global step and path.
   std::function<void(int64_t global_step, const std::string& path)> written;
+  /// Called in on_train_begin once a backup is restored, with where the fit continues.
+  std::function<void(const ResumePoint&)> restored;
 };
 
 class BackupAndRestore : public Callback {
@@ -46,8 +55,9 @@ class BackupAndRestore : public Callback {
   void on_train_end(Logs& logs) override;
 
   /// Whether on_train_begin restored a backup, and from which step.
-  bool restored() const { return restored_step_.has_value(); }
-  std::optional<int64_t> restored_step() const { return restored_step_; }
+  bool restored() const { return restored_.has_value(); }
+  std::optional<int64_t> restored_step() const { return restored_ ? std::optional<int64_t>(restored_->global_step) : std::nullopt; }
+  const std::optional<ResumePoint>& restored_from() const { return restored_; }
   /// The run stops early (a signal): backs up at the current batch's end and keeps the backups at
   /// on_train_end, so a resume continues from there. Call it from a batch hook.
   void interrupt();
@@ -58,7 +68,7 @@ class BackupAndRestore : public Callback {
   void request_backup();
   BackupAndRestoreOptions options_;
   std::unique_ptr<CheckpointWriter> writer_;
-  std::optional<int64_t> restored_step_;
+  std::optional<ResumePoint> restored_;
   bool interrupted_ = false;
 };
 

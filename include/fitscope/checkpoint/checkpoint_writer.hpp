@@ -119,6 +119,9 @@ std::vector<std::string> checkpoint_files(FileSystem& fs, const std::string& dir
 /// `dir`/corrupt/ (never deleted: it may hold the only copy of a run) with a warning naming it and
 /// why; one that `accept` refuses stays, with a warning. Empty when `dir` holds no checkpoint; throws
 /// std::invalid_argument naming every file and why when it holds some but none was taken.
+/// A backup's file name: ckpt-<global step, 12 digits>.fitscope.
+std::string checkpoint_file_name(int64_t global_step);
+
 std::optional<TrainingState> load_latest_checkpoint(FileSystem& fs, const std::string& dir,
                                                     const std::function<void(const std::string&)>& warn,
                                                     const std::function<void(const TrainingState&)>& accept = {});
