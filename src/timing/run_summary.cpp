@@ -40,6 +40,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   s.measured_steps = stats.measured_steps();
   s.wall_s = facts.wall_s;
   s.samples_per_s = stats.samples_per_s();
+  s.job_samples_per_s = s.samples_per_s * static_cast<double>(m.world_size);  // the ranks step together
   s.run = facts.run;
   s.interrupted = facts.interrupted;
   s.settings = facts.settings;
@@ -117,6 +118,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   context.callback_mode = facts.callback_mode;
   context.run = facts.run;
   context.validation_split = facts.validation_split;
+  context.ranks_on_machine = m.local_world_size;
   if (!s.callbacks.empty()) context.slowest_callback = s.callbacks.front().name + "." + s.callbacks.front().hook;
   s.verdict = judge(stats, context);
   return s;
@@ -214,6 +216,7 @@ std::string RunSummary::to_json() const {
       {"measured_steps", measured_steps},
       {"wall_s", wall_s},
       {"samples_per_s", samples_per_s},
+      {"job_samples_per_s", job_samples_per_s},
       {"run",
        {{"startup", run.startup},
         {"training_steps", run.training_steps},
@@ -389,6 +392,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.measured_steps = r.get<int64_t>("measured_steps");
   s.wall_s = r.get<double>("wall_s");
   s.samples_per_s = r.get<double>("samples_per_s");
+  s.job_samples_per_s = r.raw().contains("job_samples_per_s") ? r.get<double>("job_samples_per_s") : s.samples_per_s;
   const Reader run = r.object("run");
   s.run = {run.get<double>("startup"),  run.get<double>("training_steps"), run.get<double>("validation"),
            run.get<double>("epoch_end"), run.get<double>("shutdown"),       run.get<double>("unaccounted")};

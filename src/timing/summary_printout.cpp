@@ -30,7 +30,10 @@ std::string format_threads(const RunSummary& s) {
   char part[160];
   std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld cores, %s",
                 static_cast<long long>(t.setting.intra_op), static_cast<long long>(t.setting.blas), t.blas_library.c_str(),
-                static_cast<long long>(t.cores), t.chosen_by == "auto" ? "measured in warm-up:" : "set by --threads");
+                static_cast<long long>(t.cores),
+                t.chosen_by != "auto" ? "set by --threads"
+                : t.candidates.empty() ? "auto: the only candidate on this process's cores, nothing to measure"
+                                       : "measured in warm-up:");
   std::string out = part;
   for (const ThreadCandidate& c : t.candidates) {
     std::snprintf(part, sizeof part, " %lldx%lld %.3f ms%s", static_cast<long long>(c.setting.intra_op),
@@ -81,10 +84,16 @@ std::string format_breakdown(const RunSummary& s) {
   char line[160];
   std::snprintf(line, sizeof line,
                 "Step time over %lld steps (%lld warm-up steps left out): p50 %.3f ms  p90 %.3f ms  "
-                "p99 %.3f ms  max %.3f ms  -  %.0f samples/s\n",
+                "p99 %.3f ms  max %.3f ms  -  %.0f samples/s",
                 static_cast<long long>(s.measured_steps), static_cast<long long>(s.warmup_steps), s.step_ms.p50,
                 s.step_ms.p90, s.step_ms.p99, s.step_ms.max, s.samples_per_s);
   out += line;
+  if (s.world_size > 1) {
+    std::snprintf(line, sizeof line, " per rank, %.0f for the job of %lld ranks", s.job_samples_per_s,
+                  static_cast<long long>(s.world_size));
+    out += line;
+  }
+  out += "\n";
   std::snprintf(line, sizeof line, "  %-11s %10s %10s %10s %7s\n", "phase", "mean ms", "p50 ms", "p99 ms", "share");
   out += line;
   for (Phase p : all_phases()) {

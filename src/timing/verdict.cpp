@@ -48,6 +48,12 @@ std::string cores_text(double cores) {
 std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
   const ThreadSetting& s = ctx.threads.setting;
   const std::string cores = std::to_string(ctx.threads.cores);
+  if (ctx.ranks_on_machine > 1 && ctx.threads.cores <= 1) {  // data parallelism within one machine's few cores
+    const std::string machine = ctx.cpu.cores > 0 ? std::to_string(ctx.cpu.cores) + " cores" : "cores";
+    return std::to_string(ctx.ranks_on_machine) + " ranks share this machine's " + machine +
+           ", one core or less each: ranks on one machine gain only when one process cannot use its cores, and "
+           "each adds its own gradient exchange; one process with --threads auto is likely as fast or faster";
+  }
   if (s.intra_op > 1 && s.blas > 1) {
     return "each of the " + std::to_string(s.intra_op) + " intra-op threads calls a BLAS pool of " +
            std::to_string(s.blas) + " threads: up to " + std::to_string(s.intra_op * s.blas) + " busy threads on " +

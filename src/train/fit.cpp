@@ -146,6 +146,7 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   FitMeasurements& m = t.measured_;
   m.stats = PhaseStats(warmup);
   m.world_size = t.ranks().world_size();
+  m.local_world_size = t.ranks().local_world_size();
   m.ranks = RankTimings(m.world_size, warmup);
   m.communication = StreamingQuantiles();
   m.gradient_buckets.clear();

@@ -131,6 +131,16 @@ TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
   EXPECT_NE(r.out.find("[rank 0] Ranks (step p50 / p99"), std::string::npos) << r.out;
   const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
   EXPECT_EQ(summary["world_size"], 2);
+  // throughput labelled: per rank and the job's, the ranks stepping together
+  EXPECT_DOUBLE_EQ(summary["job_samples_per_s"].get<double>(), 2 * summary["samples_per_s"].get<double>());
+  EXPECT_NE(r.out.find(" samples/s per rank, " + std::to_string(std::lround(summary["job_samples_per_s"].get<double>())) +
+                       " for the job of 2 ranks\n"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("measured in warm-up:\n"), std::string::npos) << r.out;  // a threads line that ends
+  if (std::thread::hardware_concurrency() <= 2) {  // 2 ranks on this machine's 2 cores: one each, no gain
+    EXPECT_NE(summary["verdict"]["contention"].get<std::string>().find("2 ranks share this machine's"), std::string::npos)
+        << summary["verdict"].dump();
+  }
   ASSERT_EQ(summary["ranks"].size(), 2u);
   EXPECT_EQ(summary["ranks"][1]["rank"], 1);
   EXPECT_GT(summary["ranks"][1]["step_ms_p50"].get<double>(), 0);

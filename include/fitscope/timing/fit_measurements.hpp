@@ -38,6 +38,7 @@ struct FitTime {
 struct FitMeasurements {
   PhaseStats stats;                       ///< this rank's steps, warm-up excluded
   int64_t world_size = 1;                 ///< processes
+  int64_t local_world_size = 1;           ///< of them, on this machine
   RankTimings ranks;                      ///< every rank's steps (data-parallel runs; one rank alone)
   StreamingQuantiles communication;       ///< per measured step, gradient communication in flight (ns)
   std::vector<int64_t> gradient_buckets;  ///< bytes per gradient bucket, in launch order

@@ -80,7 +80,8 @@ struct RunSummary {
   int64_t epochs = 0;
   int64_t steps = 0, warmup_steps = 0, measured_steps = 0;
   double wall_s = 0;
-  double samples_per_s = 0;
+  double samples_per_s = 0;      ///< of this rank (the chief's in its summary.json)
+  double job_samples_per_s = 0;  ///< of the whole job: every rank's, as the ranks step together
   RunTime run;
   bool interrupted = false;  ///< a signal ended the run early
   /// What a reader needs to repeat the run, as text: the version, the command line, the optimizer,

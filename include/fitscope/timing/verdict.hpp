@@ -52,6 +52,7 @@ struct VerdictContext {
   std::string slowest_callback;        ///< "Name.on_train_batch_end" of the costliest callback hook
   RunTime run;                         ///< where the whole run's wall time went (zeros = not measured)
   double validation_split = 0;         ///< --validation-split
+  int64_t ranks_on_machine = 1;        ///< data-parallel ranks sharing this machine's cores
 };
 
 Verdict judge(const PhaseStats& stats, const VerdictContext& context);
