@@ -1,6 +1,7 @@
 #include "fitscope/data/csv_format.hpp"
 
 #include <charconv>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -74,7 +75,14 @@ CsvTable parse_csv(const std::string& text, const std::string& name, const CsvOp
       }
       // the label column, by name or index
       const std::string& chosen = options.label_column;
-      if (chosen.empty()) {
+      const bool named = !chosen.empty() && chosen != "none" && !to_number(chosen);
+      const std::string label_name = named ? chosen : "label";
+      const bool unlabeled = chosen == "none" ||
+                             (options.labels_optional && header && (chosen.empty() || named) &&
+                              std::find(table.columns.begin(), table.columns.end(), label_name) == table.columns.end());
+      if (unlabeled) {
+        table.label_column = -1;
+      } else if (chosen.empty()) {
         table.label_column = 0;
         for (std::size_t i = 0; i < table.columns.size(); ++i) {
           if (table.columns[i] == "label") table.label_column = static_cast<int64_t>(i);
@@ -95,8 +103,12 @@ CsvTable parse_csv(const std::string& text, const std::string& name, const CsvOp
                                       (table.columns.empty() ? "(the file has no header line)" : "in the header line"));
         }
       }
-      if (columns < 2) fail("expected a label column and at least one feature column, found " + std::to_string(columns) + " column");
-      table.features = columns - 1;
+      if (unlabeled) {
+        table.features = columns;
+      } else {
+        if (columns < 2) fail("expected a label column and at least one feature column, found " + std::to_string(columns) + " column");
+        table.features = columns - 1;
+      }
       if (header) continue;
     }
     if (static_cast<int64_t>(fields.size()) != columns) {
@@ -125,6 +137,7 @@ CsvTable parse_csv(const std::string& text, const std::string& name, const CsvOp
         table.values.push_back(static_cast<float>(*value));
       }
     }
+    table.lines.push_back(line_number);
     ++table.rows;
   }
   if (table.rows == 0) throw std::invalid_argument(name + ": no data rows (expected comma-separated numbers)");

@@ -44,11 +44,19 @@ std::shared_ptr<const TensorDataset> load_idx_pair(const std::string& dir, const
                                                   const std::string& images_file, const std::string& labels_file,
                                                   int64_t classes) {
   IdxArray images = parse_idx(read_file_bytes(images_file, idx_declared_size), images_file);
-  IdxArray labels = parse_idx(read_file_bytes(labels_file, idx_declared_size), labels_file);
   if (images.dims.size() != 3) {
     throw std::invalid_argument(images_file + ": at byte offset 3: images need 3 dimensions (count, rows, columns), found " +
                                 std::to_string(images.dims.size()));
   }
+  if (labels_file.empty()) {  // images to predict
+    if (images.dims[0] == 0 || images.dims[1] == 0 || images.dims[2] == 0) {
+      throw std::invalid_argument(images_file + ": at byte offset 4: no image of at least 1x1 pixels");
+    }
+    const int64_t n = images.dims[0];
+    return std::make_shared<TensorDataset>(TensorDataset::unlabeled(
+        bytes_to_images(std::move(images.data), {n, 1, images.dims[1], images.dims[2]}), "idx:" + dir + " (" + prefix + ")"));
+  }
+  IdxArray labels = parse_idx(read_file_bytes(labels_file, idx_declared_size), labels_file);
   if (labels.dims.size() != 1) {
     throw std::invalid_argument(labels_file + ": at byte offset 3: labels need 1 dimension, found " +
                                 std::to_string(labels.dims.size()));
@@ -119,13 +127,13 @@ std::string read_file_bytes(const std::string& path,
   return out;
 }
 
-FileData load_idx(const std::string& dir, int64_t classes) {
+FileData load_idx(const std::string& dir, int64_t classes, bool labels_optional) {
   require_directory(dir, "IDX");
   FileData data;
   for (const std::string prefix : {"train", "t10k"}) {
     const std::string images = find_raw_or_gz(dir, prefix + "-images-idx3-ubyte");
     const std::string labels = find_raw_or_gz(dir, prefix + "-labels-idx1-ubyte");
-    if (images.empty() != labels.empty()) {
+    if (images.empty() != labels.empty() && !(labels_optional && !images.empty())) {
       throw std::invalid_argument("IDX directory " + dir + ": " + (images.empty() ? labels : images) +
                                   " has no matching " + prefix + (images.empty() ? "-images-idx3-ubyte" : "-labels-idx1-ubyte") +
                                   "[.gz] (expected an images and labels pair)");
@@ -183,8 +191,11 @@ TensorDataset load_csv(const std::string& file, const CsvOptions& options) {
   }
   CsvTable table = parse_csv(read_file_bytes(file), file, options);
   at::Tensor x = at::from_blob(table.values.data(), {table.rows, table.features}, at::kFloat).clone();
-  at::Tensor y = at::from_blob(table.labels.data(), {table.rows}, at::kLong).clone();
-  return TensorDataset(std::move(x), std::move(y), "csv:" + file);
+  TensorDataset data = table.label_column < 0
+                           ? TensorDataset::unlabeled(std::move(x), "csv:" + file)
+                           : TensorDataset(std::move(x), at::from_blob(table.labels.data(), {table.rows}, at::kLong).clone(), "csv:" + file);
+  data.name_by_lines(std::move(table.lines));
+  return data;
 }
 
 }  // namespace fitscope

@@ -110,22 +110,21 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
   }
   if (ec) throw std::invalid_argument(where + ": cannot be listed: " + ec.message());
   std::sort(folders.begin(), folders.end());
-  if (folders.empty()) {
-    throw std::invalid_argument(where + ": no class folders (expected " + dir_ + "/<class>/<image>.jpg or .png)");
-  }
-  classes_ = options_.classes.empty() ? folders : options_.classes;
+  const bool loose = folders.empty();  // images of its own, no classes: data to predict
+  if (!loose) classes_ = options_.classes.empty() ? folders : options_.classes;
+  if (loose) folders.push_back(".");
   bool colour = false;
   std::string first;  // the first image, for the size every image must share without a resize
   for (const std::string& name : folders) {
     const auto known = std::find(classes_.begin(), classes_.end(), name);
-    if (known == classes_.end()) {
+    if (!loose && known == classes_.end()) {
       std::string list;
       for (const auto& c : classes_) list += (list.empty() ? "" : ", ") + c;
       throw std::invalid_argument(where + ": class folder " + name + " is not one of the " + std::to_string(classes_.size()) +
                                   " classes it must match (" + list + ")");
     }
-    const std::size_t c = static_cast<std::size_t>(known - classes_.begin());
-    const fs::path folder = fs::path(dir_) / name;
+    const int64_t c = loose ? -1 : static_cast<int64_t>(known - classes_.begin());
+    const fs::path folder = loose ? fs::path(dir_) : fs::path(dir_) / name;
     std::vector<std::pair<fs::path, std::size_t>> images;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
       if (entry.is_regular_file() && entry.path().filename().string().front() != '.' &&
@@ -134,6 +133,10 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
       }
     }
     std::sort(images.begin(), images.end());
+    if (images.empty() && loose) {
+      throw std::invalid_argument(where + ": no class folders and no images (expected " + dir_ +
+                                  "/<class>/<image>.jpg or .png, or images to predict in " + dir_ + ")");
+    }
     if (images.empty()) {
       const std::string why = folder.string() + ": an empty class folder (no .jpg, .jpeg or .png files)";
       if (!options_.skip_bad_files) throw std::invalid_argument(where + ": " + why);
@@ -161,11 +164,11 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
       }
       colour = colour || header.channels == 3;
       files_.push_back(path.string());
-      targets_.push_back(static_cast<int64_t>(c));
+      targets_.push_back(c);
     }
   }
   if (files_.empty()) throw std::invalid_argument(where + ": no image left (every file was bad)");
-  if (options_.shuffle) {  // Fisher-Yates on counter-based draws: the same order on every platform
+  if (options_.shuffle && !loose) {  // Fisher-Yates on counter-based draws: the same order on every platform
     for (std::size_t i = files_.size() - 1; i > 0; --i) {
       const std::size_t j = static_cast<std::size_t>(sample_bits(options_.seed, 0, static_cast<int64_t>(i), kShuffleStream) % (i + 1));
       std::swap(files_[i], files_[j]);

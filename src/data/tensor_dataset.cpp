@@ -53,6 +53,25 @@ std::vector<int64_t> TensorDataset::example_shape() const {
   return {sizes.begin() + 1, sizes.end()};
 }
 
+TensorDataset TensorDataset::unlabeled(at::Tensor inputs, std::string source) {
+  if (!inputs.defined() || inputs.dim() == 0) throw std::invalid_argument("a data set needs defined inputs of at least one dimension");
+  const int64_t n = inputs.size(0);
+  TensorDataset out(std::move(inputs), at::full({n}, -1, at::kLong), std::move(source));
+  out.labeled_ = false;
+  return out;
+}
+
+void TensorDataset::name_by_lines(std::vector<int64_t> lines) {
+  if (static_cast<int64_t>(lines.size()) != size()) {
+    throw std::invalid_argument(source_ + ": " + std::to_string(lines.size()) + " line numbers for " + std::to_string(size()) + " examples");
+  }
+  lines_ = std::move(lines);
+}
+
+std::string TensorDataset::example_name(int64_t index) const {
+  return lines_.empty() ? std::to_string(index) : "line " + std::to_string(lines_.at(static_cast<std::size_t>(index)));
+}
+
 TensorDataset TensorDataset::slice(int64_t begin, int64_t end) const {
   if (begin < 0 || end < begin || end > size()) {
     throw std::out_of_range("slice [" + std::to_string(begin) + ", " + std::to_string(end) +
@@ -62,6 +81,8 @@ TensorDataset TensorDataset::slice(int64_t begin, int64_t end) const {
   out.inputs_ = inputs_.narrow(0, begin, end - begin);
   out.targets_ = targets_.narrow(0, begin, end - begin);
   out.source_ = source_;
+  out.labeled_ = labeled_;
+  if (!lines_.empty()) out.lines_.assign(lines_.begin() + begin, lines_.begin() + end);
   return out;
 }
 

@@ -22,13 +22,14 @@ void write_evaluation(const std::string& path, const Logs& logs, const std::stri
 }
 
 void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, const std::string& csv_path,
-                       const std::string& tensor_path) {
+                       const std::string& tensor_path, const std::vector<std::string>& names) {
   const at::Tensor scores = outputs.detach().to(at::kCPU, at::kFloat).reshape({outputs.size(0), -1}).contiguous();
   const at::Tensor predicted = scores.argmax(1);
   const bool with_targets = targets.defined() && targets.dim() == 1 && !targets.is_floating_point() &&
                             targets.size(0) == scores.size(0);
   const at::Tensor labels = with_targets ? targets.to(at::kCPU, at::kLong).contiguous() : at::Tensor();
-  std::string csv = std::string("index") + (with_targets ? ",target" : "") + ",predicted";
+  const bool named = static_cast<int64_t>(names.size()) == scores.size(0);
+  std::string csv = std::string("index") + (named ? ",example" : "") + (with_targets ? ",target" : "") + ",predicted";
   for (int64_t k = 0; k < scores.size(1); ++k) csv += ",output_" + std::to_string(k);
   csv += "\n";
   const float* s = scores.data_ptr<float>();
@@ -36,6 +37,11 @@ void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, con
   char number[32];
   for (int64_t i = 0; i < scores.size(0); ++i) {
     csv += std::to_string(i);
+    if (named) {  // quoted, as RFC 4180: a file name may hold a comma or a quote
+      std::string quoted;
+      for (char c : names[static_cast<std::size_t>(i)]) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+      csv += ",\"" + quoted + "\"";
+    }
     if (with_targets) csv += "," + std::to_string(labels.data_ptr<int64_t>()[i]);
     csv += "," + std::to_string(p[i]);
     for (int64_t k = 0; k < scores.size(1); ++k) {

@@ -316,6 +316,8 @@ void Trainer::Fit::finish() {
 
 History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   if (!data) throw std::invalid_argument("fit needs a training set, got null");
+  detail::require_labels(*data, "fit");
+  if (o.validation_data) detail::require_labels(*o.validation_data, "fit's validation");
   require_positive(o.epochs, "epochs");
   require_positive(o.loader.batch_size, "batch size");
   if (o.initial_epoch < 0) {

@@ -304,6 +304,7 @@ Logs Trainer::evaluate(const TensorDataset& data, const EvaluateOptions& o) {
 
 Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOptions& o) {
   if (!data) throw std::invalid_argument("evaluate needs a data set, got null");
+  detail::require_labels(*data, "evaluate");
   FitOptions fit;
   fit.loader.batch_size = o.batch_size;
   fit.loader.workers = 0;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fitscope/callbacks/callback.hpp"
+#include "fitscope/data/dataset.hpp"
 
 namespace fitscope::detail {
 
@@ -15,6 +16,13 @@ inline void require_positive(int64_t value, const char* field) {
   if (value < 1) {
     throw std::invalid_argument(std::string(field) + " must be >= 1, got " + std::to_string(value));
   }
+}
+
+/// Refuses data without targets (data to predict) where a loss needs them.
+inline void require_labels(const Dataset& data, const char* what) {
+  if (data.labeled()) return;
+  throw std::invalid_argument(data.source() + ": examples without labels (a folder of loose images, a CSV without its "
+                              "label column): " + what + " needs labeled examples (predict takes these)");
 }
 
 /// Attaches callbacks to the running fit for a scope, and always detaches them.

@@ -175,8 +175,8 @@ TEST_F(ImageFolder, EveryKindOfBadFileIsNamedAndSkippingLeavesThemOut) {
 
 TEST_F(ImageFolder, ImagesOfDifferentSizesNeedASizeAndAFolderNeedsClasses) {
   fs::create_directories(dir_);
-  EXPECT_EQ(scan_error(), "image folder " + dir_.string() + ": no class folders (expected " + dir_.string() +
-                              "/<class>/<image>.jpg or .png)");
+  EXPECT_EQ(scan_error(), "image folder " + dir_.string() + ": no class folders and no images (expected " + dir_.string() +
+                              "/<class>/<image>.jpg or .png, or images to predict in " + dir_.string() + ")");
   EXPECT_EQ(scan_error().rfind("image folder", 0), 0u);
   write(4, 16, "png", 1, 2);
   const fs::path bigger = dir_ / "more";

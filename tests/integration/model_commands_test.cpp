@@ -144,17 +144,18 @@ TEST(PredictCommand, WritesOneRowPerExampleAndTheSameTensorsForTorchLoad) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = lines_of(read_file(csv));
   ASSERT_EQ(rows.size(), 601u);
-  EXPECT_EQ(rows.front(), "index,target,predicted,output_0,output_1,output_2,output_3,output_4,output_5,output_6,"
+  EXPECT_EQ(rows.front(), "index,example,target,predicted,output_0,output_1,output_2,output_3,output_4,output_5,output_6,"
                           "output_7,output_8,output_9");
   int right = 0;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const auto f = fields(rows[i]);
-    ASSERT_EQ(f.size(), 13u);
+    ASSERT_EQ(f.size(), 14u);
     EXPECT_EQ(std::stoul(f[0]), i - 1);
-    std::size_t best = 3;
-    for (std::size_t k = 3; k < f.size(); ++k) best = std::stod(f[k]) > std::stod(f[best]) ? k : best;
-    EXPECT_EQ(std::stoul(f[2]), best - 3) << rows[i];
-    right += f[1] == f[2];
+    EXPECT_EQ(f[1], "\"" + std::to_string(2400 + i - 1) + "\"");  // the validation split's examples, by their place in the data
+    std::size_t best = 4;
+    for (std::size_t k = 4; k < f.size(); ++k) best = std::stod(f[k]) > std::stod(f[best]) ? k : best;
+    EXPECT_EQ(std::stoul(f[3]), best - 4) << rows[i];
+    right += f[2] == f[3];
   }
   const double accuracy = json::parse(read_file(dir + "/evaluation.json")).at("logs").at("accuracy").get<double>();
   EXPECT_NEAR(right / 600.0, accuracy, 1e-9);
@@ -166,9 +167,9 @@ TEST(PredictCommand, WritesOneRowPerExampleAndTheSameTensorsForTorchLoad) {
        "t = torch.load(sys.argv[1], weights_only=True)\n"
        "rows = list(csv.reader(open(sys.argv[2])))[1:]\n"
        "assert t['outputs'].shape == (600, 10) and t['outputs'].dtype == torch.float32, t['outputs'].shape\n"
-       "assert t['predicted'].tolist() == [int(r[2]) for r in rows]\n"
-       "assert t['targets'].tolist() == [int(r[1]) for r in rows]\n"
-       "assert torch.allclose(t['outputs'][5], torch.tensor([float(x) for x in rows[5][3:]]))\n"
+       "assert t['predicted'].tolist() == [int(r[3]) for r in rows]\n"
+       "assert t['targets'].tolist() == [int(r[2]) for r in rows]\n"
+       "assert torch.allclose(t['outputs'][5], torch.tensor([float(x) for x in rows[5][4:]]))\n"
        "print('ok')\n",
        tmp.path() + "/predictions.pt", csv});
   EXPECT_EQ(py.exit_code, 0) << py.err;
@@ -198,4 +199,66 @@ TEST(BestWeights, PythonLoadsThemAndEvaluateAndPredictUseThemWithWeightsBest) {
   EXPECT_NE(r.out.find("Evaluated " + dir + "/best.weights.pt on 600 examples"), std::string::npos) << r.out;
   ASSERT_EQ(run_fitscope({"predict", dir, "--weights", "best", "--out", tmp.path() + "/best.csv"}).exit_code, 0);
   expect_usage_error({"evaluate", dir, "--weights", "newest"}, "--weights: newest not in {final,best}");
+}
+
+TEST(PredictCommand, RunsOnNewDataWithoutLabelsACsvWithoutItsLabelColumnAndLooseImagesEachRowNamed) {
+  TempDir tmp;
+  {  // three classes the features tell apart; the new rows have the features only
+    std::ofstream train(tmp.path() + "/train.csv"), fresh(tmp.path() + "/new.csv");
+    train << "a,b,label\n";
+    for (int i = 0; i < 300; ++i) train << i % 3 << "." << i % 7 << "," << -(i % 3) << ".5," << i % 3 << "\n";
+    fresh << "a,b\n-1.52,0.5\n\n2.1,-2.5\n";
+  }
+  const std::string run = tmp.path() + "/run";
+  ASSERT_EQ(run_fitscope({"train", "--data", "csv:" + tmp.path() + "/train.csv", "--model", "mlp", "--epochs", "2", "--quiet",
+                          "--num-classes", "3", "--run-dir", run}).exit_code, 0);
+  const ProcessResult r = run_fitscope({"predict", run, "--data", "csv:" + tmp.path() + "/new.csv", "--out", tmp.path() + "/p.csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = lines_of(read_file(tmp.path() + "/p.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], "index,example,predicted,output_0,output_1,output_2");  // no target column
+  EXPECT_EQ(rows[1].rfind("0,\"line 2\",", 0), 0u) << rows[1];
+  EXPECT_EQ(rows[2].rfind("1,\"line 4\",", 0), 0u) << rows[2];  // named by its line: the blank line 3 skipped
+  const ProcessResult py = run_process({FITSCOPE_PYTHON, "-c",
+                                        "import sys, torch\nt = torch.load(sys.argv[1], weights_only=True)\n"
+                                        "assert sorted(t) == ['outputs', 'predicted'], sorted(t)\nprint('ok')\n",
+                                        tmp.path() + "/p.pt"});
+  EXPECT_EQ(py.out, "ok\n") << py.err;
+  // training on data without labels is refused, naming it
+  expect_usage_error({"train", "--data", "csv:" + tmp.path() + "/new.csv", "--label-column", "none", "--model", "mlp", "--epochs", "1"},
+                     "csv:" + tmp.path() + "/new.csv: examples without labels");
+
+  // loose images: a folder with no class folders, one row per file, named
+  const std::string images = tmp.path() + "/images", loose = tmp.path() + "/loose";
+  ASSERT_EQ(run_fitscope({"make-images", images, "--count", "30", "--size", "16", "--classes", "3"}).exit_code, 0);
+  const std::string image_run = tmp.path() + "/image_run";
+  ASSERT_EQ(run_fitscope({"train", "--data", "images:" + images, "--model", "mlp", "--epochs", "1", "--quiet", "--run-dir",
+                          image_run}).exit_code, 0);
+  std::filesystem::create_directories(loose);
+  std::filesystem::copy_file(std::filesystem::directory_iterator(images + "/class_02")->path(), loose + "/b, the \"second\".jpg");
+  std::filesystem::copy_file(std::filesystem::directory_iterator(images + "/class_01")->path(), loose + "/a.jpg");
+  const ProcessResult q = run_fitscope({"predict", image_run, "--data", "images:" + loose, "--out", tmp.path() + "/q.csv"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const auto image_rows = lines_of(read_file(tmp.path() + "/q.csv"));
+  ASSERT_EQ(image_rows.size(), 3u);
+  EXPECT_EQ(image_rows[0].rfind("index,example,predicted,output_0,", 0), 0u) << image_rows[0];  // no target column
+  EXPECT_EQ(image_rows[1].rfind("0,\"" + loose + "/a.jpg\",", 0), 0u) << image_rows[1];
+  EXPECT_EQ(image_rows[2].rfind("1,\"" + loose + "/b, the \"\"second\"\".jpg\",", 0), 0u) << image_rows[2];
+
+  // IDX images without their labels file
+  const std::string idx = tmp.path() + "/idx", synthetic_run = tmp.path() + "/synthetic_run";
+  std::filesystem::create_directories(idx);
+  {
+    std::ofstream out(idx + "/train-images-idx3-ubyte", std::ios::binary);
+    const unsigned char header[16] = {0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 28, 0, 0, 0, 28};  // 3 images of 28x28
+    out.write(reinterpret_cast<const char*>(header), sizeof header);
+    out << std::string(3 * 28 * 28, '\x40');
+  }
+  ASSERT_EQ(run_fitscope({"train", "--model", "mlp", "--synthetic-size", "300", "--epochs", "1", "--quiet", "--run-dir",
+                          synthetic_run}).exit_code, 0);
+  const ProcessResult x = run_fitscope({"predict", synthetic_run, "--data", "idx:" + idx, "--out", tmp.path() + "/x.csv"});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  const auto idx_rows = lines_of(read_file(tmp.path() + "/x.csv"));
+  ASSERT_EQ(idx_rows.size(), 4u);
+  EXPECT_EQ(idx_rows[0].rfind("index,example,predicted,", 0), 0u) << idx_rows[0];
 }

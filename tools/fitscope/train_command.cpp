@@ -84,11 +84,12 @@ Examples load_data(const std::string& spec, const std::string& flag, const Train
     }
     const int64_t classes = o.num_classes.value_or(10);
     const auto examples = [](const FileData& d) { return Examples{d.train, d.test}; };
-    if (auto dir = after_prefix(spec, "idx")) return examples(load_idx(*dir, classes));
+    if (auto dir = after_prefix(spec, "idx")) return examples(load_idx(*dir, classes, o.data_to_predict));
     if (auto dir = after_prefix(spec, "cifar10")) return examples(load_cifar10(*dir, classes));
     if (auto file = after_prefix(spec, "csv")) {
       CsvOptions csv;
       csv.label_column = o.label_column;
+      csv.labels_optional = o.data_to_predict;
       if (o.num_classes) csv.max_classes = *o.num_classes;
       return {std::make_shared<TensorDataset>(load_csv(*file, csv)), nullptr};
     }
@@ -325,7 +326,8 @@ struct TrainedModel {
   std::string weights;    // the file the weights came from
 };
 
-TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o) {
+/// The run's model and data, or --data; for predict (`to_predict`) --data may have no labels.
+TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o, bool to_predict) {
   const fs::path dir = m.run_dir;
   TrainedModel t;
   const bool script = is_script_file(o.model), best = m.weights == "best";
@@ -341,6 +343,12 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
   if (!m.data.empty()) {
     o.data = m.data;
     o.validation_data.clear();
+    o.data_to_predict = to_predict;
+    const std::string summary = (dir / "summary.json").string();
+    if (!o.num_classes && fs::exists(summary)) {  // the model as trained, whatever labels the new data holds
+      const RunSummary s = RunSummary::from_json(read_whole_file(summary, "the run's summary.json", 64 << 20), summary);
+      if (s.model_summary && s.model_summary->output_shape.size() == 1) o.num_classes = s.model_summary->output_shape[0];
+    }
   }
   if (m.batch_size > 0) o.fit.loader.batch_size = m.batch_size;
   o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
@@ -368,7 +376,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
 
 void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
   if (!m.out.empty()) check_output_path("--out", m.out, {"evaluation.json"});
-  TrainedModel t = load_trained_model(m, run);
+  TrainedModel t = load_trained_model(m, run, /*to_predict=*/false);
   EvaluateOptions options;
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
   const Logs logs = t.trainer->evaluate(t.data, options);
@@ -387,7 +395,7 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
   const std::string tensors = m.out.substr(0, m.out.size() - 4) + ".pt";
   check_output_path("--out", m.out);
   check_output_path("--out " + m.out + ": its tensors' file", tensors);
-  TrainedModel t = load_trained_model(m, run);
+  TrainedModel t = load_trained_model(m, run, /*to_predict=*/true);
   PredictOptions options;
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
   // a part of the examples at a time, keeping their targets: each image decoded once, in bounded memory
@@ -399,7 +407,9 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
     outputs.push_back(t.trainer->predict(batch.inputs, options));
     targets.push_back(batch.targets);
   }
-  write_predictions(at::cat(outputs), at::cat(targets), m.out, tensors);
+  std::vector<std::string> names(static_cast<std::size_t>(t.data->size()));
+  for (int64_t i = 0; i < t.data->size(); ++i) names[static_cast<std::size_t>(i)] = t.data->example_name(i);
+  write_predictions(at::cat(outputs), t.data->labeled() ? at::cat(targets) : at::Tensor(), m.out, tensors, names);
   out << "Predicted " << t.data->size() << " examples of " << t.data_name << " with " << t.weights << ":\n"
       << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";
 }

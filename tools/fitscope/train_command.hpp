@@ -57,6 +57,9 @@ struct TrainCommandOptions {
   /// config.toml once the run has chosen its `auto` settings (threads, loader), from its summary; the
   /// chief writes it over run.configuration at the run's end. Empty = left as it was.
   std::function<std::string(const RunSummary&)> used_configuration;
+  /// (predict) --data may be data without labels: a CSV whose header lacks the label column, IDX images
+  /// without their labels file.
+  bool data_to_predict = false;
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.

@@ -41,6 +41,11 @@ class Dataset {
   /// What the source left out as bad so far, "path: reason" each (an image folder's skip_bad_files):
   /// a Run counts them in summary.json. Decorators pass their base's on.
   virtual std::vector<std::string> skipped() const { return {}; }
+  /// Whether the examples have targets. Data to predict may have none (a folder of loose images, a CSV
+  /// without its label column): their targets are -1, and fit and evaluate refuse them.
+  virtual bool labeled() const { return true; }
+  /// What names example `index` for a person (predict's rows): its file, its line; default its index.
+  virtual std::string example_name(int64_t index) const { return std::to_string(index); }
 };
 
 /// Stacks examples into a batch (inputs and targets along a new first dimension).

@@ -26,7 +26,8 @@ struct FileData {
   std::shared_ptr<const TensorDataset> test;   ///< the files' test set; null when there is none
 };
 
-FileData load_idx(const std::string& dir, int64_t classes = 10);
+/// With `labels_optional`, images without their labels file are data to predict (unlabeled).
+FileData load_idx(const std::string& dir, int64_t classes = 10, bool labels_optional = false);
 FileData load_cifar10(const std::string& dir, int64_t classes = 10);
 TensorDataset load_csv(const std::string& file, const CsvOptions& options = {});
 

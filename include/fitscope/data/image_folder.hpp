@@ -2,7 +2,8 @@
 /// An image folder (`--data images:DIR`): DIR/<class>/<image>, Keras's image_dataset_from_directory
 /// and torchvision's ImageFolder. Each sub-folder is a class, its index the folder's place in sorted
 /// order; its .jpg, .jpeg and .png files (any case) are the class's examples; other files and hidden
-/// entries are left alone. The examples are in a seeded shuffled order, as Keras's. JPEGs are decoded with TurboJPEG, PNGs with libpng.
+/// entries are left alone. A folder without class folders but with images of its own is data to
+/// predict: its images, by name, unlabeled (labeled() false, targets -1). The examples are in a seeded shuffled order, as Keras's. JPEGs are decoded with TurboJPEG, PNGs with libpng.
 ///
 /// The constructor only scans: it reads each file's first bytes and last bytes, so a bad file is named
 /// before training starts (empty, not an image, a JPEG named .png or the reverse, a header that does
@@ -57,6 +58,8 @@ class ImageFolderDataset : public Dataset {
   /// Decodes each example straight into its place in the batch.
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::string source() const override { return "images:" + dir_; }
+  bool labeled() const override { return !classes_.empty(); }
+  std::string example_name(int64_t index) const override { return file(index); }
   std::vector<int64_t> example_shape() const override { return {channels_, height_, width_}; }
 
   /// The class names (the sub-folders), in index order.

@@ -19,6 +19,8 @@ class SubsetDataset : public Dataset {
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::string source() const override { return base_->source(); }
   std::vector<std::string> skipped() const override { return base_->skipped(); }
+  bool labeled() const override { return base_->labeled(); }
+  std::string example_name(int64_t index) const override { return base_->example_name(begin_ + index); }
 
  private:
   std::shared_ptr<const Dataset> base_;

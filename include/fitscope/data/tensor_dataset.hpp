@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "fitscope/data/dataset.hpp"
 
@@ -26,6 +27,13 @@ class TensorDataset : public Dataset {
   std::string source() const override { return source_; }
   std::vector<int64_t> example_shape() const override;
 
+  /// Examples without targets (data to predict): their targets are -1 and labeled() is false.
+  static TensorDataset unlabeled(at::Tensor inputs, std::string source = "tensors");
+  bool labeled() const override { return labeled_; }
+  /// Names the examples by their lines in the source file ("line 12"), one per example, before the
+  /// data set is shared; by their index without.
+  void name_by_lines(std::vector<int64_t> lines);
+  std::string example_name(int64_t index) const override;
   const at::Tensor& inputs() const { return inputs_; }
   const at::Tensor& targets() const { return targets_; }
 
@@ -40,6 +48,8 @@ class TensorDataset : public Dataset {
   at::Tensor inputs_;
   at::Tensor targets_;
   std::string source_ = "tensors";
+  bool labeled_ = true;
+  std::vector<int64_t> lines_;  // each example's line in its file; empty = none
 };
 
 }  // namespace fitscope

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fitscope/metrics/logs.hpp"
 
@@ -19,11 +20,12 @@ namespace fitscope {
 void write_evaluation(const std::string& path, const Logs& logs, const std::string& data, int64_t examples,
                       const std::string& weights);
 
-/// `outputs` [examples x outputs] as CSV at `csv_path`: a header `index,target,predicted,output_0,...`
-/// (target where `targets` holds one class index per example), then one row per example, predicted
-/// being the index of the largest output. The same as a name -> tensor dict at `tensor_path`:
-/// outputs (float32), predicted (int64) and targets where given.
+/// `outputs` [examples x outputs] as CSV at `csv_path`: a header `index,example,target,predicted,output_0,...`
+/// (example where `names` names each example, quoted; target where `targets` holds one class index per
+/// example: undefined for data without labels), then one row per example, predicted being the index
+/// of the largest output. The same as a name -> tensor dict at `tensor_path`: outputs (float32),
+/// predicted (int64) and targets where given.
 void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, const std::string& csv_path,
-                       const std::string& tensor_path);
+                       const std::string& tensor_path, const std::vector<std::string>& names = {});
 
 }  // namespace fitscope
