@@ -324,15 +324,15 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   };
   if (restart > 0 && !has_backups) {
     warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
-                 (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
+         (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
   }
   if (chief) {  // one live run per directory: a second run, --resume or --overwrite waits its turn
     create_run_dir(dir.string());
     lock_ = std::make_unique<RunDirectoryLock>(dir.string());
     const std::vector<std::string> torn = remove_torn_temporaries(dir.string());
     if (!torn.empty()) {
-      warn("removed " + std::to_string(torn.size()) + " temporary file(s) that a killed run's writes left in " +
-                   dir.string() + ", the first: " + torn.front());
+      warn("removed " + std::to_string(torn.size()) + " temporary file(s) that a killed run's writes left in " + dir.string() +
+           ", the first: " + torn.front());
     }
   }
   // an earlier run's files are never mixed with this one's: continued (resume), replaced (overwrite,

@@ -261,11 +261,18 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
 /// its checkpoints. Returns the epoch's logs.
 std::optional<Logs> Trainer::Fit::end_epoch(int64_t epoch) {
   fold();  // epoch-level hooks (TensorBoard's timing scalars) see every step of the epoch
+  const bool validates = validation && (epoch + 1) % o.validation_freq == 0;
+  // this rank's own training metrics, before the ranks sum them: what a backup taken in a validation
+  // that a signal cuts short must hold, as one taken after a training step does
+  std::vector<at::Tensor> own_metrics;
+  if (validates && t.ranks().world_size() > 1) {
+    for (const at::Tensor& s : t.train_metrics_->state()) own_metrics.push_back(s.clone());
+  }
   t.stop_requested_ = ranks->end_epoch(t.stop_requested_, *t.train_metrics_, o.step_sinks);
   Logs logs = t.train_metrics_->logs();
   const auto warn = [this](const std::string& text) { t.warn(text); };
   t.train_metrics_->warn_undefined(warn, "");
-  if (validation && (epoch + 1) % o.validation_freq == 0) {
+  if (validates) {
     clock.validation_begins();
     const int64_t validation_start = StepClock::now_ns();
     validation_loader->set_epoch(0);
@@ -275,6 +282,7 @@ std::optional<Logs> Trainer::Fit::end_epoch(int64_t epoch) {
     t.model_->train(true);
     clock.validation_ends();
     if (!validated) {  // a backup asked for now resumes after the epoch's last batch: at its validation
+      if (!own_metrics.empty()) t.train_metrics_->load_state(own_metrics);
       t.checkpoint_if_requested(epoch, steps);
       return std::nullopt;
     }
