@@ -98,6 +98,7 @@ int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
   auto context = dist::context_from_environment();
   dist::Environment second = *dist::read_environment();  // a context whose waits sleep at once
   second.master_port += 1;
+  if (!second.rendezvous_file.empty()) second.rendezvous_file += ".second";  // its own store: the first holds the first's keys
   auto sleeping = dist::make_gloo_context(second, dist::kDefaultTimeout, std::chrono::microseconds(0));
   torch::manual_seed(0);
   torch::nn::Sequential net;

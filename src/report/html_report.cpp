@@ -238,8 +238,11 @@ std::string train_report(const fs::path& dir) {
   std::ostringstream body;
   body << "<h1>Where the step time goes: " << svg::escape(s.model) << " run</h1><p class=\"note\">"
        << svg::escape(dir.string()) << "</p>";
-  body << "<div class=\"verdict\"><b>Verdict: " << svg::escape(s.verdict.level) << " " << svg::escape(s.verdict.bound)
-       << "-bound (" << percent(s.verdict.share) << " of the step)</b><br>" << with_unbroken_flags(s.verdict.advice);
+  body << "<div class=\"verdict\"><b>Verdict: "
+       << (s.verdict.level == "unjudged" ? svg::escape(verdict_headline(s.verdict, s.measured_steps))
+                                          : svg::escape(s.verdict.level) + " " + svg::escape(s.verdict.bound) + "-bound (" +
+                                                percent(s.verdict.share) + " of the step)")
+       << "</b><br>" << with_unbroken_flags(s.verdict.advice);
   if (!s.verdict.contention.empty()) body << "<br>" << svg::escape(s.verdict.contention);
   body << "</div>";
   body << epoch_logs_section(dir) << model_section(s);

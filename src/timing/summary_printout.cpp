@@ -111,8 +111,7 @@ std::string format_breakdown(const RunSummary& s) {
     out += line;
   }
   const Verdict& v = s.verdict;
-  out += "Verdict: " + v.level + " " + v.bound + "-bound (" + std::to_string(static_cast<int>(v.share * 100 + 0.5)) +
-         "%). " + v.advice + "\n";
+  out += "Verdict: " + verdict_headline(v, s.measured_steps) + ". " + v.advice + "\n";
   if (!v.contention.empty()) out += "Contention: " + v.contention + "\n";
   if (!v.outside_steps.empty()) out += "Outside the steps: " + v.outside_steps + "\n";
   return out;

@@ -188,6 +188,11 @@ std::string outside_steps(const VerdictContext& ctx) {
 
 }  // namespace
 
+std::string verdict_headline(const Verdict& v, int64_t measured_steps) {
+  if (v.level == "unjudged") return "too short to judge (" + std::to_string(measured_steps) + " measured steps)";
+  return v.level + " " + v.bound + "-bound (" + std::to_string(static_cast<int>(v.share * 100 + 0.5)) + "%)";
+}
+
 Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
   Verdict v;
   const std::vector<Candidate> candidates = {
@@ -216,6 +221,14 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
     v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
   }
   v.advice = advice_for(v.bound, v.share, s.step().mean_ms - s.phase(Phase::data_wait).mean_ms, ctx);
+  if (s.measured_steps() < kMinJudgedSteps) {
+    v.level = "unjudged";
+    v.advice = (s.measured_steps() == 0 ? std::string("no step was measured after the warm-up")
+                                         : "only " + std::to_string(s.measured_steps()) + " steps were measured after the warm-up") +
+               " (at least " +
+               std::to_string(kMinJudgedSteps) + " are needed to call a bound; the shares above are of those): run more "
+               "steps (--epochs, --steps-per-epoch) or fewer --warmup-steps to judge it";
+  }
   v.contention = contention_of(v.bound, ctx);
   v.outside_steps = outside_steps(ctx);
   return v;

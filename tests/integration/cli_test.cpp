@@ -849,3 +849,12 @@ TEST(Cli, ItsBashCompletionIsMadeFromItsFlagTableAndCompletesCommandsAndFlags) {
   // the installed build has it beside the CLI
   EXPECT_EQ(read_file(std::filesystem::path(FITSCOPE_CLI).parent_path().string() + "/fitscope.bash"), script.out);
 }
+
+TEST(TrainCommand, AThirteenStepRunIsTooShortToJudgeAndSaysSo) {
+  TempDir tmp;
+  const ProcessResult r = run_fitscope({"train", "--model", "mlp", "--synthetic-size", "500", "--epochs", "1", "--verbose", "2",
+                                        "--run-dir", tmp.path() + "/run"});  // 400 training examples: 13 steps of 32
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Verdict: too short to judge ("), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(read_file(tmp.path() + "/run/summary.json")).at("verdict").at("level"), "unjudged");
+}

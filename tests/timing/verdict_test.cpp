@@ -54,10 +54,11 @@ TEST(Verdict, CallsARunWithoutOverheadsComputeBound) {
   EXPECT_NEAR(v.share, 0.98, 1e-9);
 }
 
-TEST(Verdict, SaysNotWhenNothingWasMeasured) {
+TEST(Verdict, CallsNoBoundWhenNothingWasMeasured) {
   const Verdict v = judge(PhaseStats(5), {});
-  EXPECT_EQ(v.bound, "compute");
-  EXPECT_EQ(v.level, "not");
+  EXPECT_EQ(v.level, "unjudged");
+  EXPECT_EQ(verdict_headline(v, 0), "too short to judge (0 measured steps)");
+  EXPECT_EQ(v.advice.rfind("no step was measured after the warm-up", 0), 0u) << v.advice;
 }
 
 namespace {
@@ -121,4 +122,20 @@ TEST(Verdict, AComputeBoundRunOnEveryCoreNamesTheMeasuredGainAndOnlyThenTheModel
             std::string::npos) << v.advice;
   EXPECT_NE(v.advice.find("every core computes"), std::string::npos) << v.advice;
   EXPECT_TRUE(v.contention.empty()) << v.contention;
+}
+
+TEST(Verdict, ARunWithTooFewMeasuredStepsIsTooShortToJudge) {
+  PhaseStats few(0);
+  for (int i = 0; i < kMinJudgedSteps - 1; ++i) {
+    StepRecord r;
+    r.step_ns = 1'000'000;
+    r.samples = 32;
+    r.phase_ns[static_cast<std::size_t>(Phase::data_wait)] = 900'000;  // it would read as input-bound
+    r.phase_ns[static_cast<std::size_t>(Phase::forward)] = 100'000;
+    few.add(r);
+  }
+  const Verdict v = judge(few, {});
+  EXPECT_EQ(v.level, "unjudged");
+  EXPECT_EQ(verdict_headline(v, few.measured_steps()), "too short to judge (9 measured steps)");
+  EXPECT_NE(v.advice.find("only 9 steps were measured after the warm-up"), std::string::npos) << v.advice;
 }

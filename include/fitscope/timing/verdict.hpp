@@ -27,7 +27,9 @@ namespace fitscope {
 
 struct Verdict {
   std::string bound;   ///< input | callbacks | communication | checkpoint | overhead | compute
-  std::string level;   ///< highly | moderately | not
+  /// highly | moderately | not | unjudged (fewer than kMinJudgedSteps measured steps: the shares are
+  /// given, but too few steps to call a bound)
+  std::string level;
   double share = 0.0;  ///< the bounding category's share of the mean step
   std::string advice;  ///< what to change, naming the flag and its value
   std::string contention;  ///< how the threads compete for the cores, and the fix; empty = they do not
@@ -35,6 +37,12 @@ struct Verdict {
   /// shutdown) that reaches 20 % of it, and what to change; empty = none does, or no RunTime given.
   std::string outside_steps;
 };
+
+/// Fewer measured steps (after warm-up) than this, and the verdict says the run was too short to judge.
+constexpr int64_t kMinJudgedSteps = 10;
+
+/// The verdict's first words: "highly input-bound (42%)", or "too short to judge (8 measured steps)".
+std::string verdict_headline(const Verdict& v, int64_t measured_steps);
 
 /// The settings the advice refers to.
 struct VerdictContext {
