@@ -73,9 +73,26 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
   fit.validation_split = 0;
   fit.validation_data = nullptr;
   fit.steps_per_epoch = std::numeric_limits<int64_t>::max() / 2;  // the window's sink stops the fit
-  std::vector<Contender> contenders;
-  for (int64_t batch_size : options.batch_sizes) contenders.push_back({batch_size, make_trainer(), PhaseStats(0), {}});
   const std::vector<std::shared_ptr<StepSink>> sinks = fit.step_sinks;
+  SweepResult result;
+  // the threads, chosen once: the middle batch size searches in a window of its own, not counted
+  const std::size_t middle = options.batch_sizes.size() / 2;
+  std::unique_ptr<Trainer> searcher = make_trainer(std::nullopt);
+  std::optional<ThreadSetting> held;
+  if (searcher->options().threads.intra_op == 0) {
+    auto sink = std::make_shared<WindowSink>(*searcher, options.window_seconds, options.steps);
+    fit.loader.batch_size = options.batch_sizes[middle];
+    fit.step_sinks = sinks;
+    fit.step_sinks.push_back(sink);
+    searcher->fit(data, fit);
+    held = searcher->measured().threads.setting;
+    result.threads_chosen_at = options.batch_sizes[middle];
+  }
+  std::vector<Contender> contenders;
+  for (std::size_t i = 0; i < options.batch_sizes.size(); ++i) {
+    contenders.push_back({options.batch_sizes[i], i == middle ? std::move(searcher) : make_trainer(held), PhaseStats(0), {}});
+  }
+  result.threads = held ? *held : contenders[middle].trainer->measured().threads.setting;
   for (int64_t round = 0; round < options.windows; ++round) {
     for (Contender& c : contenders) {
       auto sink = std::make_shared<WindowSink>(*c.trainer, options.window_seconds, options.steps);
@@ -89,7 +106,6 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
       if (on_window) on_window(window);
     }
   }
-  SweepResult result;
   result.directory = dir.string();
   for (Contender& c : contenders) {
     RunFacts facts;
@@ -109,7 +125,7 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     row.data_wait_share = s.phases.at("data_wait").share;
     row.verdict = s.verdict.level + " " + s.verdict.bound;
     row.threads = std::to_string(s.threads.setting.intra_op) + "+" + std::to_string(s.threads.setting.blas) + " " +
-                  s.threads.chosen_by;
+                  (result.threads_chosen_at > 0 ? std::string("auto, held") : s.threads.chosen_by);
     result.rows.push_back(row);
   }
   const SweepMethod method{options.windows, options.window_seconds, options.steps};

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -546,6 +547,23 @@ TEST(SweepCommand, WritesOneRowPerBatchSizeAndAKneeAmongThem) {
   EXPECT_TRUE(sweep.at("fit").contains("fixed_ms"));
   EXPECT_EQ(lines_of(read_file(dir + "/sweep.csv")).size(), 4u);
   EXPECT_NE(r.out.find("<- knee"), std::string::npos) << r.out;
+}
+
+/// Under --threads auto the threads are chosen once, by the middle batch size's search, and held: the
+/// curve is the batch size's, not the thread choice's.
+TEST(SweepCommand, HoldsTheThreadsOneSearchChoseForEveryBatchSize) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/sweep";
+  const ProcessResult r = run_fitscope({"sweep", "--model", "mlp", "--batch-sizes", "8,32,128", "--steps", "10",
+                                        "--windows", "2", "--window-seconds", "0.02", "--synthetic-size", "1000",
+                                        "--run-dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("chosen by batch size 32's search and held for every batch size"), std::string::npos) << r.out;
+  std::set<std::string> threads;
+  const json sweep = json::parse(read_file(dir + "/sweep.json"));
+  for (const auto& row : sweep.at("rows")) threads.insert(row.at("threads").get<std::string>());
+  ASSERT_EQ(threads.size(), 1u);
+  EXPECT_NE(threads.begin()->find(" auto, held"), std::string::npos) << *threads.begin();
 }
 
 TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {

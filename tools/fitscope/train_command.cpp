@@ -450,12 +450,24 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
       << options.steps << " measured steps lasting at least " << options.window_seconds << " s\n";
   const std::size_t per_round = options.batch_sizes.size();
   std::size_t heard = 0;  // one line per round
-  const SweepResult result = sweep([&] { return session.make_trainer(s.train); }, session.data.train,
+  const auto make_trainer = [&](const std::optional<ThreadSetting>& threads) {
+    TrainCommandOptions o = s.train;
+    if (threads) {
+      o.trainer.threads.intra_op = threads->intra_op;
+      o.trainer.threads.blas = threads->blas;
+    }
+    return session.make_trainer(o);
+  };
+  const SweepResult result = sweep(make_trainer, session.data.train,
                                    session.fit_options(s.train), options, [&](const SweepWindow& w) {
                                      if (heard % per_round == 0) out << "  window " << w.round + 1 << ":";
                                      out << "  " << w.batch_size << ": " << static_cast<int64_t>(w.samples_per_s) << "/s";
                                      if (++heard % per_round == 0) out << std::endl;
                                    });
+  if (result.threads_chosen_at > 0) {
+    out << "Threads: intra-op " << result.threads.intra_op << ", BLAS " << result.threads.blas << ", chosen by batch size "
+        << result.threads_chosen_at << "'s search and held for every batch size\n";
+  }
   out << "\n" << format_sweep(result.rows) << "Report: " << result.report_path << "\n"
       << "Run directory: " << result.directory << "\n";
 }

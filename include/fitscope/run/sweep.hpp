@@ -1,15 +1,18 @@
 #pragma once
 /// The batch-size sweep (`fitscope sweep`): a fresh trainer per batch size (the same seed, so the same
 /// initial weights), measured in `windows` rounds in which the batch sizes take turns, so that a
-/// machine slowing down mid-sweep slows every batch size alike. A window is one fit: the warm-up steps
-/// (and, in the first, the thread search under --threads auto), then measured steps until the window
-/// lasts `window_seconds` and holds `steps` of them. The rows (the windows' median throughput and their
+/// machine slowing down mid-sweep slows every batch size alike. A window is one fit: the warm-up steps,
+/// then measured steps until the window lasts `window_seconds` and holds `steps` of them. Under
+/// --threads auto the threads are chosen once, by the middle batch size's search in a window of its own
+/// before the rounds (not counted), and held for every batch size: the curve is the batch size's, not
+/// the thread choice's. The rows (the windows' median throughput and their
 /// range), the fit of step time against batch size and the knee with its resolution (report/sweep.hpp)
 /// are written to the sweep's directory as sweep.json, sweep.csv and report.html. Not thread-safe.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,10 @@ struct SweepOptions {
 
 struct SweepResult {
   std::vector<SweepRow> rows;  ///< one per batch size, in order
+  /// The threads every batch size ran with, and the batch size whose search chose them (0 = none
+  /// searched: the trainers' own setting).
+  ThreadSetting threads;
+  int64_t threads_chosen_at = 0;
   std::string directory;       ///< where the files went
   std::string report_path;     ///< report.html
 };
@@ -44,8 +51,9 @@ struct SweepWindow {
   double samples_per_s = 0;
 };
 
-/// Makes a fresh trainer for each batch size (the same seed, so the same initial weights).
-using TrainerFactory = std::function<std::unique_ptr<Trainer>()>;
+/// Makes a fresh trainer for each batch size (the same seed, so the same initial weights); with
+/// `threads`, one that uses that setting instead of its own.
+using TrainerFactory = std::function<std::unique_ptr<Trainer>(const std::optional<ThreadSetting>& threads)>;
 
 /// Runs the sweep on `data` with `fit`'s settings (its epochs, steps, validation and batch size are the
 /// sweep's); `on_window` (optional) hears each window as it ends. Throws std::invalid_argument for bad
