@@ -119,6 +119,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   context.run = facts.run;
   context.validation_split = facts.validation_split;
   context.ranks_on_machine = m.local_world_size;
+  for (const auto& [key, value] : facts.settings) context.decodes_images = context.decodes_images || (key == "data" && value.rfind("images:", 0) == 0);
   if (!s.callbacks.empty()) context.slowest_callback = s.callbacks.front().name + "." + s.callbacks.front().hook;
   s.verdict = judge(stats, context);
   return s;

@@ -113,9 +113,12 @@ std::string input_advice(const std::string& of_step, double step_ms, const Verdi
   std::string out = text;
   const int64_t cores = std::max<int64_t>(1, ctx.threads.cores);
   if (l.batch_build_ms > 0 && l.batch_build_cpu_ms >= 0.5 * l.batch_build_ms) {
-    std::snprintf(text, sizeof text, "; keeping up takes %.1f cores of decoding beside the step, on %lld cores: ",
-                  step_ms > 0 ? l.batch_build_cpu_ms / step_ms : 0.0, static_cast<long long>(cores));
-    return out + text + "decode fewer pixels (a smaller --image-size), --cache the decoded examples, or add cores";
+    std::snprintf(text, sizeof text, "; keeping up takes %.1f cores of %s beside the step, on %lld cores: ",
+                  step_ms > 0 ? l.batch_build_cpu_ms / step_ms : 0.0, ctx.decodes_images ? "decoding" : "batch building",
+                  static_cast<long long>(cores));
+    return out + text +
+           (ctx.decodes_images ? "decode fewer pixels (a smaller --image-size), --cache the decoded examples, or add cores"
+                               : "fewer or cheaper --augment transforms, --cache the examples, or add cores");
   }
   return out + "; the builds mostly wait rather than compute (--load-delay-ms, slow storage): a faster source or "
                "--cache the examples";

@@ -139,3 +139,18 @@ TEST(Verdict, ARunWithTooFewMeasuredStepsIsTooShortToJudge) {
   EXPECT_EQ(verdict_headline(v, few.measured_steps()), "too short to judge (9 measured steps)");
   EXPECT_NE(v.advice.find("only 9 steps were measured after the warm-up"), std::string::npos) << v.advice;
 }
+
+TEST(Verdict, InputAdviceFitsTheDataSourceImageAdviceOnlyForImages) {
+  VerdictContext ctx;
+  ctx.loader.workers = 2;
+  ctx.loader.auto_workers = true;
+  ctx.loader.batch_build_ms = 2;
+  ctx.loader.batch_build_cpu_ms = 2;  // the builds compute
+  const PhaseStats waiting = steps_with({{Phase::data_wait, 600}, {Phase::forward, 400}});
+  const Verdict in_memory = judge(waiting, ctx);
+  EXPECT_EQ(in_memory.advice.find("--image-size"), std::string::npos) << in_memory.advice;
+  EXPECT_NE(in_memory.advice.find("cores of batch building"), std::string::npos) << in_memory.advice;
+  ctx.decodes_images = true;
+  const Verdict images = judge(waiting, ctx);
+  EXPECT_NE(images.advice.find("a smaller --image-size"), std::string::npos) << images.advice;
+}

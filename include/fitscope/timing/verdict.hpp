@@ -61,6 +61,7 @@ struct VerdictContext {
   RunTime run;                         ///< where the whole run's wall time went (zeros = not measured)
   double validation_split = 0;         ///< --validation-split
   int64_t ranks_on_machine = 1;        ///< data-parallel ranks sharing this machine's cores
+  bool decodes_images = false;         ///< the data is an image folder, decoded batch by batch
 };
 
 Verdict judge(const PhaseStats& stats, const VerdictContext& context);
