@@ -36,6 +36,7 @@
 #include "fitscope/timing/gpu_usage.hpp"
 #include "fitscope/timing/steps_csv.hpp"
 #include "fitscope/timing/trace_writer.hpp"
+#include "run/run_callbacks.hpp"
 
 namespace fitscope {
 namespace fs = std::filesystem;
@@ -45,61 +46,6 @@ namespace {
 std::atomic<int> g_signal{0};  // the first SIGINT/SIGTERM received while a Run handles them
 
 void on_signal(int number) { g_signal.store(number); }  // async-signal-safe: one lock-free store
-
-/// Stops the fit once a signal arrived, and has the backups kept: one that arrives in training stops it
-/// after the step (the epoch then ends with its validation, as Keras's stop_training); one that arrives
-/// in validation ends the run at the next validation batch (the epoch does not end).
-class StopOnSignal : public Callback {
- public:
-  explicit StopOnSignal(std::shared_ptr<BackupAndRestore> backup) : backup_(std::move(backup)) {}
-  std::string name() const override { return "StopOnSignal"; }
-  CallbackTraits traits() const override {
-    CallbackTraits t;
-    t.changes_training = true;
-    t.stops_mid_epoch = true;  // every rank gets the signal, maybe at different steps: they agree per step
-    t.reads_batch_logs = false;
-    return t;
-  }
-  void on_train_begin(Logs&) override { stopping_ = false; }
-  void on_train_batch_end(int64_t, Logs&) override {
-    if (signalled()) context().request_stop();
-  }
-  void on_test_batch_end(int64_t, Logs&) override {
-    if (signalled()) context().interrupt();
-  }
-
- private:
-  /// Whether a signal arrived that the fit was not told of yet; keeps the backup when one did.
-  bool signalled() {
-    if (stopping_ || g_signal.load(std::memory_order_relaxed) == 0) return false;
-    stopping_ = true;
-    if (backup_) backup_->interrupt();
-    return true;
-  }
-
-  std::shared_ptr<BackupAndRestore> backup_;
-  bool stopping_ = false;
-};
-
-/// Tells `fitscope launch` the step the run resumed from and when it trained its first step again.
-class TellLauncher : public Callback {
- public:
-  std::string name() const override { return "TellLauncher"; }
-  CallbackTraits traits() const override {
-    CallbackTraits t;
-    t.reads_batch_logs = false;
-    return t;
-  }
-  void on_train_begin(Logs&) override { dist::tell_launcher(dist::LauncherEvent::resumed, context().global_step()); }
-  void on_train_batch_end(int64_t, Logs&) override {
-    if (told_training_) return;
-    told_training_ = true;
-    dist::tell_launcher(dist::LauncherEvent::training, context().global_step());
-  }
-
- private:
-  bool told_training_ = false;
-};
 
 double seconds(FitTime::Clock::time_point from, FitTime::Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -360,7 +306,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   directory_ = dir.string();
   train_data_ = train;
   validation_data_ = fit.validation_data;
-  if (chief) model_summary_ = summarize_model(trainer.model(), train->example_shape(), trainer.options().device);
+  if (chief) {  // printed before the first epoch, as Keras's model.summary() is called before fit
+    model_summary_ = summarize_model(trainer.model(), train->example_shape(), trainer.options().device);
+    if (options_.verbose > 0) std::cout << format_model_summary(*model_summary_, options_.name) << std::endl;
+  }
   if (options_.backup || resume) {
     BackupAndRestoreOptions b;
     b.backup_dir = backup_dir;
@@ -378,8 +327,8 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     backup = std::make_shared<BackupAndRestore>(b);
     first.push_back(backup);
   }
-  if (signals_) first.push_back(std::make_shared<StopOnSignal>(backup));
-  if (dist::has_launcher()) first.push_back(std::make_shared<TellLauncher>());
+  if (signals_) first.push_back(std::make_shared<detail::StopOnSignal>(g_signal, backup));
+  if (dist::has_launcher()) first.push_back(std::make_shared<detail::TellLauncher>());
   if (options_.terminate_on_nan) first.push_back(std::make_shared<TerminateOnNaN>(/*raise_error=*/true));
   if (chief && options_.progress_bar && options_.verbose > 0) {
     ProgressBarOptions bar;

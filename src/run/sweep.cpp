@@ -92,7 +92,7 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
   for (std::size_t i = 0; i < options.batch_sizes.size(); ++i) {
     contenders.push_back({options.batch_sizes[i], i == middle ? std::move(searcher) : make_trainer(held), PhaseStats(0), {}});
   }
-  result.threads = held ? *held : contenders[middle].trainer->measured().threads.setting;
+
   for (int64_t round = 0; round < options.windows; ++round) {
     for (Contender& c : contenders) {
       auto sink = std::make_shared<WindowSink>(*c.trainer, options.window_seconds, options.steps);
@@ -107,6 +107,7 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     }
   }
   result.directory = dir.string();
+  result.threads = contenders[middle].trainer->measured().threads.setting;  // what every batch size ran with
   for (Contender& c : contenders) {
     RunFacts facts;
     facts.model = options.name;

@@ -52,7 +52,7 @@ std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
     const std::string machine = ctx.cpu.cores > 0 ? std::to_string(ctx.cpu.cores) + " cores" : "cores";
     return std::to_string(ctx.ranks_on_machine) + " ranks share this machine's " + machine +
            ", one core or less each: ranks on one machine gain only when one process cannot use its cores, and "
-           "each adds its own gradient exchange; one process with --threads auto is likely as fast or faster";
+           "each adds its own gradient exchange; one process with its threads measured is likely as fast or faster";
   }
   if (s.intra_op > 1 && s.blas > 1) {
     return "each of the " + std::to_string(s.intra_op) + " intra-op threads calls a BLAS pool of " +
@@ -118,7 +118,7 @@ std::string input_advice(const std::string& of_step, double step_ms, const Verdi
                   static_cast<long long>(cores));
     return out + text +
            (ctx.decodes_images ? "decode fewer pixels (a smaller --image-size), --cache the decoded examples, or add cores"
-                               : "fewer or cheaper --augment transforms, --cache the examples, or add cores");
+                               : "fewer or cheaper augmentation transforms, caching the examples, or more cores");
   }
   return out + "; the builds mostly wait rather than compute (--load-delay-ms, slow storage): a faster source or "
                "--cache the examples";
@@ -230,7 +230,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
                                          : "only " + std::to_string(s.measured_steps()) + " steps were measured after the warm-up") +
                " (at least " +
                std::to_string(kMinJudgedSteps) + " are needed to call a bound; the shares above are of those): run more "
-               "steps (--epochs, --steps-per-epoch) or fewer --warmup-steps to judge it";
+               "steps (more epochs or steps per epoch) or fewer warm-up steps to judge it";
   }
   v.contention = contention_of(v.bound, ctx);
   v.outside_steps = outside_steps(ctx);

@@ -293,9 +293,6 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
   const c10::Device device = resolve_device(o.device, env ? env->local_rank : 0);
   const Session session(o, process_context(o, device), device);
   auto trainer = session.make_trainer(o);
-  if (o.run.verbose > 0 && trainer->is_chief()) {  // as Keras's model.summary(), before the first epoch
-    out << format_model_summary(summarize_model(trainer->model(), session.data.train->example_shape(), device), o.model) << "\n";
-  }
   const RunSummary summary = run.fit(*trainer, session.data.train, session.fit_options(o));
   if (trainer->is_chief() && o.used_configuration) {  // the settings it chose, so that a repeat is this run
     const std::string used = o.used_configuration(summary);
