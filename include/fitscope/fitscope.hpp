@@ -98,6 +98,7 @@
 #include "fitscope/timing/thread_span.hpp"
 #include "fitscope/timing/trace_writer.hpp"
 #include "fitscope/timing/verdict.hpp"
+#include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/train/gradient_clipping.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/train/loss.hpp"

@@ -45,6 +45,7 @@ ThreadTuner::Next ThreadTuner::record(double step_ms) {
   if (!searching()) return Next::step;
   ++steps_run_;
   if (in_candidate_++ >= settling_steps(index_, settle_)) steps_[static_cast<std::size_t>(index_)].push_back(step_ms);
+  if (sized_ && plainly_slower()) return next_candidate();
   if (in_candidate_ < settling_steps(index_, settle_) + measured_) return Next::step;
   if (!sized_) {  // the first candidate's first measured steps: the caller sizes the search
     sized_ = true;
@@ -54,6 +55,12 @@ ThreadTuner::Next ThreadTuner::record(double step_ms) {
 }
 
 void ThreadTuner::size(int64_t measured_steps, int64_t settle_steps) {
+  // the first candidate's steps so far sized the search; grown, it measures afresh: a run's first steps
+  // (allocations, the loader's first batches) would weigh on the default alone
+  if (measured_steps > measured_ && index_ == 0) {
+    steps_.front().clear();
+    in_candidate_ = settling_steps(0, settle_);
+  }
   measured_ = std::max(measured_, measured_steps);
   settle_ = std::max<int64_t>(settle_steps, 1);
   sized_ = true;
@@ -62,7 +69,11 @@ void ThreadTuner::size(int64_t measured_steps, int64_t settle_steps) {
 }
 
 namespace {
-double mean(const std::vector<double>& v) {
+/// The mean of the fastest 90% of `v`: a lone stall (the scheduler, a page fault) in a short window
+/// does not decide the search; threads that fight the loader stall often, and still show.
+double mean(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  v.resize(v.size() - v.size() / 10);
   double sum = 0;
   for (double x : v) sum += x;
   return v.empty() ? 0 : sum / static_cast<double>(v.size());
@@ -70,6 +81,17 @@ double mean(const std::vector<double>& v) {
 }  // namespace
 
 double ThreadTuner::first_mean_ms() const { return mean(steps_.front()); }
+
+bool ThreadTuner::plainly_slower() const {
+  const auto& now = steps_[static_cast<std::size_t>(index_)];
+  if (abandon_ratio_ <= 0 || index_ == 0 || static_cast<int64_t>(now.size()) < kMinStepsBeforeAbandoning) return false;
+  const double mine = mean(now);
+  for (int64_t i = 0; i < index_; ++i) {
+    const double earlier = mean(steps_[static_cast<std::size_t>(i)]);
+    if (earlier > 0 && mine > abandon_ratio_ * earlier) return true;
+  }
+  return false;
+}
 
 std::vector<double> ThreadTuner::means() const {
   std::vector<double> out;
@@ -84,7 +106,9 @@ void ThreadTuner::choose(const std::vector<double>& means) {
     candidates_[i].step_ms = means[i];
     if (means[i] > 0 && (!best || means[i] < best->step_ms)) best = &candidates_[i];
   }
-  if (best) chosen_ = best->setting;
+  if (!best) return;
+  const double first = candidates_.front().step_ms;
+  chosen_ = first > 0 && best->step_ms > (1 - kMinGain) * first ? candidates_.front().setting : best->setting;
 }
 
 }  // namespace fitscope

@@ -29,6 +29,18 @@ TrainerThreads::TrainerThreads(const ThreadOptions& t, int64_t cores, int64_t ra
   tuner_.emplace(candidates, t.steps_per_candidate);
   choice_.setting = tuner_->current();
   if (!tuner_->searching()) tuner_.reset();  // one candidate: nothing to measure
+  if (tuner_ && ranks_ == 1) tuner_->abandon_slower(kAbandonRatio);
+}
+
+void TrainerThreads::plan(int64_t fit_steps) {
+  fit_steps_ = fit_steps;
+  postponed_ = false;
+  choice_.search_needs_steps = 0;
+  if (!tuner_ || tuner_->steps_run() > 0) return;  // none to run, or one under way: it goes on
+  const int64_t smallest = tuner_->remaining_steps_if_sized(kMinMeasuredSteps, 1);
+  if (static_cast<double>(smallest) <= kSearchShare * static_cast<double>(fit_steps)) return;
+  postponed_ = true;
+  choice_.search_needs_steps = static_cast<int64_t>(std::ceil(static_cast<double>(smallest) / kSearchShare));
 }
 
 void TrainerThreads::apply() { choice_.setting = apply_threads(tuner_ ? tuner_->current() : choice_.setting); }
@@ -40,34 +52,36 @@ int64_t steps_covering(double ms, double step_ms, int64_t cap) {
 }
 }  // namespace
 
-int64_t TrainerThreads::size_search(int64_t steps_left, const std::function<void(std::vector<double>&)>& sum_across_ranks) {
+void TrainerThreads::size_search(int64_t steps_left, const std::function<void(std::vector<double>&)>& sum_across_ranks) {
   std::vector<double> first{tuner_->first_mean_ms()};
   sum_across_ranks(first);
   const double step = first.front() / static_cast<double>(ranks_);  // the same on every rank
   const int64_t before = tuner_->remaining_steps();
   int64_t measured = steps_covering(kCandidateMs, step, kMaxCandidateSteps);
   int64_t settle = steps_covering(kCooldownMs, step, kMaxCooldownSteps);
-  // a short fit keeps at least half of its steps out of the search
-  const int64_t allowed = std::max(before, steps_left / 2), wanted = tuner_->remaining_steps_if_sized(measured, settle);
+  // the search's share of the fit
+  const auto budget = static_cast<int64_t>(kSearchShare * static_cast<double>(std::max(fit_steps_, tuner_->steps_run() + steps_left)));
+  const int64_t allowed = std::max(before, budget - tuner_->steps_run());
+  const int64_t wanted = tuner_->remaining_steps_if_sized(measured, settle);
   if (wanted > allowed) {
     const double scale = static_cast<double>(allowed) / static_cast<double>(wanted);
     measured = static_cast<int64_t>(static_cast<double>(measured) * scale);
     settle = static_cast<int64_t>(static_cast<double>(settle) * scale);
   }
   tuner_->size(measured, settle);
-  return tuner_->remaining_steps() - before;
 }
 
 int64_t TrainerThreads::after_step(double step_ms, int64_t steps_left,
                                    const std::function<void(std::vector<double>&)>& sum_across_ranks) {
-  if (!tuner_) return 0;
+  if (!searching()) return 0;
   const ThreadSetting was = tuner_->current();
+  const int64_t planned = tuner_->remaining_steps() - 1;  // after this step, as planned before it
   int64_t more_warmup = 0;
   switch (tuner_->record(step_ms)) {
     case ThreadTuner::Next::step:
       break;
     case ThreadTuner::Next::size:
-      more_warmup = size_search(steps_left, sum_across_ranks);
+      size_search(steps_left, sum_across_ranks);
       break;
     case ThreadTuner::Next::choose: {
       std::vector<double> means = tuner_->means();
@@ -78,11 +92,16 @@ int64_t TrainerThreads::after_step(double step_ms, int64_t steps_left,
                                        [&](const ThreadCandidate& c) { return c.setting == tuner_->current(); });
       const double step = chosen->step_ms / static_cast<double>(ranks_);  // the same on every rank
       const bool fewer = tuner_->current().intra_op < was.intra_op || tuner_->current().blas < was.blas;
-      if (fewer && step > 0) more_warmup = std::min(steps_covering(kCooldownMs, step, kMaxCooldownSteps), steps_left / 4);
+      const auto cooldown_cap = static_cast<int64_t>(kCooldownShare * static_cast<double>(fit_steps_));
+      if (fewer && step > 0) {
+        more_warmup = std::min({steps_covering(kCooldownMs, step, kMaxCooldownSteps), cooldown_cap, steps_left});
+      }
       choice_.search_steps = tuner_->steps_run() + more_warmup;
       break;
     }
   }
+  // the search grew when sized, or shrank when it left a candidate early: the warm-up follows
+  more_warmup += tuner_->remaining_steps() - planned;
   if (!(tuner_->current() == was)) apply();
   if (!tuner_->searching()) tuner_.reset();
   return more_warmup;

@@ -121,6 +121,7 @@ std::string RunSummary::to_json() const {
         {"cores", threads.cores},
         {"chosen_by", threads.chosen_by},
         {"search_steps", threads.search_steps},
+        {"search_needs_steps", threads.search_needs_steps},
         {"candidates", candidates}}},
       {"logs", logs_json},
       {"world_size", world_size},
@@ -297,6 +298,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.threads.cores = threads.get<int64_t>("cores");
   s.threads.chosen_by = threads.get<std::string>("chosen_by");
   s.threads.search_steps = threads.get<int64_t>("search_steps");
+  if (threads.raw().contains("search_needs_steps")) s.threads.search_needs_steps = threads.get<int64_t>("search_needs_steps");
   const json& candidates = threads.array("candidates");
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Reader c = threads.element(candidates[i], i, "candidates");

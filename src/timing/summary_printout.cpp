@@ -28,13 +28,18 @@ std::string format_gpu(const RunSummary& s) {
 std::string format_threads(const RunSummary& s) {
   const ThreadChoice& t = s.threads;
   char part[160];
-  std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld cores, %s",
+  std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld cores, ",
                 static_cast<long long>(t.setting.intra_op), static_cast<long long>(t.setting.blas), t.blas_library.c_str(),
-                static_cast<long long>(t.cores),
-                t.chosen_by != "auto" ? "set by --threads"
-                : t.candidates.empty() ? "auto: the only candidate on this process's cores, nothing to measure"
-                                       : "measured in warm-up:");
+                static_cast<long long>(t.cores));
   std::string out = part;
+  if (t.chosen_by != "auto") {
+    out += "set by --threads";
+  } else if (t.search_needs_steps > 0) {
+    out += "auto: the default, unmeasured (a search pays for itself from " + std::to_string(t.search_needs_steps) +
+           " steps; this run is shorter)";
+  } else {
+    out += t.candidates.empty() ? "auto: the only candidate on this process's cores, nothing to measure" : "measured in warm-up:";
+  }
   for (const ThreadCandidate& c : t.candidates) {
     std::snprintf(part, sizeof part, " %lldx%lld %.3f ms%s", static_cast<long long>(c.setting.intra_op),
                   static_cast<long long>(c.setting.blas), c.step_ms, c.setting == t.setting ? " (kept)" : "");

@@ -33,6 +33,7 @@ const ThreadCandidate* measured(const ThreadChoice& t, const ThreadSetting& sett
 /// "set by --threads" or what the warm-up measured for the chosen setting against one thread.
 std::string how_chosen(const ThreadChoice& t) {
   if (t.chosen_by != "auto") return "set by --threads";
+  if (t.search_needs_steps > 0) return "the default: the run was too short to measure others";
   const ThreadCandidate* chosen = measured(t, t.setting);
   const ThreadCandidate* single = measured(t, ThreadSetting{1, 1});
   if (!chosen || !single || chosen == single) return "chosen by measuring " + std::to_string(t.candidates.size()) + " settings in warm-up";

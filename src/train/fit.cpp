@@ -12,6 +12,7 @@
 
 #include "callbacks/slow_callback_warning.hpp"
 #include "data_parallel_fit.hpp"
+#include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/subset_dataset.hpp"
@@ -140,6 +141,8 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   }
   t.params_ = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
 
+  const int64_t epochs_left = std::max<int64_t>(o.epochs - o.initial_epoch, 0);
+  t.threads_.plan(std::min(epochs_left * steps, o.max_steps.value_or(epochs_left * steps)));
   const int64_t warmup = t.warmup_steps();
   t.threads_.apply();
   t.cpu_.start();
@@ -362,7 +365,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   context.clipping = options_.clipping;
   context.loss_options = options_.loss_options;
   context.precision = options_.precision;
-  optimizer_->zero_grad();  // an earlier fit stopped inside an accumulation group leaves its gradients
+  clear_gradients(*optimizer_);  // an earlier fit stopped inside an accumulation group leaves its gradients
   grad_norm_.reset();
   History history;
   try {

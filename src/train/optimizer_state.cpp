@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include "fitscope/train/fused_optimizer.hpp"
+
 namespace fitscope::detail {
 namespace {
 
@@ -83,6 +85,7 @@ void copy_into(at::Tensor& buffer, const at::Tensor& from) {
 
 void copy_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, std::vector<at::Tensor>& tensors,
                           std::vector<int64_t>& counts) {
+  if (auto* fused = dynamic_cast<FusedOptimizer*>(&optimizer)) return fused->copy_state(tensors, counts);
   const std::vector<at::Tensor> params = all_parameters(optimizer);
   const std::size_t per = per_parameter(kind);
   tensors.resize(params.size() * per);
@@ -135,6 +138,7 @@ void check_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kin
 void load_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, const std::vector<at::Tensor>& tensors,
                           const std::vector<int64_t>& counts) {
   check_optimizer_state(optimizer, kind, tensors, counts);
+  if (auto* fused = dynamic_cast<FusedOptimizer*>(&optimizer)) return fused->load_state(tensors, counts);
   const std::vector<at::Tensor> params = all_parameters(optimizer);
   const std::size_t per = per_parameter(kind);
   const auto device_copy = [](const at::Tensor& t, const at::Tensor& like) {

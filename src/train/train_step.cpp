@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "fitscope/train/fused_optimizer.hpp"
+
 namespace fitscope {
 
 void StepContext::backward(const at::Tensor& loss) {
@@ -15,7 +17,7 @@ void StepContext::update_weights() {
   clock.enter(Phase::optimizer);
   if (clipping.enabled()) grad_norm = clip_gradients(model.parameters(), clipping);
   optimizer.step();
-  optimizer.zero_grad();
+  clear_gradients(optimizer);
 }
 
 StepOutput standard_train_step(const Batch& batch, StepContext& ctx) {

@@ -20,6 +20,7 @@
 #include "fitscope/data/loader.hpp"
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/metrics/metric_set.hpp"
+#include "fitscope/train/fused_optimizer.hpp"
 #include "optimizer_state.hpp"
 #include "trainer_support.hpp"
 
@@ -46,19 +47,26 @@ void check_optimizer_options(const TrainerOptions& o) {
   if (o.nesterov && o.momentum == 0) throw std::invalid_argument("nesterov needs a momentum > 0, got 0");
 }
 
+/// libtorch's optimizer of the options, or the fused step for the same rule where it applies.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<at::Tensor>& params, const TrainerOptions& o) {
+  const bool fused = o.fused_optimizer && FusedOptimizer::supports(params);
   switch (o.optimizer) {
-    case OptimizerKind::adam:
-      return std::make_unique<torch::optim::Adam>(
-          params, torch::optim::AdamOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(0)));
-    case OptimizerKind::adamw:
-      return std::make_unique<torch::optim::AdamW>(
-          params, torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(1e-2)));
-    case OptimizerKind::sgd:
-      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.learning_rate)
-                                                             .momentum(o.momentum)
-                                                             .nesterov(o.nesterov)
-                                                             .weight_decay(o.weight_decay.value_or(0)));
+    case OptimizerKind::adam: {
+      const auto options = torch::optim::AdamOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(0));
+      if (fused) return std::make_unique<FusedOptimizer>(params, options);
+      return std::make_unique<torch::optim::Adam>(params, options);
+    }
+    case OptimizerKind::adamw: {
+      const auto options = torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(1e-2));
+      if (fused) return std::make_unique<FusedOptimizer>(params, options);
+      return std::make_unique<torch::optim::AdamW>(params, options);
+    }
+    case OptimizerKind::sgd: {
+      const auto options =
+          torch::optim::SGDOptions(o.learning_rate).momentum(o.momentum).nesterov(o.nesterov).weight_decay(o.weight_decay.value_or(0));
+      if (fused) return std::make_unique<FusedOptimizer>(params, options);
+      return std::make_unique<torch::optim::SGD>(params, options);
+    }
   }
   throw std::invalid_argument("unknown optimizer");
 }

@@ -42,8 +42,10 @@ TEST(ThreadTuner, IsSizedByTheFirstCandidatesStepsAndSettlesLongerAfterMoreThrea
   EXPECT_EQ(tuner.first_mean_ms(), 3);
   EXPECT_EQ(tuner.remaining_steps_if_sized(6, 4), 4 + (4 + 6) + (1 + 6));
   tuner.size(6, 4);  // 6 measured steps each; 4 settling after a candidate with more threads
-  EXPECT_EQ(tuner.remaining_steps(), 4 + (4 + 6) + (1 + 6));
-  feed(tuner, {3, 3, 3, 3}, Next::step);
+  // grown, the first candidate measures its 6 steps afresh: the run's first steps are left out
+  EXPECT_EQ(tuner.first_mean_ms(), 0);
+  EXPECT_EQ(tuner.remaining_steps(), 6 + (4 + 6) + (1 + 6));
+  feed(tuner, {3, 3, 3, 3, 3, 3}, Next::step);
   // {1, 1} runs fewer BLAS threads than {1, 2}: its first 4 steps are left out
   EXPECT_EQ(tuner.current(), (ThreadSetting{1, 1}));
   feed(tuner, {50, 50, 50, 50, 2, 2, 2, 2, 2, 2}, Next::step);
@@ -51,7 +53,7 @@ TEST(ThreadTuner, IsSizedByTheFirstCandidatesStepsAndSettlesLongerAfterMoreThrea
   EXPECT_EQ(tuner.current(), (ThreadSetting{2, 1}));
   feed(tuner, {50, 4, 4, 4, 4, 4, 4}, Next::choose);
   EXPECT_EQ(tuner.means(), (std::vector<double>{3, 2, 4}));
-  EXPECT_EQ(tuner.steps_run(), 26);
+  EXPECT_EQ(tuner.steps_run(), 28);
   // a size smaller than the measured steps never shortens the search
   ThreadTuner other({{1, 1}, {2, 1}}, 4);
   feed(other, {1, 1, 1, 1, 1, 1, 1}, Next::size);
@@ -60,11 +62,42 @@ TEST(ThreadTuner, IsSizedByTheFirstCandidatesStepsAndSettlesLongerAfterMoreThrea
   EXPECT_EQ(other.remaining_steps(), 1 + 4);
 }
 
+TEST(ThreadTuner, ALoneStallInACandidatesStepsDoesNotDecide) {
+  ThreadTuner tuner({{1, 2}, {1, 1}}, 10);
+  feed(tuner, {9, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 30}, Next::size);  // one stall in ten steps
+  EXPECT_EQ(tuner.first_mean_ms(), 1);
+}
+
 TEST(ThreadTuner, DecidesOnTheMeansItIsGivenSoRanksCanAgreeOnSums) {
   ThreadTuner tuner({{1, 1}, {2, 1}}, 1);
   for (double ms : {5.0, 5.0, 5.0, 5.0, 5.0, 4.0}) tuner.record(ms);
   tuner.choose({9.0, 12.0});  // summed over ranks, the single thread wins
   EXPECT_EQ(tuner.current(), (ThreadSetting{1, 1}));
+}
+
+TEST(ThreadTuner, KeepsTheDefaultUnlessAnotherIsClearlyFaster) {
+  ThreadTuner tuner({{1, 2}, {1, 1}}, 1);
+  tuner.choose({10.0, 9.6});  // 4% faster: within the noise, the first (the default) stays
+  EXPECT_EQ(tuner.current(), (ThreadSetting{1, 2}));
+  ThreadTuner other({{1, 2}, {1, 1}}, 1);
+  other.choose({10.0, 9.4});  // 6% faster: it wins
+  EXPECT_EQ(other.current(), (ThreadSetting{1, 1}));
+}
+
+TEST(ThreadTuner, LeavesAPlainlySlowerCandidateAfterAFewStepsWhenAllowed) {
+  ThreadTuner tuner({{1, 1}, {2, 1}, {1, 2}}, 2);
+  tuner.abandon_slower(1.5);
+  feed(tuner, {9, 9, 9, 1, 1}, Next::size);
+  tuner.size(10, 1);
+  feed(tuner, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, Next::step);  // the first candidate measures 10 steps afresh
+  EXPECT_EQ(tuner.current(), (ThreadSetting{2, 1}));
+  // {2, 1} settles one step, then measures 3 steps at 3x: left there, not after 10
+  feed(tuner, {50, 3, 3, 3}, Next::step);
+  EXPECT_EQ(tuner.current(), (ThreadSetting{1, 2}));
+  EXPECT_EQ(tuner.means()[1], 3);
+  // a candidate as fast as the first runs all its steps
+  feed(tuner, {50, 1, 1, 1, 1, 1, 1, 1, 1, 1}, Next::step);
+  feed(tuner, {1}, Next::choose);
 }
 
 TEST(ThreadTuner, HasNothingToMeasureWithOneCandidate) {

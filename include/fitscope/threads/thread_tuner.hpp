@@ -3,10 +3,14 @@
 /// settling steps first, left out (kFirstSettlingSteps for the first candidate: a run's first steps pay
 /// for allocations and kernel set-up; then one, or size()'s settle steps after a candidate with more
 /// threads, whose idle workers go on spinning), then measured steps; keeps the candidate with the
-/// shortest mean step, the throughput (threads that fight the loader show in the tail, not the median).
+/// shortest mean step, the throughput, over its fastest 90% of steps (threads that fight the loader
+/// stall often and show in it; a lone stall of the scheduler in a short window does not decide),
+/// but keeps the first (the default) unless another is kMinGain faster: a difference within the noise
+/// does not flip the choice from run to run. With abandon_slower(), a candidate whose mean is plainly
+/// slower than an earlier one's after a few measured steps is left at once.
 /// The search is sized by time: once the first candidate has measured `steps_per_candidate` steps,
 /// record() says Next::size and the caller, from first_mean_ms(), sets how many steps every candidate
-/// measures and settles (size()). The trainer applies current() before each step, feeds record() every
+/// measures and settles (size()); grown, the first candidate then measures afresh. The trainer applies current() before each step, feeds record() every
 /// finished step, and counts the search's steps as warm-up. Data-parallel ranks follow the same schedule
 /// and decide together: they sum first_mean_ms() and means() across ranks. Plain arithmetic, no threads
 /// touched here; not thread-safe (the training thread's).
@@ -33,11 +37,18 @@ struct ThreadChoice {
   std::string blas_library;          ///< BlasLibrary::name()
   int64_t search_steps = 0;          ///< steps the search and its cool-down ran (counted as warm-up)
   std::vector<ThreadCandidate> candidates;  ///< under auto, in the order they ran
+  /// Under auto, when the last fit was too short for the search to pay for itself: the steps a fit needs
+  /// (it ran the default setting, the first candidate); 0 otherwise.
+  int64_t search_needs_steps = 0;
 };
 
 class ThreadTuner {
  public:
   static constexpr int64_t kFirstSettlingSteps = 3;
+  /// What another candidate must gain over the first (the default) to replace it: 5% of its mean step.
+  static constexpr double kMinGain = 0.05;
+  /// The measured steps a candidate runs before abandon_slower() may leave it.
+  static constexpr int64_t kMinStepsBeforeAbandoning = 3;
   /// What record() asks of the caller.
   enum class Next {
     step,    ///< nothing: run the next step with current()
@@ -67,14 +78,21 @@ class ThreadTuner {
   void size(int64_t measured_steps, int64_t settle_steps);
   /// Every candidate's mean measured step so far (0 where not run).
   std::vector<double> means() const;
-  /// Ends the search with these means (this rank's, or summed over ranks): the shortest wins.
+  /// Ends the search with these means (this rank's, or summed over ranks): the shortest wins, if it
+  /// beats the first candidate's by kMinGain; else the first stays.
   void choose(const std::vector<double>& means);
+  /// From now on, a candidate whose mean over at least kMinStepsBeforeAbandoning measured steps exceeds
+  /// `ratio` times an earlier candidate's mean is left at once (its mean so far stands). Only for a
+  /// search whose steps no other process follows: ranks that agree on means must run the same steps.
+  void abandon_slower(double ratio) { abandon_ratio_ = ratio; }
   /// The candidates with their means, as choose() saw them.
   const std::vector<ThreadCandidate>& candidates() const { return candidates_; }
 
  private:
   int64_t settling_steps(int64_t index, int64_t settle) const;
   Next next_candidate();
+  /// Whether the candidate under test is plainly slower than an earlier one (abandon_slower).
+  bool plainly_slower() const;
 
   std::vector<ThreadCandidate> candidates_;
   std::vector<std::vector<double>> steps_;
@@ -84,6 +102,7 @@ class ThreadTuner {
   int64_t index_ = 0;         // the candidate under test
   int64_t in_candidate_ = 0;  // steps run with it, the settling ones included
   int64_t steps_run_ = 0;
+  double abandon_ratio_ = 0;  // 0 = every candidate runs its steps
   ThreadSetting chosen_;
 };
 

@@ -1,13 +1,15 @@
 #pragma once
 /// TrainerThreads: the thread policy as one trainer applies it. Holds the setting in force, fixed by
 /// ThreadOptions or searched under auto (ThreadTuner) on the trainer's first steps, and applies it
-/// (apply_threads) at each fit and whenever the search moves on. The search is sized by time: each
-/// candidate measures kCandidateMs of steps (at least ThreadOptions::steps_per_candidate), at most half
-/// of the fit's steps left in all. A candidate, or the chosen setting, with fewer threads than the one
-/// before finds that one's idle threads still spinning for a while (OpenMP's and OpenBLAS's workers,
-/// tens of ms here): kCooldownMs of steps settle first, counted as warm-up too; after the search at
-/// most a quarter of the fit's steps left (a short run keeps measured steps). Not thread-safe: the
-/// training thread's.
+/// (apply_threads) at each fit and whenever the search moves on. The search pays for itself: it takes
+/// at most kSearchShare of the fit's steps (plan()), each candidate measuring up to kCandidateMs of
+/// steps (at least ThreadOptions::steps_per_candidate); a fit too short to give every candidate
+/// kMinMeasuredSteps runs the default (the first candidate) and leaves the search to a longer fit. In a
+/// single process a candidate plainly slower than an earlier one (kAbandonRatio) is left at once. A
+/// candidate, or the chosen setting, with fewer threads than the one before finds that one's idle
+/// threads still spinning for a while (OpenMP's and OpenBLAS's workers, tens of ms here): kCooldownMs of
+/// steps settle first, counted as warm-up too; after the search at most kCooldownShare of the fit's
+/// steps (a short run keeps measured steps). Not thread-safe: the training thread's.
 
 #include <cstdint>
 #include <functional>
@@ -25,32 +27,41 @@ class TrainerThreads {
   static constexpr int64_t kMaxCooldownSteps = 2000;
   static constexpr double kCandidateMs = 40;
   static constexpr int64_t kMaxCandidateSteps = 2000;
+  static constexpr double kSearchShare = 0.05;
+  static constexpr double kCooldownShare = 0.04;
+  static constexpr int64_t kMinMeasuredSteps = 10;
+  static constexpr double kAbandonRatio = 1.5;
 
   /// `cores`: this process's share (core_share); `ranks`: the processes that sum their means.
   /// Throws std::invalid_argument for a negative count.
   TrainerThreads(const ThreadOptions& options, int64_t cores, int64_t ranks = 1);
 
-  /// Whether the search is on (after_step has work to do).
-  bool searching() const { return tuner_.has_value(); }
-  /// Steps the search has left: 0 with a fixed setting or once it chose.
-  int64_t search_steps_left() const { return tuner_ ? tuner_->remaining_steps() : 0; }
+  /// A fit of `fit_steps` steps starts: the search, if still to run, gets kSearchShare of them, or waits
+  /// for a longer fit when that is too few (this one runs the default; choice() says so).
+  void plan(int64_t fit_steps);
+  /// Whether the search is on in this fit (after_step has work to do).
+  bool searching() const { return tuner_.has_value() && !postponed_; }
+  /// Steps the search has left in this fit: 0 with a fixed setting, once it chose, or when postponed.
+  int64_t search_steps_left() const { return searching() ? tuner_->remaining_steps() : 0; }
   /// Applies the setting the next step runs with.
   void apply();
   /// A finished step's duration while searching (no-op after), with the steps the fit has left. When
   /// the search is sized and when it ends, `sum_across_ranks` sums the first candidate's mean, then
   /// every candidate's, in place (data-parallel ranks then agree). Returns the steps the search grew
-  /// by when sized, and the cool-down's after it ended: the caller leaves them out of its statistics
-  /// too (0 otherwise).
+  /// by when sized (fewer than 0 when it left a candidate early), and the cool-down's after it ended:
+  /// the caller leaves them out of its statistics too, or counts them back in (0 otherwise).
   int64_t after_step(double step_ms, int64_t steps_left,
                      const std::function<void(std::vector<double>&)>& sum_across_ranks);
   /// The setting in force and how it was chosen.
   const ThreadChoice& choice() const { return choice_; }
 
  private:
-  int64_t size_search(int64_t steps_left, const std::function<void(std::vector<double>&)>& sum_across_ranks);
+  void size_search(int64_t steps_left, const std::function<void(std::vector<double>&)>& sum_across_ranks);
 
   int64_t ranks_;
   std::optional<ThreadTuner> tuner_;  // under auto, until the search ends
+  int64_t fit_steps_ = 0;             // the running fit's, from plan()
+  bool postponed_ = false;            // this fit is too short for the search
   ThreadChoice choice_;
 };
 

@@ -61,8 +61,8 @@ struct StepContext {
     clock.enter(Phase::comm);
     reducer->finish();
   }
-  /// sync_gradients (`comm`), then clipping, the optimizer step and zero_grad (`optimizer`, left open:
-  /// the loop's next phase closes it).
+  /// sync_gradients (`comm`), then clipping, the optimizer step and clear_gradients (`optimizer`, left
+  /// open: the loop's next phase closes it).
   void update_weights();
 };
 

@@ -52,7 +52,10 @@ namespace fitscope {
 struct TrainerOptions {
   Loss loss = Loss::cross_entropy;             ///< the loss
   LossOptions loss_options;                    ///< label smoothing, class weights, Huber's delta
-  OptimizerKind optimizer = OptimizerKind::adam;  ///< libtorch's Adam, AdamW or SGD
+  OptimizerKind optimizer = OptimizerKind::adam;  ///< the rule of libtorch's Adam, AdamW or SGD
+  /// Runs the optimizer as a FusedOptimizer (fused_optimizer.hpp: one vectorized pass per parameter)
+  /// when the parameters are float32 on the CPU; off, or on another device, libtorch's torch::optim.
+  bool fused_optimizer = true;
   double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
   /// The forward pass's number format (precision.hpp): float32, or bfloat16 autocast on the CPU with
   /// the loss and the weights in float32. Applies to fit, evaluate and predict.
