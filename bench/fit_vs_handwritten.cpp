@@ -10,6 +10,10 @@
 //   "defaults": the same fit against the loop left at the libraries' own defaults (libtorch's
 //           intra-op count, the BLAS pool at its own size): what the thread policy is worth.
 //   ./bench_fit_vs_handwritten [rounds] [mlp|cnn|gpu]
+// `simplest STEPS` runs the simplest hand-written loop a new user writes (narrow slices of one tensor,
+// Adam, no metrics, libtorch's own thread defaults) on the seed MLP at batch 32 and prints its
+// samples/s over the steps after the first 5: bench/small_steps.py sets it beside `fitscope train` and
+// a Python loop, round by round.
 // Goals: "best" ratio <= 1.02 for the seed MLP at batch 32, <= 1.005 for the seed CNN at batch 128;
 // "defaults": hand / fit >= 1.25 for the seed CNN at batch 128.
 // gpu (a CUDA device; skipped without one): the seed CNN at batch 16 and 256 and a larger
@@ -85,6 +89,33 @@ double handwritten_epoch(Module& model, torch::optim::Adam& optimizer, const Ten
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+
+/// The simplest loop: per step a narrow slice of the inputs and targets, forward, cross-entropy,
+/// zero_grad, backward, Adam's step. Samples/s over the steps after the first `warmup`.
+double simplest_loop_samples_per_s(int64_t steps, int64_t batch_size, int64_t warmup) {
+  SyntheticOptions data_options;
+  data_options.size = steps * batch_size;
+  const TensorDataset data = make_synthetic(data_options);
+  torch::manual_seed(0);
+  models::Mlp model;
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
+  double measured_s = 0;
+  int64_t samples = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    const auto start = Clock::now();
+    const at::Tensor x = data.inputs().narrow(0, step * batch_size, batch_size);
+    const at::Tensor y = data.targets().narrow(0, step * batch_size, batch_size);
+    const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+    if (step >= warmup) {
+      measured_s += std::chrono::duration<double>(Clock::now() - start).count();
+      samples += batch_size;
+    }
+  }
+  return static_cast<double>(samples) / measured_s;
+}
 
 /// The threads the hand-written loop runs with, set before each of its rounds.
 struct HandThreads {
@@ -180,6 +211,12 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "simplest") {
+    const int64_t steps = argc > 2 ? std::atoll(argv[2]) : 1875;
+    std::printf("simplest_samples_per_s %.1f intra_op %d blas %lld\n", simplest_loop_samples_per_s(steps, 32, 5),
+                at::get_num_threads(), static_cast<long long>(loaded_blas().threads()));
+    return 0;
+  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 31;
   // read before anything sets them: what a hand-written program gets without asking
   const HandThreads defaults{"defaults", {at::get_num_threads(), loaded_blas().threads()}};

@@ -98,8 +98,19 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   created_ns_ = now_ns();
   window_ns_ = kFirstWindowNs;
   auto_workers_ = options_.workers == kAuto;
+  if (auto_workers_) {
+    if (const int64_t inline_ns = cheap_inline_build_ns()) {
+      options_.workers = 0;
+      if (options_.prefetch == kAuto) options_.prefetch = 1;  // nothing is built ahead
+      char why[200];
+      std::snprintf(why, sizeof why,
+                    "start: workers 0 (auto): a batch builds in %.3f ms, less than handing one over costs",
+                    static_cast<double>(inline_ns) * 1e-6);
+      record_change(created_ns_, why);
+    }
+  }
   auto_prefetch_ = options_.prefetch == kAuto && options_.workers != 0;
-  if (auto_workers_ || auto_prefetch_) {
+  if ((auto_workers_ && options_.workers != 0) || auto_prefetch_) {
     LoaderTuner::Options t;
     t.tune_workers = auto_workers_;
     t.tune_prefetch = auto_prefetch_;
@@ -122,6 +133,20 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
                                                         t_worker = ++workers_started_;
                                                       });
   }
+}
+
+int64_t Loader::cheap_inline_build_ns() const {
+  if (!data_->in_memory() || options_.delay_ms > 0 || options_.pin_memory || num_batches() == 0) return 0;
+  // nine batches of the epoch (other rows, as the run's are), after one that pays for the allocations
+  std::vector<int64_t> took;
+  for (int64_t b = 0; b < 10; ++b) {
+    const int64_t start = now_ns();
+    (void)build(b % num_batches(), nullptr);
+    if (b > 0) took.push_back(std::max<int64_t>(now_ns() - start, 1));
+  }
+  std::sort(took.begin(), took.end());
+  const int64_t median = took[took.size() / 2];
+  return median <= LoaderOptions::kInlineBuildNs ? median : 0;
 }
 
 Loader::~Loader() = default;  // the prefetcher cancels its pass and joins its workers

@@ -2,12 +2,38 @@
 
 #include <ATen/ATen.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "split_count.hpp"
 
 namespace fitscope {
+namespace {
+
+/// The rows `indices` of `t` as a new tensor: for a contiguous CPU tensor one allocation and a copy per
+/// row (index_select dispatches through a generic kernel that costs more than the copy itself for a
+/// small batch), else index_select.
+at::Tensor gather_rows(const at::Tensor& t, const std::vector<int64_t>& indices) {
+  const auto n = static_cast<int64_t>(indices.size());
+  if (!t.is_cpu() || !t.is_contiguous() || t.layout() != at::kStrided || t.is_quantized() || t.requires_grad()) {
+    const at::Tensor rows = at::from_blob(const_cast<int64_t*>(indices.data()), {n}, at::kLong);
+    return t.index_select(0, rows);  // the indices are only read during the gather: no copy of them
+  }
+  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  sizes[0] = n;
+  at::Tensor out = at::empty(sizes, t.options());
+  const auto row_bytes = static_cast<std::size_t>(t.numel() / t.size(0)) * t.element_size();
+  const auto* from = static_cast<const char*>(t.data_ptr());
+  auto* to = static_cast<char*>(out.data_ptr());
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(to + static_cast<std::size_t>(i) * row_bytes, from + static_cast<std::size_t>(indices[static_cast<std::size_t>(i)]) * row_bytes,
+                row_bytes);
+  }
+  return out;
+}
+
+}  // namespace
 
 TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets, std::string source)
     : inputs_(std::move(inputs)), targets_(std::move(targets)), source_(std::move(source)) {
@@ -42,9 +68,7 @@ Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
     consecutive = consecutive && index == indices[0] + i;
   }
   if (consecutive) return {inputs_.narrow(0, indices[0], n), targets_.narrow(0, indices[0], n)};
-  // the indices are only read during the gather: no copy of them
-  const at::Tensor rows = at::from_blob(const_cast<int64_t*>(indices.data()), {n}, at::kLong);
-  return {inputs_.index_select(0, rows), targets_.index_select(0, rows)};
+  return {gather_rows(inputs_, indices), gather_rows(targets_, indices)};
 }
 
 std::vector<int64_t> TensorDataset::example_shape() const {

@@ -60,7 +60,7 @@ std::string settings_table(const RunSummary& s) {
   row("warmup_steps", std::to_string(s.warmup_steps));
   row("samples_per_s", svg::format_number(s.samples_per_s));
   row("wall_s", svg::format_number(s.wall_s));
-  row("loader", s.loader.workers == 0 ? std::string("batches built on the training thread (--workers 0)")
+  row("loader", s.loader.workers == 0 ? "batches built on the training thread (" + training_thread_reason(s.loader) + ")"
                                       : setting_text(s.loader));
   for (const auto& [key, value] : s.settings) row(key, value);  // what repeats the run: command line, version, ...
   out << "</table>";
@@ -320,7 +320,8 @@ std::string train_report(const fs::path& dir) {
     // data wait
     body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share) << " of the step. ";
     if (s.loader.workers == 0) {
-      body << "The batches were built on the training thread (--workers 0): data_wait is the time spent building them.</p>";
+      body << "The batches were built on the training thread (" << svg::escape(training_thread_reason(s.loader))
+           << "): data_wait is the time spent building them.</p>";
     } else {
       body << "The loader had " << count_of(s.loader.workers, "worker") << "; when the step asked for a batch, "
            << fixed(s.loader.mean_queue_depth, 2) << " of " << s.loader.prefetch

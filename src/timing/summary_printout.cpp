@@ -163,7 +163,7 @@ std::string format_summary(const RunSummary& s) {
       out += line + l.changes.back().why + "\n";
     }
   } else {
-    out += "Loader: batches built on the training thread (--workers 0)\n";
+    out += "Loader: batches built on the training thread (" + training_thread_reason(s.loader) + ")\n";
   }
   out += format_gpu(s) + format_run_time(s);
   if (const auto acc = s.logs.get("val_accuracy")) {

@@ -58,6 +58,24 @@ TEST(TensorDataset, SplitHoldsOutTheLastFractionLikeKeras) {
   EXPECT_EQ(validation.targets()[0].item<int64_t>(), 7);
 }
 
+TEST(TensorDataset, GathersABatchOfAnyIndicesAsIndexSelectDoes) {
+  const at::Tensor inputs = at::rand({50, 1, 4, 3});
+  const at::Tensor targets = at::randint(0, 10, {50}, at::kLong);
+  const std::vector<int64_t> indices{7, 3, 49, 3, 0};  // shuffled, repeated, both ends
+  const at::Tensor rows = at::tensor(indices, at::kLong);
+  const TensorDataset data(inputs, targets);
+  const Batch batch = data.get_batch(indices);
+  EXPECT_TRUE(at::equal(batch.inputs, inputs.index_select(0, rows)));
+  EXPECT_TRUE(at::equal(batch.targets, targets.index_select(0, rows)));
+  // inputs that are a view, not contiguous, take the general path to the same rows
+  const at::Tensor transposed = at::rand({3, 50}).t();
+  const Batch viewed = TensorDataset(transposed, targets).get_batch(indices);
+  EXPECT_TRUE(at::equal(viewed.inputs, transposed.index_select(0, rows)));
+  // consecutive indices are a view of the rows
+  EXPECT_EQ(data.get_batch({4, 5, 6}).inputs.data_ptr(), inputs[4].data_ptr());
+  EXPECT_THROW(data.get_batch({1, 50}), std::out_of_range);
+}
+
 TEST(TensorDataset, RejectsMismatchedFirstDimensions) {
   try {
     TensorDataset(at::zeros({4, 2}), at::zeros({5}));

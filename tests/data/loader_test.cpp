@@ -202,6 +202,34 @@ TEST(Loader, RejectsBadOptionsByName) {
   EXPECT_THROW(Loader(numbered(10), o), std::invalid_argument);
 }
 
+namespace {
+/// The numbers as a data set of another kind: not known to be held in memory (a user's own source).
+class OpaqueNumbers : public Dataset {
+ public:
+  int64_t size() const override { return 40; }
+  Example get(int64_t index) const override { return {at::full({1}, static_cast<float>(index)), at::tensor(index)}; }
+};
+}  // namespace
+
+TEST(Loader, WithWorkersAutoBuildsCheapInMemoryBatchesOnTheCallingThreadAndSaysWhy) {
+  // a batch of 8 single numbers is a copy of 64 bytes: far below what a handover through the queue costs
+  Loader loader(numbered(40), options(8, LoaderOptions::kAuto));
+  EXPECT_EQ(loader.stats().workers, 0);
+  EXPECT_TRUE(loader.stats().auto_workers);
+  ASSERT_EQ(loader.stats().changes.size(), 1u);
+  EXPECT_EQ(training_thread_reason(loader.stats()).rfind("auto: a batch builds in ", 0), 0u) << training_thread_reason(loader.stats());
+  Loader reference(numbered(40), options(8, 0));  // the same batches as workers 0 chosen by hand
+  const std::vector<Batch> got = all_batches(loader, 2), want = all_batches(reference, 2);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t b = 0; b < want.size(); ++b) EXPECT_TRUE(at::equal(got[b].inputs, want[b].inputs)) << "batch " << b;
+  EXPECT_EQ(training_thread_reason(reference.stats()), "--workers 0");
+  // a load delay, or data not known to be in memory, is never timed: the workers start at 1
+  LoaderOptions delayed = options(8, LoaderOptions::kAuto);
+  delayed.delay_ms = 1;
+  EXPECT_EQ(Loader(numbered(40), delayed).stats().workers, 1);
+  EXPECT_EQ(Loader(std::make_shared<OpaqueNumbers>(), options(8, LoaderOptions::kAuto)).stats().workers, 1);
+}
+
 TEST(Loader, WithWorkersAutoAddsWorkersToASlowLoaderAndKeepsTheBatchesOfOneWorker) {
   // each batch sleeps 4 ms and the consumer asks at once: one worker leaves it waiting all the time,
   // and a build that mostly sleeps lets the tuner jump to the count that hides it

@@ -20,6 +20,7 @@ class SubsetDataset : public Dataset {
   std::string source() const override { return base_->source(); }
   std::vector<std::string> skipped() const override { return base_->skipped(); }
   bool labeled() const override { return base_->labeled(); }
+  bool in_memory() const override { return base_->in_memory(); }
   std::string example_name(int64_t index) const override { return base_->example_name(begin_ + index); }
 
  private:

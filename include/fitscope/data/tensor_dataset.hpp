@@ -30,6 +30,7 @@ class TensorDataset : public Dataset {
   /// Examples without targets (data to predict): their targets are -1 and labeled() is false.
   static TensorDataset unlabeled(at::Tensor inputs, std::string source = "tensors");
   bool labeled() const override { return labeled_; }
+  bool in_memory() const override { return true; }
   /// Names the examples by their lines in the source file ("line 12"), one per example, before the
   /// data set is shared; by their index without.
   void name_by_lines(std::vector<int64_t> lines);
