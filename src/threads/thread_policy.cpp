@@ -66,10 +66,9 @@ int64_t core_share(int64_t local_processes) {
 }
 
 std::vector<ThreadSetting> thread_candidates(int64_t cores, bool blas_pool) {
-  std::vector<ThreadSetting> out;
+  std::vector<ThreadSetting> out{{std::max<int64_t>(cores, 1), 1}};
   if (blas_pool && cores > 1) out.push_back({1, cores});
   for (int64_t n = 1; n < cores; n *= 2) out.push_back({n, 1});
-  out.push_back({std::max<int64_t>(cores, 1), 1});
   return out;
 }
 

@@ -107,8 +107,13 @@ void ThreadTuner::choose(const std::vector<double>& means) {
     if (means[i] > 0 && (!best || means[i] < best->step_ms)) best = &candidates_[i];
   }
   if (!best) return;
-  const double first = candidates_.front().step_ms;
-  chosen_ = first > 0 && best->step_ms > (1 - kMinGain) * first ? candidates_.front().setting : best->setting;
+  // the earliest candidate within kMinGain of the fastest: the default first, then the search's order
+  for (const ThreadCandidate& c : candidates_) {
+    if (c.step_ms > 0 && (1 - kMinGain) * c.step_ms <= best->step_ms) {
+      chosen_ = c.setting;
+      return;
+    }
+  }
 }
 
 }  // namespace fitscope

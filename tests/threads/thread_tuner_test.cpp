@@ -115,7 +115,7 @@ TEST(ThreadTuner, RejectsAnEmptySearch) {
 
 TEST(ThreadPolicy, CandidatesParalleliseOneLevelAtATime) {
   const std::vector<ThreadSetting> two = thread_candidates(2, true);
-  EXPECT_EQ(two, (std::vector<ThreadSetting>{{1, 2}, {1, 1}, {2, 1}}));
-  EXPECT_EQ(thread_candidates(6, false), (std::vector<ThreadSetting>{{1, 1}, {2, 1}, {4, 1}, {6, 1}}));
+  EXPECT_EQ(two, (std::vector<ThreadSetting>{{2, 1}, {1, 2}, {1, 1}}));
+  EXPECT_EQ(thread_candidates(6, false), (std::vector<ThreadSetting>{{6, 1}, {1, 1}, {2, 1}, {4, 1}}));
   EXPECT_EQ(thread_candidates(1, true), (std::vector<ThreadSetting>{{1, 1}}));
 }

@@ -39,10 +39,12 @@ struct ThreadOptions {
 /// The cores of one of `local_processes` processes on this machine: max(1, cores / processes).
 int64_t core_share(int64_t local_processes);
 
-/// What auto measures on `cores` cores, in this order: intra-op 1 with BLAS `cores` when the BLAS
-/// library has a pool (first: OpenBLAS's threads spin for a while after their last work, which then
-/// falls on the settling steps of the next candidate, not on the run), then intra-op 1, 2, 4, ... up
-/// to `cores` (and `cores` itself) with BLAS 1.
+/// What auto measures on `cores` cores, in this order: first the default, intra-op `cores` with BLAS 1
+/// (what --threads N means; a run too short for the search keeps it: a model of convolutions runs 3x
+/// slower on one intra-op thread, a small dense one at most 2x slower on all of them), then intra-op 1
+/// with BLAS `cores` when the BLAS library has a pool (before the single-thread settings: OpenBLAS's
+/// threads spin for a while after their last work, which then falls on the next candidate's settling
+/// steps, not on the run), then intra-op 1, 2, 4, ... below `cores` with BLAS 1.
 std::vector<ThreadSetting> thread_candidates(int64_t cores, bool blas_pool);
 
 /// Sizes ATen's intra-op pool (and OpenMP's), the inter-op pool (1, where it is not started yet) and the

@@ -5,8 +5,8 @@
 /// threads, whose idle workers go on spinning), then measured steps; keeps the candidate with the
 /// shortest mean step, the throughput, over its fastest 90% of steps (threads that fight the loader
 /// stall often and show in it; a lone stall of the scheduler in a short window does not decide),
-/// but keeps the first (the default) unless another is kMinGain faster: a difference within the noise
-/// does not flip the choice from run to run. With abandon_slower(), a candidate whose mean is plainly
+/// or rather the earliest candidate (the first is the default) within kMinGain of it: a difference
+/// within the noise does not flip the choice from run to run. With abandon_slower(), a candidate whose mean is plainly
 /// slower than an earlier one's after a few measured steps is left at once.
 /// The search is sized by time: once the first candidate has measured `steps_per_candidate` steps,
 /// record() says Next::size and the caller, from first_mean_ms(), sets how many steps every candidate
@@ -45,7 +45,8 @@ struct ThreadChoice {
 class ThreadTuner {
  public:
   static constexpr int64_t kFirstSettlingSteps = 3;
-  /// What another candidate must gain over the first (the default) to replace it: 5% of its mean step.
+  /// What a later candidate must gain over an earlier one (the first is the default) to be chosen
+  /// instead: 5% of the earlier one's mean step.
   static constexpr double kMinGain = 0.05;
   /// The measured steps a candidate runs before abandon_slower() may leave it.
   static constexpr int64_t kMinStepsBeforeAbandoning = 3;
@@ -78,8 +79,8 @@ class ThreadTuner {
   void size(int64_t measured_steps, int64_t settle_steps);
   /// Every candidate's mean measured step so far (0 where not run).
   std::vector<double> means() const;
-  /// Ends the search with these means (this rank's, or summed over ranks): the shortest wins, if it
-  /// beats the first candidate's by kMinGain; else the first stays.
+  /// Ends the search with these means (this rank's, or summed over ranks): the earliest candidate whose
+  /// mean is within kMinGain of the shortest wins.
   void choose(const std::vector<double>& means);
   /// From now on, a candidate whose mean over at least kMinStepsBeforeAbandoning measured steps exceeds
   /// `ratio` times an earlier candidate's mean is left at once (its mean so far stands). Only for a
