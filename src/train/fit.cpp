@@ -12,10 +12,10 @@
 
 #include "callbacks/slow_callback_warning.hpp"
 #include "data_parallel_fit.hpp"
-#include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loader.hpp"
 #include "fitscope/data/subset_dataset.hpp"
+#include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/train/trainer.hpp"
 #include "trainer_support.hpp"
 
