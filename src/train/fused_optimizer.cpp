@@ -11,6 +11,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "optimizer_state.hpp"
+
 // The kernels are compiled twice, for AVX2 with fused multiply-adds and for the baseline, and the one
 // that matches libtorch's own kernels runs (chosen when the program runs, never by the machine that
 // built it). libtorch's vectorized `add(other, alpha)` and `addcmul` round a multiply-add once where
@@ -375,25 +377,7 @@ void FusedOptimizer::copy_state(std::vector<at::Tensor>& tensors, std::vector<in
 void FusedOptimizer::load_state(const std::vector<at::Tensor>& tensors, const std::vector<int64_t>& counts) {
   if (parameter_count() != slots_.size()) lay_out();
   const std::size_t per = kind_ == OptimizerKind::sgd ? 1 : 3;
-  if (counts.size() != slots_.size() || tensors.size() != slots_.size() * per) {
-    throw std::invalid_argument("the optimizer state holds " + std::to_string(counts.size()) + " parameters and " +
-                                std::to_string(tensors.size()) + " tensors, the model has " + std::to_string(slots_.size()) +
-                                " parameters (" + std::to_string(per) + " tensors each for " + optimizer_name(kind_) + ")");
-  }
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    if (counts[i] < 0) continue;
-    for (std::size_t k = 0; k < per; ++k) {
-      const at::Tensor& t = tensors[i * per + k];
-      const bool required = kind_ != OptimizerKind::sgd && k < 2;
-      if (!required && !has_values(t)) continue;
-      if (!t.defined() || t.numel() != slots_[i].numel || !at::isFloatingType(t.scalar_type())) {
-        throw std::invalid_argument("field optimizer[" + std::to_string(i * per + k) + "]: " +
-                                    (t.defined() ? std::to_string(t.numel()) + " elements of " + c10::toString(t.scalar_type())
-                                                 : std::string("no tensor")) +
-                                    " for parameter " + std::to_string(i) + " of " + std::to_string(slots_[i].numel));
-      }
-    }
-  }
+  detail::check_optimizer_state(*this, kind_, tensors, counts);  // before anything changes
   const auto load = [](const at::Tensor& from, std::vector<float>& into, const Slot& slot) {
     const at::Tensor t = from.to(at::kCPU, at::kFloat).contiguous();
     std::copy_n(t.data_ptr<float>(), slot.numel, into.begin() + slot.offset);

@@ -137,8 +137,8 @@ void check_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kin
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, const std::vector<at::Tensor>& tensors,
                           const std::vector<int64_t>& counts) {
+  if (auto* fused = dynamic_cast<FusedOptimizer*>(&optimizer)) return fused->load_state(tensors, counts);  // checks too
   check_optimizer_state(optimizer, kind, tensors, counts);
-  if (auto* fused = dynamic_cast<FusedOptimizer*>(&optimizer)) return fused->load_state(tensors, counts);
   const std::vector<at::Tensor> params = all_parameters(optimizer);
   const std::size_t per = per_parameter(kind);
   const auto device_copy = [](const at::Tensor& t, const at::Tensor& like) {
