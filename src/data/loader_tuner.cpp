@@ -122,7 +122,11 @@ void LoaderTuner::propose(const LoaderWindow& w, double throughput, double wait_
     }
     return;
   }
-  if (wait_share < kWaitIdle && options_.tune_workers && setting_.workers > 1 &&
+  // one worker fewer only when the others still build with the headroom a jump adds: a build about as
+  // long as the step (a delay equal to it) keeps its two workers, where one would leave the step waiting
+  // at every jitter
+  const bool rest_keep_up = step_ms <= 0 || kHeadroom * build_ms / step_ms <= static_cast<double>(setting_.workers - 1);
+  if (wait_share < kWaitIdle && options_.tune_workers && setting_.workers > 1 && rest_keep_up &&
       cooldown_[static_cast<std::size_t>(Direction::fewer_workers)] == 0) {
     change({setting_.workers - 1, depth_for(setting_.workers - 1)}, Direction::fewer_workers, throughput, measured);
   }

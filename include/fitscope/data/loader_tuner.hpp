@@ -9,7 +9,8 @@
 ///     step time; when a build computes it adds one worker at a time, since the workers and the step's
 ///     intra-op threads share the cores;
 ///   - the step waited and the workers were idle: prefetch deeper (x 2);
-///   - the step waited < 1 %: try one worker fewer, which leaves a core to the step.
+///   - the step waited < 1 %: try one worker fewer, which leaves a core to the step, when the others
+///     still build with 1.25 x headroom (1.25 x build time / step time <= workers - 1).
 ///
 /// Every change is a trial judged on the next window's throughput (batches handed out per second): an
 /// added worker or depth stays when throughput rose >= 2 %; a removed worker stays when throughput fell
