@@ -45,8 +45,8 @@ class Dataset {
   /// without its label column): their targets are -1, and fit and evaluate refuse them.
   virtual bool labeled() const { return true; }
   /// Whether get_batch() only gathers examples already in memory (no file read, no decoding, no user
-  /// code): a batch of such data is cheap to build and free of side effects, so the loader under
-  /// --workers auto may time one and build them on the training thread. Default false.
+  /// code): a batch of such data is cheap to build and free of side effects, so a loader whose workers
+  /// are LoaderOptions::kAuto may time some and build them on the training thread. Default false.
   virtual bool in_memory() const { return false; }
   /// What names example `index` for a person (predict's rows): its file, its line; default its index.
   virtual std::string example_name(int64_t index) const { return std::to_string(index); }

@@ -15,8 +15,8 @@
 /// Under workers kAuto, data held in memory (Dataset::in_memory) without a load delay first has a few
 /// batches timed on the calling thread: when they build within kInlineBuildNs, about what handing a
 /// batch over through the queue costs the consumer, the batches are built on the training thread
-/// (workers 0) and no worker takes a core from the step's threads. stats() lists the changes and why each was
-/// made.
+/// (workers 0) and no worker takes a core from the step's threads. stats() lists the changes and why
+/// each was made.
 ///
 /// A worker's error is rethrown by next() on the calling thread, naming the batch, its samples and
 /// the source. Destroying the loader (or set_epoch, or stop) abandons the epoch: no hang, no leaked

@@ -6,14 +6,15 @@
 /// shortest mean step, the throughput, over its fastest 90% of steps (threads that fight the loader
 /// stall often and show in it; a lone stall of the scheduler in a short window does not decide),
 /// or rather the earliest candidate (the first is the default) within kMinGain of it: a difference
-/// within the noise does not flip the choice from run to run. With abandon_slower(), a candidate whose mean is plainly
-/// slower than an earlier one's after a few measured steps is left at once.
+/// within the noise does not flip the choice from run to run. With abandon_slower(), a candidate whose
+/// mean is plainly slower than an earlier one's after a few measured steps is left at once.
 /// The search is sized by time: once the first candidate has measured `steps_per_candidate` steps,
 /// record() says Next::size and the caller, from first_mean_ms(), sets how many steps every candidate
-/// measures and settles (size()); grown, the first candidate then measures afresh. The trainer applies current() before each step, feeds record() every
-/// finished step, and counts the search's steps as warm-up. Data-parallel ranks follow the same schedule
-/// and decide together: they sum first_mean_ms() and means() across ranks. Plain arithmetic, no threads
-/// touched here; not thread-safe (the training thread's).
+/// measures and settles (size()); grown, the first candidate then measures afresh. The trainer
+/// applies current() before each step, feeds record() every finished step, and counts the search's
+/// steps as warm-up. Data-parallel ranks follow the same schedule and decide together: they sum
+/// first_mean_ms() and means() across ranks. Plain arithmetic, no threads touched here; not
+/// thread-safe (the training thread's).
 
 #include <cstdint>
 #include <string>
