@@ -60,17 +60,20 @@ bool LoaderTuner::observe(const LoaderWindow& w) {
   const double throughput = static_cast<double>(w.batches) / w.seconds;
   const double wait_share = std::clamp(w.wait_s / w.seconds, 0.0, 1.0);
   for (int64_t& c : cooldown_) c = std::max<int64_t>(0, c - 1);
-  if (trial_ != Direction::none) judge_trial(throughput, wait_share);
+  const bool waiting_build = w.build_s > 0 && w.build_cpu_s / w.build_s < kWaitingBuild;
+  if (trial_ != Direction::none) judge_trial(throughput, wait_share, waiting_build);
   if (trial_ == Direction::none && setting_ == was) propose(w, throughput, wait_share);
   return setting_ != was;
 }
 
-void LoaderTuner::judge_trial(double throughput, double wait_share) {
+void LoaderTuner::judge_trial(double throughput, double wait_share, bool waiting_build) {
   const Direction tried = std::exchange(trial_, Direction::none);
   const double change = throughput / base_throughput_ - 1;
-  const bool kept = tried == Direction::fewer_workers
-                        ? change > -kGain && wait_share < kWaitAfterRemoval
-                        : change >= kGain;
+  // a worker added to a build that mostly sleeps costs no core: it stays once the step stops waiting,
+  // whatever a short window's throughput says
+  const bool kept = tried == Direction::fewer_workers ? change > -kGain && wait_share < kWaitAfterRemoval
+                    : tried == Direction::more_workers && waiting_build && wait_share < kWaitToAct ? true
+                                                                                                   : change >= kGain;
   const auto d = static_cast<std::size_t>(tried);
   if (kept) {
     failures_[d] = 0;

@@ -13,8 +13,10 @@
 ///     still build with 1.25 x headroom (1.25 x build time / step time <= workers - 1).
 ///
 /// Every change is a trial judged on the next window's throughput (batches handed out per second): an
-/// added worker or depth stays when throughput rose >= 2 %; a removed worker stays when throughput fell
-/// < 2 % and the step still waited < 2 %; otherwise the tuner goes back and leaves that direction alone
+/// added worker or depth stays when throughput rose >= 2 % (a worker added to a build that mostly
+/// waits also when the step now waits < 3 %: a sleeping thread costs no core, and a short window's
+/// throughput is noisy); a removed worker stays when throughput fell < 2 % and the step still waited
+/// < 2 %; otherwise the tuner goes back and leaves that direction alone
 /// for 4 windows, twice as long after each further failure. The depth follows the workers (2 per
 /// worker) within `max_prefetch`, the memory budget for queued batches. Pure logic, no clock, no
 /// threads, no libtorch.
@@ -63,7 +65,7 @@ class LoaderTuner {
 
  private:
   enum class Direction { none, more_workers, fewer_workers, deeper };
-  void judge_trial(double throughput, double wait_share);
+  void judge_trial(double throughput, double wait_share, bool waiting_build);
   void propose(const LoaderWindow& w, double throughput, double wait_share);
   void change(LoaderSetting to, Direction direction, double base, std::string why);
   int64_t depth_for(int64_t workers) const;
