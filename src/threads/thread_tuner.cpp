@@ -84,7 +84,11 @@ double ThreadTuner::first_mean_ms() const { return mean(steps_.front()); }
 
 bool ThreadTuner::plainly_slower() const {
   const auto& now = steps_[static_cast<std::size_t>(index_)];
-  if (abandon_ratio_ <= 0 || index_ == 0 || static_cast<int64_t>(now.size()) < kMinStepsBeforeAbandoning) return false;
+  const auto n = static_cast<int64_t>(now.size());
+  // judged at kMinStepsBeforeAbandoning measured steps and at each power of two after: the means sort
+  // their steps, which a check at every step of the search would do on the training thread each time
+  const bool judged_now = n == kMinStepsBeforeAbandoning || (n > kMinStepsBeforeAbandoning && (n & (n - 1)) == 0);
+  if (abandon_ratio_ <= 0 || index_ == 0 || !judged_now) return false;
   const double mine = mean(now);
   for (int64_t i = 0; i < index_; ++i) {
     const double earlier = mean(steps_[static_cast<std::size_t>(i)]);

@@ -158,19 +158,23 @@ void copy_range(at::Tensor& into, const float* from, at::IntArrayRef sizes) {
 
 bool has_values(const at::Tensor& t) { return t.defined() && t.numel() > 0; }
 
+
+/// Whether the fused step updates `p` in place: float32, dense and contiguous, on the CPU.
+bool updatable(const at::Tensor& p) {
+  return p.defined() && p.is_cpu() && p.layout() == at::kStrided && p.scalar_type() == at::kFloat && p.is_contiguous();
+}
+
 }  // namespace
 
 bool FusedOptimizer::supports(const std::vector<at::Tensor>& params) {
-  return std::all_of(params.begin(), params.end(), [](const at::Tensor& p) {
-    return p.defined() && p.is_cpu() && p.layout() == at::kStrided && p.scalar_type() == at::kFloat && p.is_contiguous();
-  });
+  return std::all_of(params.begin(), params.end(), updatable);
 }
 
 FusedOptimizer::FusedOptimizer(const std::vector<at::Tensor>& params,
                                std::unique_ptr<torch::optim::OptimizerOptions> defaults, OptimizerKind kind)
     : torch::optim::Optimizer(params, std::move(defaults)), kind_(kind) {
   for (std::size_t i = 0; i < params.size(); ++i) {
-    if (!supports({params[i]})) {
+    if (!updatable(params[i])) {
       const at::Tensor& p = params[i];
       throw std::invalid_argument("the fused optimizer updates float32 contiguous CPU tensors; parameter " + std::to_string(i) +
                                   (p.defined() ? " is " + std::string(c10::toString(p.scalar_type())) + " on " +
@@ -251,7 +255,7 @@ at::Tensor FusedOptimizer::step(LossClosure closure) {
       const at::Tensor& grad = p.grad();
       if (!grad.defined()) continue;
       if (grad.is_sparse()) throw std::invalid_argument("the fused optimizer does not take sparse gradients");
-      if (!supports({p})) {
+      if (!updatable(p)) {
         throw std::invalid_argument("the fused optimizer updates float32 contiguous CPU tensors; a parameter became " +
                                     std::string(c10::toString(p.scalar_type())) + " on " + p.device().str());
       }

@@ -83,8 +83,9 @@ class ThreadTuner {
   /// Ends the search with these means (this rank's, or summed over ranks): the earliest candidate whose
   /// mean is within kMinGain of the shortest wins.
   void choose(const std::vector<double>& means);
-  /// From now on, a candidate whose mean over at least kMinStepsBeforeAbandoning measured steps exceeds
-  /// `ratio` times an earlier candidate's mean is left at once (its mean so far stands). Only for a
+  /// From now on, a candidate whose mean over kMinStepsBeforeAbandoning measured steps, or over any
+  /// power of two of them after, exceeds `ratio` times an earlier candidate's mean is left there (its
+  /// mean so far stands). Only for a
   /// search whose steps no other process follows: ranks that agree on means must run the same steps.
   void abandon_slower(double ratio) { abandon_ratio_ = ratio; }
   /// The candidates with their means, as choose() saw them.
