@@ -192,10 +192,14 @@ FusedOptimizer::FusedOptimizer(const std::vector<at::Tensor>& params, const torc
 FusedOptimizer::FusedOptimizer(const std::vector<at::Tensor>& params, const torch::optim::SGDOptions& options)
     : FusedOptimizer(params, std::make_unique<torch::optim::SGDOptions>(options), OptimizerKind::sgd) {}
 
-std::size_t FusedOptimizer::parameter_count() const {
-  std::size_t count = 0;
-  for (const auto& group : param_groups()) count += group.params().size();
-  return count;
+void FusedOptimizer::lay_out_if_changed() {
+  std::size_t index = 0;
+  for (const auto& group : param_groups()) {
+    for (const at::Tensor& p : group.params()) {
+      if (index >= slots_.size() || slots_[index++].param != p.unsafeGetTensorImpl()) return lay_out();
+    }
+  }
+  if (index != slots_.size()) lay_out();
 }
 
 void FusedOptimizer::lay_out() {
@@ -242,16 +246,11 @@ at::Tensor FusedOptimizer::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  if (parameter_count() != slots_.size()) lay_out();
+  lay_out_if_changed();  // before any update: parameters added or replaced since the last step
   std::size_t index = 0;
   for (auto& group : param_groups()) {
     for (at::Tensor& p : group.params()) {
       Slot& slot = slots_[index++];
-      if (slot.param != p.unsafeGetTensorImpl()) {  // a group's parameters replaced: lay out again, start over
-        lay_out();
-        step(nullptr);
-        return loss;
-      }
       const at::Tensor& grad = p.grad();
       if (!grad.defined()) continue;
       if (grad.is_sparse()) throw std::invalid_argument("the fused optimizer does not take sparse gradients");
@@ -350,7 +349,7 @@ void clear_gradients(torch::optim::Optimizer& optimizer) {
 }
 
 void FusedOptimizer::copy_state(std::vector<at::Tensor>& tensors, std::vector<int64_t>& counts) {
-  if (parameter_count() != slots_.size()) lay_out();
+  lay_out_if_changed();
   const std::size_t per = kind_ == OptimizerKind::sgd ? 1 : 3;
   tensors.resize(slots_.size() * per);
   counts.assign(slots_.size(), -1);
@@ -379,7 +378,7 @@ void FusedOptimizer::copy_state(std::vector<at::Tensor>& tensors, std::vector<in
 }
 
 void FusedOptimizer::load_state(const std::vector<at::Tensor>& tensors, const std::vector<int64_t>& counts) {
-  if (parameter_count() != slots_.size()) lay_out();
+  lay_out_if_changed();
   const std::size_t per = kind_ == OptimizerKind::sgd ? 1 : 3;
   detail::check_optimizer_state(*this, kind_, tensors, counts);  // before anything changes
   const auto load = [](const at::Tensor& from, std::vector<float>& into, const Slot& slot) {

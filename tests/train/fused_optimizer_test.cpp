@@ -126,6 +126,25 @@ TEST(FusedOptimizer, FollowsTheLearningRateSetThroughItsGroups) {
   EXPECT_TRUE(agree(reference_params, fused_params));
 }
 
+TEST(FusedOptimizer, FollowsItsGroupsWhenAParameterIsReplacedOrAGroupAdded) {
+  std::vector<at::Tensor> reference_params = fresh_parameters(), fused_params = clones(reference_params);
+  torch::optim::Adam reference(reference_params, torch::optim::AdamOptions(1e-3));
+  FusedOptimizer fused(fused_params, torch::optim::AdamOptions(1e-3));
+  run_both(reference, reference_params, fused, fused_params, 3);
+  // the last parameter replaced by a new tensor (its state starts afresh in both), then a group added
+  reference_params.back() = at::randn({70000}).set_requires_grad(true);
+  fused_params.back() = reference_params.back().detach().clone().set_requires_grad(true);
+  reference.param_groups().front().params().back() = reference_params.back();
+  fused.param_groups().front().params().back() = fused_params.back();
+  run_both(reference, reference_params, fused, fused_params, 3);
+  reference_params.push_back(at::randn({4, 4}).set_requires_grad(true));
+  fused_params.push_back(reference_params.back().detach().clone().set_requires_grad(true));
+  reference.add_param_group(torch::optim::OptimizerParamGroup({reference_params.back()}));
+  fused.add_param_group(torch::optim::OptimizerParamGroup({fused_params.back()}));
+  run_both(reference, reference_params, fused, fused_params, 3);
+  EXPECT_TRUE(agree(reference_params, fused_params));
+}
+
 TEST(FusedOptimizer, ItsStateInTheCheckpointLayoutResumesBitIdentically) {
   for (const Case& c : every_option()) {
     std::vector<at::Tensor> reference_params = fresh_parameters(), fused_params = clones(reference_params);

@@ -69,9 +69,10 @@ class FusedOptimizer : public torch::optim::Optimizer {
   };
   FusedOptimizer(const std::vector<at::Tensor>& params, std::unique_ptr<torch::optim::OptimizerOptions> defaults,
                  OptimizerKind kind);
-  /// Lays the slots out again when the parameters changed (add_param_group), keeping each one's state.
+  /// Lays the slots out again, keeping each parameter's state.
   void lay_out();
-  std::size_t parameter_count() const;
+  /// lay_out() when the parameters changed since (add_param_group, a group's parameter replaced).
+  void lay_out_if_changed();
   void step_adam(at::Tensor& param, const at::Tensor& grad, Slot& slot, const torch::optim::OptimizerOptions& options);
   void step_sgd(at::Tensor& param, const at::Tensor& grad, Slot& slot, const torch::optim::SGDOptions& options);
 
