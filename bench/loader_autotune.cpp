@@ -2,11 +2,13 @@
 // Each round runs every configuration of a case once, in an order that rotates round by round; the
 // throughput is the whole training's (samples over the training steps' wall time, the tuner's
 // ramp-up included), and the ratio auto / best fixed is taken within a round, its median printed.
-//   ./bench_loader_autotune [rounds] [a|b|c|d] [fitscope CLI]
+//   ./bench_loader_autotune [rounds] [a|b|c|d|e] [fitscope CLI]
 // Goals (issue 22): (a) seed MLP, batch 32, --load-delay-ms 1: auto >= 0.95 of the best of
 // --workers {0, 1, 2, 4, 8, 16}; (b) seed CNN on a generated folder of 64x64 JPEGs: >= 0.95 of the
 // best; (c) the compute-bound default run (seed CNN, built-in data): >= 0.98 of --workers 1. And (d),
 // where decoding bounds the run on 2 cores: the seed MLP on the same folder (>= 0.95 of the best).
+// Issue 35: (e) the seed CNN at batch 32 with a load delay equal to its step keeps >= 0.95 of its
+// undelayed throughput, both on the defaults (--workers auto).
 
 #include <algorithm>
 #include <cstdio>
@@ -28,6 +30,8 @@ namespace {
 
 struct Result {
   double samples_per_s = 0;  // whole training
+  double measured_samples_per_s = 0;  // summary.json's, after the warm-up
+  double step_p50_ms = 0;
   int64_t workers = 0;       // at the end
   int64_t changes = 0;
 };
@@ -44,7 +48,8 @@ Result run(const std::string& cli, const std::string& common, const std::string&
   const auto s = nlohmann::json::parse(in);
   const double samples = static_cast<double>(s.at("steps").get<int64_t>() * s.at("batch_size").get<int64_t>());
   const auto& loader = s.at("loader");
-  return {samples / s.at("run").at("training_steps").get<double>(), loader.at("workers").get<int64_t>(),
+  return {samples / s.at("run").at("training_steps").get<double>(), s.at("samples_per_s").get<double>(),
+          s.at("step_ms").at("p50").get<double>(), loader.at("workers").get<int64_t>(),
           static_cast<int64_t>(loader.at("changes").size()) - 1};
 }
 
@@ -84,6 +89,35 @@ void compare(const std::string& cli, const std::string& title, const std::string
   fs::remove_all(dir);
 }
 
+/// (e): the undelayed run sets the delay (its step's p50), then delayed and undelayed alternate.
+void delayed_like_its_step(const std::string& cli, const std::string& common, int rounds) {
+  const fs::path dir = fs::temp_directory_path() / "fitscope-bench-autotune";
+  char delay[32];
+  std::snprintf(delay, sizeof delay, "%.2f", run(cli, common, "auto", dir).step_p50_ms);
+  std::vector<double> whole, measured;
+  std::vector<Result> delayed_runs;
+  for (int r = 0; r < rounds; ++r) {
+    Result plain, delayed;
+    for (int i = 0; i < 2; ++i) {
+      if ((i + r) % 2 == 0) {
+        plain = run(cli, common, "auto", dir);
+      } else {
+        delayed = run(cli, common + " --load-delay-ms " + delay, "auto", dir);
+      }
+    }
+    whole.push_back(delayed.samples_per_s / plain.samples_per_s);
+    measured.push_back(delayed.measured_samples_per_s / plain.measured_samples_per_s);
+    delayed_runs.push_back(delayed);
+  }
+  std::printf("(e) seed CNN, batch 32, --load-delay-ms %s (its step's p50) against none, both --workers auto (%d rounds)\n",
+              delay, rounds);
+  std::printf("  delayed's workers at the end (changes):");
+  for (const Result& d : delayed_runs) std::printf(" %lld (%lld)", static_cast<long long>(d.workers), static_cast<long long>(d.changes));
+  std::printf("\n  delayed / undelayed, samples/s after the warm-up (summary.json): %.3f  [goal >= 0.95]\n", median(measured));
+  std::printf("  delayed / undelayed, samples/s over the whole training: %.3f\n\n", median(whole));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,5 +147,8 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "d") {
     compare(cli, "(d) decoding-bound: seed MLP, batch 64, the same folder", "--model mlp --epochs 20" + folder + quiet,
             rounds, "", 0.95);
+  }
+  if (only.empty() || only == "e") {
+    delayed_like_its_step(cli, "--model cnn --batch-size 32 --synthetic-size 16000 --epochs 3" + quiet, rounds);
   }
 }

@@ -69,11 +69,12 @@ void ThreadTuner::size(int64_t measured_steps, int64_t settle_steps) {
 }
 
 namespace {
-/// The mean of the fastest 90% of `v`: a lone stall (the scheduler, a page fault) in a short window
-/// does not decide the search; threads that fight the loader stall often, and still show.
+/// The mean of the fastest 90% of `v`, the slowest tenth rounded up (one of 2 to 10 steps): a lone
+/// stall (the scheduler, a page fault; one of 20 ms among 8 steps of 2 ms chose a 3x slower setting) in
+/// a short window does not decide the search; threads that fight the loader stall often, and still show.
 double mean(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  v.resize(v.size() - v.size() / 10);
+  if (v.size() > 1) v.resize(v.size() - (v.size() + 9) / 10);
   double sum = 0;
   for (double x : v) sum += x;
   return v.empty() ? 0 : sum / static_cast<double>(v.size());

@@ -15,31 +15,32 @@ void feed(ThreadTuner& tuner, const std::vector<double>& steps, Next last) {
 }
 
 TEST(ThreadTuner, RunsEachCandidateForASettlingStepAndTheMeasuredStepsThenKeepsTheFastestMean) {
-  ThreadTuner tuner({{1, 1}, {2, 1}, {1, 2}}, 3);
-  EXPECT_EQ(tuner.remaining_steps(), 14);
-  // per candidate: settling steps (left out: three for the first, then one), then three measured steps
-  feed(tuner, {90, 50, 40, 10, 11, 12}, Next::size);
+  ThreadTuner tuner({{1, 1}, {2, 1}, {1, 2}}, 5);
+  EXPECT_EQ(tuner.remaining_steps(), 20);
+  // per candidate: settling steps (left out: three for the first, then one), then five measured steps;
+  // a mean leaves out the slowest tenth, rounded up: one of five
+  feed(tuner, {90, 50, 40, 10, 11, 12, 11, 30}, Next::size);
   EXPECT_EQ(tuner.first_mean_ms(), 11);
-  tuner.size(3, 1);  // steps this long need no more: on to the next candidate
+  tuner.size(5, 1);  // steps this long need no more: on to the next candidate
   EXPECT_EQ(tuner.current(), (ThreadSetting{2, 1}));
-  feed(tuner, {1, 7, 30, 8}, Next::step);
+  feed(tuner, {1, 7, 30, 8, 30, 7}, Next::step);
   EXPECT_EQ(tuner.current(), (ThreadSetting{1, 2}));
-  feed(tuner, {99, 9, 9, 9}, Next::choose);
-  // {2, 1} has the shortest median (8) but stalls now and then: its mean (15) loses to {1, 2}'s 9
-  EXPECT_EQ(tuner.means(), (std::vector<double>{11, 15, 9}));
+  feed(tuner, {99, 9, 9, 9, 9, 9}, Next::choose);
+  // {2, 1} has the shortest median (8) but stalls now and then: its mean (13) loses to {1, 2}'s 9
+  EXPECT_EQ(tuner.means(), (std::vector<double>{11, 13, 9}));
   tuner.choose(tuner.means());
   EXPECT_FALSE(tuner.searching());
   EXPECT_EQ(tuner.remaining_steps(), 0);
   EXPECT_EQ(tuner.current(), (ThreadSetting{1, 2}));
-  EXPECT_EQ(tuner.candidates()[1].step_ms, 15);
-  EXPECT_EQ(tuner.steps_run(), 14);
+  EXPECT_EQ(tuner.candidates()[1].step_ms, 13);
+  EXPECT_EQ(tuner.steps_run(), 20);
 }
 
 TEST(ThreadTuner, IsSizedByTheFirstCandidatesStepsAndSettlesLongerAfterMoreThreads) {
   ThreadTuner tuner({{1, 2}, {1, 1}, {2, 1}}, 2);
   EXPECT_EQ(tuner.remaining_steps(), 3 + 2 + 2 * (1 + 2));
   feed(tuner, {9, 9, 9, 2, 4}, Next::size);
-  EXPECT_EQ(tuner.first_mean_ms(), 3);
+  EXPECT_EQ(tuner.first_mean_ms(), 2);  // of two steps, the slower is the tenth left out
   EXPECT_EQ(tuner.remaining_steps_if_sized(6, 4), 4 + (4 + 6) + (1 + 6));
   tuner.size(6, 4);  // 6 measured steps each; 4 settling after a candidate with more threads
   // grown, the first candidate measures its 6 steps afresh: the run's first steps are left out
@@ -66,6 +67,11 @@ TEST(ThreadTuner, ALoneStallInACandidatesStepsDoesNotDecide) {
   ThreadTuner tuner({{1, 2}, {1, 1}}, 10);
   feed(tuner, {9, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 30}, Next::size);  // one stall in ten steps
   EXPECT_EQ(tuner.first_mean_ms(), 1);
+  // nor among fewer steps, which a short run's budget leaves a candidate: one of 20 ms among eight of 2
+  // once chose a setting three times slower
+  ThreadTuner few({{2, 1}, {1, 1}}, 8);
+  feed(few, {9, 9, 9, 2, 2, 2, 20, 2, 2, 2, 2}, Next::size);
+  EXPECT_EQ(few.first_mean_ms(), 2);
 }
 
 TEST(ThreadTuner, DecidesOnTheMeansItIsGivenSoRanksCanAgreeOnSums) {

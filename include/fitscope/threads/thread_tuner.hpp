@@ -3,8 +3,9 @@
 /// settling steps first, left out (kFirstSettlingSteps for the first candidate: a run's first steps pay
 /// for allocations and kernel set-up; then one, or size()'s settle steps after a candidate with more
 /// threads, whose idle workers go on spinning), then measured steps; keeps the candidate with the
-/// shortest mean step, the throughput, over its fastest 90% of steps (threads that fight the loader
-/// stall often and show in it; a lone stall of the scheduler in a short window does not decide),
+/// shortest mean step, the throughput, over its fastest 90% of steps, the slowest tenth rounded up
+/// (threads that fight the loader stall often and show in it; a lone stall of the scheduler in a short
+/// window does not decide),
 /// or rather the earliest candidate (the first is the default) within kMinGain of it: a difference
 /// within the noise does not flip the choice from run to run. With abandon_slower(), a candidate whose
 /// mean is plainly slower than an earlier one's after a few measured steps is left at once.
@@ -27,7 +28,7 @@ namespace fitscope {
 /// A measured candidate.
 struct ThreadCandidate {
   ThreadSetting setting;
-  double step_ms = 0;  ///< mean measured step (summed over ranks in a data-parallel run); 0 = not run
+  double step_ms = 0;  ///< mean measured step without its data_wait (summed over ranks in a data-parallel run); 0 = not run
 };
 
 /// What runs, and how it was chosen (summary.json's `threads`).
