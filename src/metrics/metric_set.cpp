@@ -30,8 +30,9 @@ void MetricSet::update(const at::Tensor& outputs, const at::Tensor& targets, con
   if (metrics_.size() > 1) {
     pending_outputs_.push_back(outputs.requires_grad() ? outputs.detach() : outputs);
     pending_targets_.push_back(targets);
+    pending_bytes_ += static_cast<int64_t>(outputs.nbytes() + targets.nbytes());
   }
-  if (pending_losses_.size() >= group_) feed();
+  if (pending_losses_.size() >= group_ || pending_bytes_ >= kMaxPendingBytes) feed();
 }
 
 void MetricSet::feed() {
@@ -52,6 +53,7 @@ void MetricSet::feed() {
   const at::Tensor targets = pending_targets_.size() == 1 ? pending_targets_.front() : at::cat(pending_targets_);
   pending_outputs_.clear();
   pending_targets_.clear();
+  pending_bytes_ = 0;
   const at::Tensor no_loss;
   for (std::size_t i = 1; i < metrics_.size(); ++i) metrics_[i]->update(outputs, targets, no_loss);
 }
@@ -61,6 +63,7 @@ void MetricSet::reset() {
   pending_sizes_.clear();
   pending_outputs_.clear();
   pending_targets_.clear();
+  pending_bytes_ = 0;
   for (auto& m : metrics_) m->reset();
 }
 

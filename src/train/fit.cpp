@@ -247,10 +247,7 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
   clock.step(record);
   if (t.threads_.searching()) {
     const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
-    // the search times what the threads change, the step without its data_wait: the loader's tuner runs
-    // at the same time, and its ramp would be charged to whichever candidate ran first
-    const int64_t compute_ns = record.step_ns - record.phase(Phase::data_wait);
-    const int64_t more_warmup = t.threads_.after_step(static_cast<double>(compute_ns) * 1e-6, steps_left,
+    const int64_t more_warmup = t.threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
                                                    [&](std::vector<double>& v) { ranks->sum(v); });
     // the search grew to cover its time, or its last pools still spin: warm-up too
     t.measured_.stats.extend_warmup(more_warmup);

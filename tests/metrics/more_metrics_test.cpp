@@ -150,6 +150,32 @@ TEST(MetricSet, FeedingInGroupsGivesTheSameLogsAsFeedingEveryBatch) {
   for (const auto& key : a.keys()) EXPECT_NEAR(a.at(key), b.at(key), 1e-9) << key;
 }
 
+namespace {
+/// Counts the updates the metrics of every MetricSet received (a test's own metric).
+struct CountsUpdates : Metric {
+  static inline int updates = 0;
+  std::string name() const override { return "updates"; }
+  void update(const at::Tensor&, const at::Tensor&, const at::Tensor&) override { ++updates; }
+  double result() const override { return updates; }
+  void reset() override {}
+  std::vector<at::Tensor> state() const override { return {}; }
+  void load_state(const std::vector<at::Tensor>&) override {}
+};
+}  // namespace
+
+/// Small outputs are fed to the metrics sixteen batches at a time; outputs of a megabyte (a
+/// segmentation's) batch by batch, so a group never keeps more than kMaxPendingBytes alive.
+TEST(MetricSet, AGroupEndsWhenItsOutputsReachTheByteBudget) {
+  MetricSet set({MetricSpec::of<CountsUpdates>()}, 16);
+  CountsUpdates::updates = 0;
+  for (int b = 0; b < 32; ++b) set.update(at::zeros({8, 3}), at::zeros({8}, at::kLong), at::scalar_tensor(0.5));
+  EXPECT_EQ(CountsUpdates::updates, 2);
+  const int64_t columns = MetricSet::kMaxPendingBytes / 8 / 4;  // 8 rows of floats: the budget at once
+  for (int b = 0; b < 3; ++b) set.update(at::zeros({8, columns}), at::zeros({8}, at::kLong), at::scalar_tensor(0.5));
+  EXPECT_EQ(CountsUpdates::updates, 5);
+  EXPECT_DOUBLE_EQ(set.logs().at("loss"), 0.5);
+}
+
 TEST(MetricSet, WarnsOnceAboutAnUndefinedMetric) {
   MetricSet set({"precision"});
   std::vector<std::string> warnings;

@@ -28,7 +28,7 @@ namespace fitscope {
 /// A measured candidate.
 struct ThreadCandidate {
   ThreadSetting setting;
-  double step_ms = 0;  ///< mean measured step without its data_wait (summed over ranks in a data-parallel run); 0 = not run
+  double step_ms = 0;  ///< mean measured step (summed over ranks in a data-parallel run); 0 = not run
 };
 
 /// What runs, and how it was chosen (summary.json's `threads`).
