@@ -173,10 +173,10 @@ std::string restarts_section(const RunSummary& s) {
 }
 
 /// The epoch curves (metrics.csv): what a Keras user looks at first.
-std::string epoch_logs_section(const fs::path& dir) {
+std::string epoch_logs_section(const ReportSources& files) {
   std::ostringstream body;
   body << "<h2>Epoch logs</h2>";
-  const fs::path metrics_path = dir / "metrics.csv";
+  const fs::path metrics_path = files.metrics;
   std::error_code ec;
   if (fs::exists(metrics_path) && fs::is_regular_file(metrics_path, ec) && fs::file_size(metrics_path, ec) == 0) {
     body << "<p class=\"note\">No epoch ended (the run was stopped in its first epoch): metrics.csv is empty.</p>";
@@ -231,12 +231,12 @@ std::string model_section(const RunSummary& s) {
   return body.str();
 }
 
-std::string train_report(const fs::path& dir) {
-  const fs::path summary_path = dir / "summary.json";
+std::string train_report(const ReportSources& files) {
+  const fs::path summary_path = files.summary;
   const RunSummary s = RunSummary::from_json(read_text(summary_path), summary_path.string());
   std::ostringstream body;
   body << "<h1>Where the step time goes: " << svg::escape(s.model) << " run</h1><p class=\"note\">"
-       << svg::escape(dir.string()) << "</p>";
+       << svg::escape(files.directory) << "</p>";
   body << "<div class=\"verdict\"><b>Verdict: "
        << (s.verdict.level == "unjudged" ? svg::escape(verdict_headline(s.verdict, s.measured_steps))
                                           : svg::escape(s.verdict.level) + " " + svg::escape(s.verdict.bound) + "-bound (" +
@@ -244,7 +244,7 @@ std::string train_report(const fs::path& dir) {
        << "</b><br>" << with_unbroken_flags(s.verdict.advice);
   if (!s.verdict.contention.empty()) body << "<br>" << svg::escape(s.verdict.contention);
   body << "</div>";
-  body << epoch_logs_section(dir) << model_section(s);
+  body << epoch_logs_section(files) << model_section(s);
   if (!s.warnings.empty()) {  // what the terminal said during the run (a slow callback, a GPU not sampled, ...)
     body << "<h2>Warnings</h2><ul class=\"warnings\">";
     for (const std::string& w : s.warnings) body << "<li>" << with_unbroken_flags(w) << "</li>";
@@ -276,7 +276,7 @@ std::string train_report(const fs::path& dir) {
 
   // step time over the run
   body << "<h2>Step time over the run</h2>";
-  const fs::path steps_path = dir / "steps.csv";
+  const fs::path steps_path = files.steps;
   const double warmup = static_cast<double>(s.warmup_steps);
   if (fs::exists(steps_path)) {
     const Table all_steps = read_table(steps_path);
@@ -423,25 +423,21 @@ std::string train_report(const fs::path& dir) {
 
 }  // namespace
 
-std::string html_report(const std::string& run_dir) {
-  const fs::path dir(run_dir);
+std::string html_report(const ReportSources& files) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw std::invalid_argument(run_dir + ": not a run directory (does not exist)");
-  const fs::path summary = dir / "summary.json", sweep = dir / "sweep.json";
-  const fs::path& source = fs::exists(summary) ? summary : sweep;
-  try {
-    if (fs::exists(summary)) return train_report(dir);
-    if (fs::exists(sweep)) return sweep_page(dir);
-  } catch (const json::exception& e) {  // a value of the wrong type in an edited file
-    throw std::invalid_argument(source.string() + ": " + e.what());
+  if (!fs::is_directory(files.directory, ec)) {
+    throw std::invalid_argument(files.directory + ": not a run directory (does not exist)");
   }
-  throw std::invalid_argument((dir / "summary.json").string() + ": missing (expected the summary.json of a run or the sweep.json of a sweep)");
+  const bool run = fs::exists(files.summary);
+  try {
+    if (run) return train_report(files);
+    if (fs::exists(files.sweep)) return sweep_page(files.sweep, files.directory);
+  } catch (const json::exception& e) {  // a value of the wrong type in an edited file
+    throw std::invalid_argument((run ? files.summary : files.sweep) + ": " + e.what());
+  }
+  throw std::invalid_argument(files.summary + ": missing (expected the summary.json of a run or the sweep.json of a sweep)");
 }
 
-std::string write_html_report(const std::string& run_dir, const std::string& out) {
-  const std::string path = out.empty() ? (fs::path(run_dir) / "report.html").string() : out;
-  write_output_file(path, html_report(run_dir));
-  return path;
-}
+void write_html_report(const ReportSources& files, const std::string& out) { write_output_file(out, html_report(files)); }
 
 }  // namespace fitscope

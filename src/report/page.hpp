@@ -62,7 +62,7 @@ std::string with_unbroken_flags(const std::string& text);
 /// The self-contained page: no script, no link, its style inline.
 std::string page(const std::string& title, const std::string& body);
 
-/// The sweep's whole page from `dir`/sweep.json (sweep_page.cpp).
-std::string sweep_page(const std::filesystem::path& dir);
+/// The sweep's whole page from its sweep.json at `path`, in `directory` (sweep_page.cpp).
+std::string sweep_page(const std::filesystem::path& path, const std::string& directory);
 
 }  // namespace fitscope::report

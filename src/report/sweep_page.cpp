@@ -13,8 +13,7 @@
 namespace fitscope::report {
 namespace fs = std::filesystem;
 
-std::string sweep_page(const fs::path& dir) {
-  const fs::path path = dir / "sweep.json";
+std::string sweep_page(const fs::path& path, const std::string& directory) {
   const json s = read_json(path);
   if (!s.is_object() || !s.contains("rows") || !s.at("rows").is_array()) {
     throw std::invalid_argument(path.string() + ": expected an object with \"rows\"");
@@ -36,7 +35,7 @@ std::string sweep_page(const fs::path& dir) {
   }
   std::ostringstream body;
   body << "<h1>Throughput against batch size: " << svg::escape(field(s, "model")) << "</h1><p class=\"note\">"
-       << svg::escape(dir.string()) << "</p>";
+       << svg::escape(directory) << "</p>";
   const double knee = number(s, "knee_batch_size", -1);
   const json fit = s.value("fit", json());
   body << "<div class=\"verdict\">";

@@ -253,7 +253,8 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   // appends its History and progress bar likewise); the sinks last
   std::vector<std::shared_ptr<Callback>> first, last;
   std::shared_ptr<BackupAndRestore> backup;
-  const std::string backup_dir = (dir / "backup").string();
+  const RunDirectory files(dir.string());
+  const std::string backup_dir = files.backup();
   bool has_backups = !checkpoint_files(*options_.file_system, backup_dir).empty();
   if (options_.resume && !has_backups) {
     throw std::invalid_argument("--resume: no checkpoint in " + backup_dir +
@@ -288,7 +289,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (!resume) {
     std::vector<std::string> earlier;
     if (chief) earlier = earlier_run_files(dir.string());
-    else if (has_backups) earlier = {"backup"};
+    else if (has_backups) earlier = {RunDirectory::kBackup};
     if (!earlier.empty() && !options_.overwrite && restart == 0) {
       std::string list;
       for (const auto& name : earlier) list += (list.empty() ? "" : ", ") + name;
@@ -302,7 +303,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     has_backups = false;
   }
   if (chief) write_run_manifest(dir.string(), /*complete=*/false);  // the run's names are its own from here
-  if (chief && !options_.configuration.empty()) write_file_atomically((dir / "config.toml").string(), options_.configuration);
+  if (chief && !options_.configuration.empty()) write_file_atomically(files.config(), options_.configuration);
   directory_ = dir.string();
   train_data_ = train;
   validation_data_ = fit.validation_data;
@@ -336,7 +337,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     last.push_back(std::make_shared<ProgressBar>(bar));
   }
   if (chief && options_.csv_logger) {  // a resumed run continues the file (Keras users append on resume)
-    last.push_back(std::make_shared<CSVLogger>((dir / "metrics.csv").string(), ',', /*append=*/resume));
+    last.push_back(std::make_shared<CSVLogger>(files.metrics(), ',', /*append=*/resume));
   }
   if (chief && options_.tensorboard) {
     TensorBoardOptions tb;
@@ -347,19 +348,19 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   for (auto& c : last) c->set_async(options_.async_callbacks);
   if (chief && options_.best_checkpoint) {
     ModelCheckpointOptions best;
-    best.filepath = (dir / "checkpoints" / "best.fitscope").string();
+    best.filepath = files.best_checkpoint();
     const bool validates = fit.validation_data || fit.validation_split > 0;
     best.monitor = options_.best_monitor.empty() ? (validates ? "val_loss" : "loss") : options_.best_monitor;
     best.save_best_only = true;
     last.push_back(std::make_shared<ModelCheckpoint>(best));
     // the same decisions, as weights that torch.load(..., weights_only=True) reads
-    best.filepath = (dir / "best.weights.pt").string();
+    best.filepath = files.best_weights();
     best.save_weights_only = true;
     last.push_back(std::make_shared<ModelCheckpoint>(best));
   }
   fit.callbacks.insert(fit.callbacks.begin(), first.begin(), first.end());
   fit.callbacks.insert(fit.callbacks.end(), last.begin(), last.end());
-  if (chief && options_.steps_csv) fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>((dir / "steps.csv").string()));
+  if (chief && options_.steps_csv) fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>(files.steps()));
   if (chief && options_.trace) {
     TraceOptions trace;
     if (backup) {
@@ -371,7 +372,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
         return spans;
       };
     }
-    fit.step_sinks.push_back(std::make_shared<TraceWriter>((dir / "trace.json").string(), trace));
+    fit.step_sinks.push_back(std::make_shared<TraceWriter>(files.trace(), trace));
   }
 
   std::optional<GpuUsage> gpu;
@@ -421,13 +422,13 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
 }
 
 RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::string& failure) {
-  const fs::path dir = directory_;
-  save_weights(trainer.model().named_state(), (dir / "model.weights.pt").string());
+  const RunDirectory files(directory_);
+  save_weights(trainer.model().named_state(), files.final_weights());
   if (auto* script = dynamic_cast<ScriptModel*>(&trainer.model())) {
     const c10::Device device = trainer.options().device;
     script->train(false);
     script->to(c10::Device(c10::kCPU));  // loadable anywhere: torch.jit.load puts it back where it was saved
-    write_file_atomically((dir / "model.pt").string(), script->serialized());
+    write_file_atomically(files.script_model(), script->serialized());
     script->to(device);
   }
   RunFacts facts = facts_of(trainer, fit, options_.name, options_.async_callbacks);
@@ -458,16 +459,19 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
     summary.warnings.push_back(std::to_string(summary.skipped_files) + " bad file(s) left out of the data, the first: " +
                                skipped.front());
   }
-  const std::string summary_path = (dir / "summary.json").string();
+  const std::string summary_path = files.summary();
   write_file_atomically(summary_path, summary.to_json());
-  if (options_.report) report_path_ = write_html_report(dir.string());
+  if (options_.report) {
+    write_html_report(files.report_sources(), files.report());
+    report_path_ = files.report();
+  }
   if (!summary.interrupted && interrupted_by() != 0) {  // the signal came while the files were written
     summary.interrupted = true;
     summary.warnings.push_back("a signal (" + std::string(strsignal(interrupted_by())) +
                                ") came while the run's files were written, after training ended: they are complete");
     write_file_atomically(summary_path, summary.to_json());
   }
-  write_run_manifest(dir.string(), /*complete=*/true);
+  write_run_manifest(directory_, /*complete=*/true);
   return summary;
 }
 

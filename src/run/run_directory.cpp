@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kManifest = "manifest.json";
+constexpr const char* kManifest = RunDirectory::kManifest;
 constexpr const char* kLockFile = ".fitscope.lock";
 constexpr std::uintmax_t kMaxManifestBytes = 64u << 20;  // a manifest of a million files is ~100 MB less
 
@@ -94,11 +94,16 @@ std::vector<std::string> files_under(const fs::path& dir, const std::string& ent
 
 }  // namespace
 
+std::string RunDirectory::file(const char* name) const { return (fs::path(path_) / name).string(); }
+
+ReportSources RunDirectory::report_sources() const { return {path_, summary(), steps(), metrics(), sweep()}; }
+
 bool is_run_file_name(const std::string& name) {
+  using D = RunDirectory;
   static const std::set<std::string> names = {
-      "summary.json", "steps.csv", "metrics.csv", "trace.json",      "report.html", "model.weights.pt", "best.weights.pt",
-      "model.pt",     "config.toml", "evaluation.json", kManifest, "train",       "validation",       "checkpoints",
-      "backup"};
+      D::kSummary,     D::kSteps,      D::kMetrics,    D::kTrace,      D::kReport,      D::kFinalWeights,
+      D::kBestWeights, D::kScriptModel, D::kConfig,    D::kEvaluation, D::kManifest,    D::kTrainEvents,
+      D::kValidationEvents, D::kCheckpoints, D::kBackup};
   return names.count(name) != 0 || name.rfind("events.out.tfevents.", 0) == 0;
 }
 
@@ -206,7 +211,7 @@ std::vector<std::string> remove_torn_temporaries(const std::string& dir) {
     return top ? is_run_file_name(base) : base.size() > 9 && base.compare(base.size() - 9, 9, ".fitscope") == 0;
   };
   std::vector<std::string> removed;
-  for (const char* sub : {"", "backup", "checkpoints"}) {
+  for (const char* sub : {"", RunDirectory::kBackup, RunDirectory::kCheckpoints}) {
     const fs::path folder = fs::path(dir) / sub;
     std::error_code ec;
     if (!fs::is_directory(fs::symlink_status(folder, ec))) continue;

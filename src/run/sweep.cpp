@@ -7,6 +7,7 @@
 
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/report/html_report.hpp"
+#include "fitscope/run/run_directory.hpp"
 #include "fitscope/run/run_options.hpp"
 #include "fitscope/timing/run_summary.hpp"
 #include "fitscope/timing/step_sink.hpp"
@@ -130,9 +131,11 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     result.rows.push_back(row);
   }
   const SweepMethod method{options.windows, options.window_seconds, options.steps};
-  write_file_atomically((dir / "sweep.json").string(), sweep_json(result.rows, options.name, method));
-  write_file_atomically((dir / "sweep.csv").string(), sweep_csv(result.rows));
-  result.report_path = write_html_report(dir.string());
+  const RunDirectory files(dir.string());
+  write_file_atomically(files.sweep(), sweep_json(result.rows, options.name, method));
+  write_file_atomically(files.sweep_csv(), sweep_csv(result.rows));
+  write_html_report(files.report_sources(), files.report());
+  result.report_path = files.report();
   return result;
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "fitscope/run/run_directory.hpp"
 #include "flags.hpp"
 #include "help.hpp"
 
@@ -173,9 +174,9 @@ std::vector<std::string> with_config_file(const CLI::App& command, const std::ve
 }
 
 TrainCommandOptions read_run_config(const std::string& run_dir) {
-  const std::string path = (std::filesystem::path(run_dir) / "config.toml").string();
+  const std::string path = RunDirectory(run_dir).config();
   if (!std::filesystem::exists(path)) {
-    throw std::invalid_argument(run_dir + ": no config.toml (not the directory of a run of fitscope train)");
+    throw std::invalid_argument(run_dir + ": no " + RunDirectory::kConfig + " (not the directory of a run of fitscope train)");
   }
   TrainCommandOptions o;
   CLI::App command("", "train");

@@ -159,9 +159,11 @@ int main(int argc, char** argv) {
       ->required()->type_name("DIR");
   report->add_option("--out", report_out, "Where to write the page (default RUN_DIR/report.html)")->type_name("FILE");
   report->callback([&] {
-    if (!report_out.empty()) fitscope::check_output_path("--out", report_out, {"report.html"});
-    const std::string path = fitscope::write_html_report(report_dir, report_out);
-    if (report_out.empty()) fitscope::record_run_file(report_dir, "report.html");  // the manifest keeps up
+    const fitscope::RunDirectory run(report_dir);
+    if (!report_out.empty()) fitscope::check_output_path("--out", report_out, {fitscope::RunDirectory::kReport});
+    const std::string path = report_out.empty() ? run.report() : report_out;
+    fitscope::write_html_report(run.report_sources(), path);
+    if (report_out.empty()) fitscope::record_run_file(report_dir, fitscope::RunDirectory::kReport);  // the manifest keeps up
     std::cout << "Report: " << path << "\n";
   });
 

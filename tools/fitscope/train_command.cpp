@@ -297,8 +297,8 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
   if (trainer->is_chief() && o.used_configuration) {  // the settings it chose, so that a repeat is this run
     const std::string used = o.used_configuration(summary);
     if (used != o.run.configuration) {
-      write_file_atomically((fs::path(run.directory()) / "config.toml").string(), used);
-      record_run_file(run.directory(), "config.toml");
+      write_file_atomically(RunDirectory(run.directory()).config(), used);
+      record_run_file(run.directory(), RunDirectory::kConfig);
     }
   }
   if (o.run.verbose > 0 && !trainer->is_chief()) {  // the chief reports for every rank
@@ -325,11 +325,11 @@ struct TrainedModel {
 
 /// The run's model and data, or --data; for predict (`to_predict`) --data may have no labels.
 TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o, bool to_predict) {
-  const fs::path dir = m.run_dir;
+  const RunDirectory dir(m.run_dir);
   TrainedModel t;
   const bool script = is_script_file(o.model), best = m.weights == "best";
-  if (script) o.model = (dir / "model.pt").string();  // the trained module itself, as the run wrote it
-  t.weights = best ? (dir / "best.weights.pt").string() : script ? o.model : (dir / "model.weights.pt").string();
+  if (script) o.model = dir.script_model();  // the trained module itself, as the run wrote it
+  t.weights = best ? dir.best_weights() : script ? o.model : dir.final_weights();
   if (!fs::exists(t.weights)) {
     throw std::invalid_argument(m.run_dir + ": no " + fs::path(t.weights).filename().string() +
                                 (best ? " (--weights best: the run kept no best weights; they are written at each epoch "
@@ -341,7 +341,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
     o.data = m.data;
     o.validation_data.clear();
     o.data_to_predict = to_predict;
-    const std::string summary = (dir / "summary.json").string();
+    const std::string summary = dir.summary();
     if (!o.num_classes && fs::exists(summary)) {  // the model as trained, whatever labels the new data holds
       const RunSummary s = RunSummary::from_json(read_whole_file(summary, "the run's summary.json", 64 << 20), summary);
       if (s.model_summary && s.model_summary->output_shape.size() == 1) o.num_classes = s.model_summary->output_shape[0];
@@ -372,14 +372,14 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
 }  // namespace
 
 void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
-  if (!m.out.empty()) check_output_path("--out", m.out, {"evaluation.json"});
+  if (!m.out.empty()) check_output_path("--out", m.out, {RunDirectory::kEvaluation});
   TrainedModel t = load_trained_model(m, run, /*to_predict=*/false);
   EvaluateOptions options;
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
   const Logs logs = t.trainer->evaluate(t.data, options);
-  const std::string path = m.out.empty() ? (fs::path(m.run_dir) / "evaluation.json").string() : m.out;
+  const std::string path = m.out.empty() ? RunDirectory(m.run_dir).evaluation() : m.out;
   write_evaluation(path, logs, t.data_name, t.data->size(), t.weights);
-  if (m.out.empty()) record_run_file(m.run_dir, "evaluation.json");
+  if (m.out.empty()) record_run_file(m.run_dir, RunDirectory::kEvaluation);
   out << "Evaluated " << t.weights << " on " << t.data->size() << " examples of " << t.data_name << ":\n";
   for (const auto& [key, value] : logs) out << "  " << key << " " << value << "\n";
   out << "Written: " << path << "\n";

@@ -9,11 +9,20 @@
 
 namespace fitscope {
 
-/// The report of the run (or sweep) in `run_dir`. Throws std::invalid_argument naming the file when
-/// neither summary.json nor sweep.json exists, or a file is malformed.
-std::string html_report(const std::string& run_dir);
+/// The files a report is made from (RunDirectory::report_sources() names a run's).
+struct ReportSources {
+  std::string directory;  ///< the run's or sweep's directory, as the page and the messages show it
+  std::string summary;    ///< a run's summary.json
+  std::string steps;      ///< its steps.csv, used when it exists
+  std::string metrics;    ///< its metrics.csv, used when it exists
+  std::string sweep;      ///< a sweep's sweep.json, used when there is no summary
+};
 
-/// Writes html_report(run_dir) to `out` (default run_dir/report.html) atomically; returns the path.
-std::string write_html_report(const std::string& run_dir, const std::string& out = "");
+/// The report of the run (or sweep) whose files are `files`. Throws std::invalid_argument naming the
+/// file when the directory does not exist, neither summary nor sweep does, or a file is malformed.
+std::string html_report(const ReportSources& files);
+
+/// Writes html_report(files) to `out` atomically (through a link, in place on a FIFO or a device).
+void write_html_report(const ReportSources& files, const std::string& out);
 
 }  // namespace fitscope

@@ -15,9 +15,61 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "fitscope/report/html_report.hpp"
+
 namespace fitscope {
+
+/// A run directory's files by what they hold: the one place their names are spelled. A path and
+/// nothing more: it creates, opens and checks nothing.
+class RunDirectory {
+ public:
+  static constexpr const char* kSummary = "summary.json";
+  static constexpr const char* kSteps = "steps.csv";
+  static constexpr const char* kMetrics = "metrics.csv";
+  static constexpr const char* kTrace = "trace.json";
+  static constexpr const char* kReport = "report.html";
+  static constexpr const char* kFinalWeights = "model.weights.pt";
+  static constexpr const char* kBestWeights = "best.weights.pt";
+  static constexpr const char* kScriptModel = "model.pt";
+  static constexpr const char* kConfig = "config.toml";
+  static constexpr const char* kEvaluation = "evaluation.json";
+  static constexpr const char* kManifest = "manifest.json";
+  static constexpr const char* kTrainEvents = "train";            ///< TensorBoard's training events
+  static constexpr const char* kValidationEvents = "validation";  ///< and its validation events
+  static constexpr const char* kCheckpoints = "checkpoints";
+  static constexpr const char* kBestCheckpoint = "checkpoints/best.fitscope";
+  static constexpr const char* kBackup = "backup";
+  static constexpr const char* kSweep = "sweep.json";  ///< a sweep's directory
+  static constexpr const char* kSweepCsv = "sweep.csv";
+
+  explicit RunDirectory(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  /// DIR/`name`: one of the names above.
+  std::string file(const char* name) const;
+  std::string summary() const { return file(kSummary); }
+  std::string steps() const { return file(kSteps); }
+  std::string metrics() const { return file(kMetrics); }
+  std::string trace() const { return file(kTrace); }
+  std::string report() const { return file(kReport); }
+  std::string final_weights() const { return file(kFinalWeights); }
+  std::string best_weights() const { return file(kBestWeights); }
+  std::string script_model() const { return file(kScriptModel); }
+  std::string config() const { return file(kConfig); }
+  std::string evaluation() const { return file(kEvaluation); }
+  std::string checkpoints() const { return file(kCheckpoints); }
+  std::string best_checkpoint() const { return file(kBestCheckpoint); }
+  std::string backup() const { return file(kBackup); }
+  std::string sweep() const { return file(kSweep); }
+  std::string sweep_csv() const { return file(kSweepCsv); }
+  /// The files report.html is made from.
+  ReportSources report_sources() const;
+
+ private:
+  std::string path_;
+};
 
 /// Whether `name` is one a run writes at the top of its directory: summary.json, steps.csv,
 /// metrics.csv, trace.json, report.html, model.weights.pt, best.weights.pt, model.pt, config.toml,
