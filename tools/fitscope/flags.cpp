@@ -90,32 +90,6 @@ double parse_duration_s(const std::string& text) {
   return *seconds;
 }
 
-/// "M1,M2/S1,S2": Normalize's means and standard deviations (as many of each, every std > 0).
-std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::string& text) {
-  const std::size_t slash = text.find('/');
-  const auto numbers = [&](const std::string& part) {
-    std::vector<double> values;
-    std::stringstream in(part);
-    for (std::string item; std::getline(in, item, ',');) {
-      const auto v = finite_number(item);
-      if (!v) throw std::invalid_argument("");
-      values.push_back(*v);
-    }
-    return values;
-  };
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("");
-    auto mean = numbers(text.substr(0, slash)), std = numbers(text.substr(slash + 1));
-    if (mean.empty() || mean.size() != std.size() || std::any_of(std.begin(), std.end(), [](double s) { return s <= 0; })) {
-      throw std::invalid_argument("");
-    }
-    return {mean, std};
-  } catch (const std::invalid_argument&) {
-    throw std::invalid_argument("expected MEAN/STD with as many means as standard deviations (> 0), such as 0.5/0.25 or "
-                                "0.485,0.456,0.406/0.229,0.224,0.225, got '" + text + "'");
-  }
-}
-
 /// "512M", "2G", "1048576": bytes (K, M, G, T powers of 1024), at least 1.
 int64_t parse_bytes(const std::string& text) {
   const auto bytes = scaled_number(text, {{"", 1}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"T", 0x1p40}});
@@ -179,12 +153,12 @@ CLI::Option* add_size_flag(CLI::App* command, const std::string& flag, int64_t& 
 void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   const bool train = which == Command::train;
   command->option_defaults()->group("Model");
-  command->add_option("--model", o.model, "The seed cnn, the seed mlp, or a TorchScript file")
+  command->add_option("--model", o.spec.model, "The seed cnn, the seed mlp, or a TorchScript file")
       ->check(CLI::Validator([](std::string& v) -> std::string {
         if (v == "cnn" || v == "mlp" || (v.size() > 3 && v.substr(v.size() - 3) == ".pt")) return {};
         return "expected cnn, mlp or FILE.pt, got '" + v + "'";
       }, "cnn|mlp|FILE.pt"))->capture_default_str();
-  command->add_option("--num-classes", o.num_classes,
+  command->add_option("--num-classes", o.spec.num_classes,
                       "Classes of the classifier (default: 10, or the largest label + 1 when larger; a CSV label must be "
                       "below 10000 unless this is given)")
       ->check(integer_in(2, 1'000'000));
@@ -203,33 +177,33 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
       }, "auto|cpu|cuda|cuda:N"))->capture_default_str();
 
   command->option_defaults()->group("Data");
-  command->add_option("--data", o.data,
+  command->add_option("--data", o.spec.data,
                       "synthetic (built-in), idx:DIR (MNIST-style train-/t10k- files, raw or .gz), cifar10:DIR "
                       "(data_batch_*.bin, test_batch.bin), csv:FILE or images:DIR (DIR/<class>/<image>.jpg|.png, decoded "
                       "in the loader's workers); a test set in the files is the validation set")
       ->type_name("SPEC")->capture_default_str();
-  add_size_flag(command, "--image-size", o.images.height, o.images.width, 1,
+  add_size_flag(command, "--image-size", o.spec.images.height, o.spec.images.width, 1,
                 "images:DIR: resize every image to HEIGHT,WIDTH (bilinear; one number for a square; default: the images' "
                 "own size, which must then be one)");
   command->add_option_function<std::string>("--color-mode", [&o](const std::string& v) {
-        o.images.channels = v == "grayscale" ? 1 : v == "rgb" ? 3 : 0;
+        o.spec.images.channels = color_mode_channels(v);
       }, "images:DIR: grayscale (1 channel) or rgb (3); auto: rgb when any image has colour")
       ->check(CLI::IsMember({"auto", "grayscale", "rgb"}))->default_str("auto");
-  command->add_flag("--skip-bad-files", o.images.skip_bad_files,
+  command->add_flag("--skip-bad-files", o.spec.images.skip_bad_files,
                     "images:DIR: leave out the files that are not whole JPEG or PNG images, or fail to decode during "
                     "training (and empty class folders), counted in summary.json, instead of stopping");
-  command->add_option("--max-image-pixels", o.images.max_pixels,
+  command->add_option("--max-image-pixels", o.spec.images.max_pixels,
                       "images:DIR: the most pixels an image may declare in its header, checked before decoding (0 = no "
                       "limit; PIL's MAX_IMAGE_PIXELS)")
       ->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   command->add_option_function<std::string>("--normalize", [&o](const std::string& v) {
-        std::tie(o.normalize_mean, o.normalize_std) = parse_normalize(v);
+        std::tie(o.spec.normalize_mean, o.spec.normalize_std) = parse_normalize(v);
       }, "Normalize the inputs in the loader, after any augmentation: MEAN/STD, one value for all channels or one per "
          "channel (0.485,0.456,0.406/0.229,0.224,0.225)")
       ->check(parsed_by(parse_normalize, "MEAN/STD"));
-  command->add_option("--label-column", o.label_column, "CSV: the label column, by header name or 0-based index (default: 'label', else 0)")
+  command->add_option("--label-column", o.spec.label_column, "CSV: the label column, by header name or 0-based index (default: 'label', else 0)")
       ->type_name("NAME");
-  command->add_option("--synthetic-size", o.synthetic_size, "Examples in the built-in data set")
+  command->add_option("--synthetic-size", o.spec.synthetic_size, "Examples in the built-in data set")
       ->check(integer_in(100, 10'000'000))->capture_default_str();
   command->add_option("--seed", o.fit.loader.seed, "Seed of the data, the initial weights and the shuffles")
       ->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();  // never wrapped
@@ -334,7 +308,7 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
         ->check(parsed_by([](const std::string& v) { parse_duration_s(v); }, "DURATION"));
     command->add_option("--validation-split", o.fit.validation_split, "Fraction of the data held out for validation (its end)")
         ->check(number_above(0, true, "a fraction in [0, 1)", 1 - 1e-12))->capture_default_str();
-    command->add_option("--validation-data", o.validation_data,
+    command->add_option("--validation-data", o.spec.validation_data,
                         "A separate validation set, as --data (its test part where the files hold one)")->type_name("SPEC");
     command->add_option("--validation-freq", o.fit.validation_freq, "Validate every N-th epoch (N, 2N, ...)")
         ->check(integer_in(1, 1'000'000))->capture_default_str();

@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
   train->callback([&] {
     check_flag_relations(train_options);
     // data and model files by absolute path, so that the run repeats from any directory
-    std::map<std::string, std::string> used = {{"data", absolute_spec(train_options.data)}, {"model", absolute_spec(train_options.model)}};
-    if (!train_options.validation_data.empty()) used["validation-data"] = absolute_spec(train_options.validation_data);
+    std::map<std::string, std::string> used = {{"data", absolute_spec(train_options.spec.data)}, {"model", absolute_spec(train_options.spec.model)}};
+    if (!train_options.spec.validation_data.empty()) used["validation-data"] = absolute_spec(train_options.spec.validation_data);
     const std::string head = "# fitscope train: the settings of this run; `fitscope train --config config.toml` repeats it\n\n";
     train_options.run.configuration = head + resolved_config(*train, not_in_config, used);
     train_options.used_configuration = [train, used, head, &not_in_config](const fitscope::RunSummary& s) {

@@ -20,136 +20,18 @@
 #include "fitscope/fitscope.hpp"
 
 namespace fitscope::cli {
+
+RunSpec TrainCommandOptions::run_spec() const {
+  RunSpec s = spec;
+  s.seed = fit.loader.seed;
+  s.validation_split = fit.validation_split;
+  s.names = {"--model", "--data", "--validation-data", "--num-classes", "--class-weight", "--skip-bad-files"};
+  return s;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
-
-bool is_script_file(const std::string& model) { return model.size() > 3 && model.substr(model.size() - 3) == ".pt"; }
-
-/// The one line of an error that says what went wrong (a TorchScript error carries its Python-like
-/// traceback: the reason is its last "...Error: " line).
-std::string reason_of(const std::exception& e) {
-  const std::string text = e.what();
-  std::size_t at = text.rfind("Error: ");
-  if (at != std::string::npos) {
-    const std::size_t line = text.rfind('\n', at);
-    at = line == std::string::npos ? 0 : line + 1;
-  } else {
-    at = 0;
-  }
-  const std::size_t end = text.find('\n', at);
-  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
-}
-
-/// `prefix:rest` -> rest, when `spec` starts with `prefix:`.
-std::optional<std::string> after_prefix(const std::string& spec, const std::string& prefix) {
-  if (spec.rfind(prefix + ":", 0) != 0) return std::nullopt;
-  return spec.substr(prefix.size() + 1);
-}
-
-/// A shape as "[1x28x28]".
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-/// A data set of the command line: its training examples and the files' test set (null without one).
-struct Examples {
-  std::shared_ptr<const Dataset> train, test;
-};
-
-/// The data set `spec` (`--data`'s syntax) of `flag`, with a synthetic set drawn from `seed`; an image
-/// folder's classes are `classes` when given (a validation folder takes the training folder's).
-Examples load_data(const std::string& spec, const std::string& flag, const TrainCommandOptions& o, uint64_t seed,
-                   const std::vector<std::string>& classes = {}) {
-  try {
-    if (auto dir = after_prefix(spec, "images")) {
-      ImageFolderOptions options = o.images;
-      options.seed = seed;
-      options.classes = classes;
-      auto images = std::make_shared<ImageFolderDataset>(*dir, options);
-      if (!images->skipped().empty() && o.run.verbose > 0) {
-        std::cerr << "fitscope: warning: " << flag << " " << spec << ": " << images->skipped().size()
-                  << " bad files or empty class folders left out (--skip-bad-files), the first: " << images->skipped().front()
-                  << "\n";
-      }
-      return {images, nullptr};
-    }
-    if (spec == "synthetic") {
-      SyntheticOptions data_options;
-      data_options.size = o.synthetic_size;
-      data_options.seed = seed;
-      return {std::make_shared<TensorDataset>(make_synthetic(data_options)), nullptr};
-    }
-    const int64_t classes = o.num_classes.value_or(10);
-    const auto examples = [](const FileData& d) { return Examples{d.train, d.test}; };
-    if (auto dir = after_prefix(spec, "idx")) return examples(load_idx(*dir, classes, o.data_to_predict));
-    if (auto dir = after_prefix(spec, "cifar10")) return examples(load_cifar10(*dir, classes));
-    if (auto file = after_prefix(spec, "csv")) {
-      CsvOptions csv;
-      csv.label_column = o.label_column;
-      csv.labels_optional = o.data_to_predict;
-      if (o.num_classes) csv.max_classes = *o.num_classes;
-      return {std::make_shared<TensorDataset>(load_csv(*file, csv)), nullptr};
-    }
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(flag + " " + spec + ": " + e.what());
-  }
-  throw std::invalid_argument(flag + " " + spec + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
-}
-
-/// --data, and --validation-data as the test set (its files' test part where it has one).
-Examples load_data(const TrainCommandOptions& o) {
-  Examples data = load_data(o.data, "--data", o, o.fit.loader.seed);
-  if (!o.validation_data.empty()) {
-    const auto* images = dynamic_cast<const ImageFolderDataset*>(data.train.get());
-    const Examples v = load_data(o.validation_data, "--validation-data", o, o.fit.loader.seed + 1,
-                                 images ? images->classes() : std::vector<std::string>{});
-    data.test = v.test ? v.test : v.train;
-    if (data.test->example_shape() != data.train->example_shape()) {
-      throw std::invalid_argument("--validation-data " + o.validation_data + ": examples of shape " +
-                                  shape_text(data.test->example_shape()) + ", but --data " + o.data + " has " +
-                                  shape_text(data.train->example_shape()));
-    }
-  }
-  return data;
-}
-
-/// Classes of the data: --num-classes, else 10, or the largest label + 1 when larger (CSV).
-int64_t class_count(const Examples& data, const TrainCommandOptions& o) {
-  int64_t largest = 0;
-  for (const auto& part : {data.train, data.test}) {
-    if (const auto* tensors = dynamic_cast<const TensorDataset*>(part.get())) {
-      largest = std::max(largest, tensors->targets().max().item<int64_t>());
-    } else if (const auto* images = dynamic_cast<const ImageFolderDataset*>(part.get())) {
-      largest = std::max(largest, static_cast<int64_t>(images->classes().size()) - 1);
-    }
-  }
-  if (o.num_classes && largest >= *o.num_classes) {
-    throw std::invalid_argument("--num-classes " + std::to_string(*o.num_classes) + ": --data " + o.data + " has label " +
-                                std::to_string(largest) + " (expected labels below --num-classes)");
-  }
-  return o.num_classes.value_or(std::max<int64_t>(10, largest + 1));
-}
-
-/// The seed model shaped for the data: the MLP on the flattened example, the CNN on square images.
-std::shared_ptr<Model> make_seed_model(const std::string& name, const std::string& data,
-                                       const std::vector<int64_t>& shape, int64_t classes) {
-  if (name == "mlp") {
-    int64_t inputs = 1;
-    for (int64_t d : shape) inputs *= d;
-    return make_model(models::Mlp(inputs, classes));
-  }
-  if (name == "cnn") {
-    if (shape.size() != 3 || shape[1] != shape[2] || shape[1] < 4) {
-      throw std::invalid_argument("--model cnn needs square images [channels x size x size] but --data " + data +
-                                  " gives examples of shape " + shape_text(shape) + " (use --model mlp)");
-    }
-    return make_model(models::Cnn(shape[1], shape[0], classes));
-  }
-  throw std::invalid_argument("--model " + name + ": unknown model (expected cnn, mlp or FILE.pt)");
-}
 
 /// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend,
 /// this rank training on `device`. Kept for the process's lifetime: after a peer failure main leaves
@@ -172,75 +54,41 @@ std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o, con
                                                   backend, device.is_cuda() ? std::optional<int64_t>(device.index()) : std::nullopt);
 }
 
+/// The trainer's options of the command line, training on `device` with `ranks`.
+TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& device, std::shared_ptr<dist::Context> ranks) {
+  TrainerOptions options = o.trainer;
+  options.device = device;
+  options.context = std::move(ranks);
+  if (o.run.verbose == 0) options.warn = [](const std::string&) {};  // silent: summary.json keeps them
+  if (!o.lr_schedule.empty()) {
+    if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
+      throw std::invalid_argument("--lr-schedule " + o.lr_schedule + " needs --lr-decay-every N (the interval, in " +
+                                  o.lr_schedule_unit + "s)");
+    }
+    options.lr_schedule = make_lr_schedule(o.lr_schedule, options.learning_rate, o.lr_decay_every, o.lr_decay_factor,
+                                           o.lr_warmup, o.lr_schedule_unit == "epoch" ? LrSchedule::Unit::epoch
+                                                                                      : LrSchedule::Unit::step);
+  }
+  return options;
+}
+
 /// What train and sweep share: the process settings, the data, and a trainer per run.
 struct Session {
   std::shared_ptr<dist::Context> ranks;
   c10::Device device = c10::Device(c10::kCPU);
-  Examples data;
-  int64_t classes = 10;
+  RunData data;
 
   /// `device`: resolve_device's for this rank.
   Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context, c10::Device device)
-      : ranks(std::move(context)), device(device) {
-    data = load_data(o);
-    classes = class_count(data, o);
+      : ranks(std::move(context)), device(device), data(load_run_data(o.run_spec())) {
+    if (o.run.verbose > 0) {
+      for (const std::string& w : data.warnings) std::cerr << "fitscope: warning: " << w << "\n";
+    }
   }
 
   std::unique_ptr<Trainer> make_trainer(const TrainCommandOptions& o) const {
     torch::manual_seed(o.fit.loader.seed);
-    TrainerOptions options = o.trainer;
-    options.device = device;
-    options.context = ranks;
-    if (!o.normalize_mean.empty()) options.preprocessing.push_back(std::make_shared<Normalize>(o.normalize_mean, o.normalize_std));
-    if (o.run.verbose == 0) options.warn = [](const std::string&) {};  // silent: summary.json keeps them
-    if (!o.lr_schedule.empty()) {
-      if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
-        throw std::invalid_argument("--lr-schedule " + o.lr_schedule + " needs --lr-decay-every N (the interval, in " +
-                                    o.lr_schedule_unit + "s)");
-      }
-      options.lr_schedule = make_lr_schedule(o.lr_schedule, options.learning_rate, o.lr_decay_every, o.lr_decay_factor,
-                                             o.lr_warmup, o.lr_schedule_unit == "epoch" ? LrSchedule::Unit::epoch
-                                                                                        : LrSchedule::Unit::step);
-    }
-    std::shared_ptr<Model> model =
-        is_script_file(o.model) ? std::make_shared<ScriptModel>(load_script_module(o.model), o.model)
-                                : make_seed_model(o.model, o.data, data.train->example_shape(), classes);
-    auto trainer = std::make_unique<Trainer>(std::move(model), options);
-    check_input_shape(*trainer, o);
-    return trainer;
-  }
-
-  /// One example through the model before training: a model that does not take the examples, or
-  /// whose output is not one score per class, or that has nothing to train, is bad input (exit 2).
-  void check_input_shape(Trainer& trainer, const TrainCommandOptions& o) const {
-    const at::Tensor one = data.train->get_batch({0}).inputs.to(device);
-    at::Tensor out;
-    try {
-      torch::NoGradGuard no_grad;
-      trainer.model().train(false);
-      out = trainer.model().forward(one);
-      trainer.model().train(true);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("--model " + o.model + " does not accept the examples of --data " + o.data +
-                                  " (shape " + shape_text(data.train->example_shape()) + "): " + reason_of(e));
-    }
-    const auto fail = [&](const std::string& what) {
-      throw std::invalid_argument("--model " + o.model + ": " + what + " (expected one score per class for each example: " +
-                                  "an output of shape [1x" + std::to_string(classes) + "] for one example of --data " +
-                                  o.data + ")");
-    };
-    if (out.dim() != 2 || out.size(0) != 1) fail("gives an output of shape " + shape_text(out.sizes().vec()) + " for one example");
-    if (!at::isFloatingType(out.scalar_type())) fail(std::string("gives ") + c10::toString(out.scalar_type()) + " scores");
-    if (out.size(1) != classes) {
-      fail("gives " + std::to_string(out.size(1)) + " scores per example, but --data " + o.data + " has " +
-           std::to_string(classes) + " classes");
-    }
-    if (trainer.model().parameters().empty()) fail("has no parameters to train");
-    const auto& weights = o.trainer.loss_options.class_weights;
-    if (!weights.empty() && static_cast<int64_t>(weights.size()) != classes) {
-      throw std::invalid_argument("--class-weight: " + std::to_string(weights.size()) + " weights, but --data " + o.data +
-                                  " has " + std::to_string(classes) + " classes (expected one weight per class)");
-    }
+    return make_run_trainer(o.run_spec(), data, trainer_options(o, device, ranks));
   }
 
   /// The fit settings of the command line, with the seed scenario's SlowCallback in --callback-mode.
@@ -270,11 +118,10 @@ struct Session {
   }
 };
 
-
 /// The run directory's settings of the command line.
 RunOptions run_options(const TrainCommandOptions& o) {
   RunOptions r = o.run;
-  r.name = o.model;
+  r.name = o.spec.model;
   // test hook (documented in the README): SIGKILL the process once N bytes of checkpoint data are
   // written, to test a crash in the middle of a write
   if (const char* kill_after = std::getenv("FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES")) {
@@ -316,55 +163,35 @@ namespace {
 
 /// A run directory's trained model and the examples it is judged on.
 struct TrainedModel {
-  std::unique_ptr<Session> session;
-  std::unique_ptr<Trainer> trainer;
-  std::shared_ptr<const Dataset> data;
-  std::string data_name;  // which examples, for the messages
-  std::string weights;    // the file the weights came from
+  TrainedRun run;
+  JudgedData judged;
 };
 
 /// The run's model and data, or --data; for predict (`to_predict`) --data may have no labels.
 TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o, bool to_predict) {
-  const RunDirectory dir(m.run_dir);
-  TrainedModel t;
-  const bool script = is_script_file(o.model), best = m.weights == "best";
-  if (script) o.model = dir.script_model();  // the trained module itself, as the run wrote it
-  t.weights = best ? dir.best_weights() : script ? o.model : dir.final_weights();
-  if (!fs::exists(t.weights)) {
-    throw std::invalid_argument(m.run_dir + ": no " + fs::path(t.weights).filename().string() +
-                                (best ? " (--weights best: the run kept no best weights; they are written at each epoch "
-                                        "that improves its monitored value)"
-                                      : " (the run did not finish: its final weights are written when it ends)"));
-  }
-  check_recorded_file(m.run_dir, fs::path(t.weights).filename().string());
-  if (!m.data.empty()) {
-    o.data = m.data;
-    o.validation_data.clear();
-    o.data_to_predict = to_predict;
-    const std::string summary = dir.summary();
-    if (!o.num_classes && fs::exists(summary)) {  // the model as trained, whatever labels the new data holds
-      const RunSummary s = RunSummary::from_json(read_whole_file(summary, "the run's summary.json", 64 << 20), summary);
-      if (s.model_summary && s.model_summary->output_shape.size() == 1) o.num_classes = s.model_summary->output_shape[0];
-    }
+  if (!m.data.empty()) {  // other data for the run's model: its test part, else all of it
+    o.spec.data = m.data;
+    o.spec.validation_data.clear();
+    o.spec.unlabeled = to_predict;
   }
   if (m.batch_size > 0) o.fit.loader.batch_size = m.batch_size;
   o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
-  t.session = std::make_unique<Session>(o, dist::single_process_context(), resolve_device(o.device, 0));
-  t.trainer = t.session->make_trainer(o);
-  if (!script || best) t.trainer->load_weights(t.weights);
-  const Examples& data = t.session->data;
+  const RunSpec spec = o.run_spec();
+  const c10::Device device = resolve_device(o.device, 0);
+  TrainedModel t{open_trained_run(RunDirectory(m.run_dir), spec, trainer_options(o, device, dist::single_process_context()),
+                                  m.weights == "best"),
+                 {}};
+  for (const std::string& w : t.run.data.warnings) std::cerr << "fitscope: warning: " << w << "\n";
   if (!m.data.empty()) {
-    t.data = data.test ? data.test : data.train;
-    t.data_name = "--data " + m.data + (data.test ? " (its test part)" : "");
-  } else if (data.test) {
-    t.data = data.test;
-    t.data_name = o.validation_data.empty() ? "the test part of " + o.data : o.validation_data;
-  } else if (o.fit.validation_split > 0) {
-    t.data = split_dataset(data.train, o.fit.validation_split).second;
-    t.data_name = "the validation split (the last " + std::to_string(t.data->size()) + " examples of " + o.data + ")";
+    const RunData& data = t.run.data;
+    t.judged = {data.test ? data.test : data.train, "--data " + m.data + (data.test ? " (its test part)" : "")};
   } else {
-    throw std::invalid_argument(m.run_dir + ": the run had no validation data (no --validation-data, test files or "
-                                "--validation-split): pass --data SPEC");
+    try {
+      t.judged = judged_data(spec, t.run.data);
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument(m.run_dir + ": the run had no validation data (no --validation-data, test files or "
+                                  "--validation-split): pass --data SPEC");
+    }
   }
   return t;
 }
@@ -376,11 +203,11 @@ void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, 
   TrainedModel t = load_trained_model(m, run, /*to_predict=*/false);
   EvaluateOptions options;
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
-  const Logs logs = t.trainer->evaluate(t.data, options);
+  const Logs logs = t.run.trainer->evaluate(t.judged.examples, options);
   const std::string path = m.out.empty() ? RunDirectory(m.run_dir).evaluation() : m.out;
-  write_evaluation(path, logs, t.data_name, t.data->size(), t.weights);
+  write_evaluation(path, logs, t.judged.name, t.judged.examples->size(), t.run.weights);
   if (m.out.empty()) record_run_file(m.run_dir, RunDirectory::kEvaluation);
-  out << "Evaluated " << t.weights << " on " << t.data->size() << " examples of " << t.data_name << ":\n";
+  out << "Evaluated " << t.run.weights << " on " << t.judged.examples->size() << " examples of " << t.judged.name << ":\n";
   for (const auto& [key, value] : logs) out << "  " << key << " " << value << "\n";
   out << "Written: " << path << "\n";
 }
@@ -397,17 +224,17 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
   options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
   // a part of the examples at a time, keeping their targets: each image decoded once, in bounded memory
   std::vector<at::Tensor> outputs, targets;
-  for (int64_t begin = 0; begin < t.data->size(); begin += 64 * options.batch_size) {
-    std::vector<int64_t> part(static_cast<std::size_t>(std::min(64 * options.batch_size, t.data->size() - begin)));
+  for (int64_t begin = 0; begin < t.judged.examples->size(); begin += 64 * options.batch_size) {
+    std::vector<int64_t> part(static_cast<std::size_t>(std::min(64 * options.batch_size, t.judged.examples->size() - begin)));
     std::iota(part.begin(), part.end(), begin);
-    const Batch batch = t.data->get_batch(part);
-    outputs.push_back(t.trainer->predict(batch.inputs, options));
+    const Batch batch = t.judged.examples->get_batch(part);
+    outputs.push_back(t.run.trainer->predict(batch.inputs, options));
     targets.push_back(batch.targets);
   }
-  std::vector<std::string> names(static_cast<std::size_t>(t.data->size()));
-  for (int64_t i = 0; i < t.data->size(); ++i) names[static_cast<std::size_t>(i)] = t.data->example_name(i);
-  write_predictions(at::cat(outputs), t.data->labeled() ? at::cat(targets) : at::Tensor(), m.out, tensors, names);
-  out << "Predicted " << t.data->size() << " examples of " << t.data_name << " with " << t.weights << ":\n"
+  std::vector<std::string> names(static_cast<std::size_t>(t.judged.examples->size()));
+  for (int64_t i = 0; i < t.judged.examples->size(); ++i) names[static_cast<std::size_t>(i)] = t.judged.examples->example_name(i);
+  write_predictions(at::cat(outputs), t.judged.examples->labeled() ? at::cat(targets) : at::Tensor(), m.out, tensors, names);
+  out << "Predicted " << t.judged.examples->size() << " examples of " << t.judged.name << " with " << t.run.weights << ":\n"
       << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";
 }
 
@@ -440,7 +267,7 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
   const Session session(s.train, dist::single_process_context(), resolve_device(s.train.device, 0));
   SweepOptions options = s.sweep;
   options.run_dir = s.train.run.run_dir;
-  options.name = s.train.model;
+  options.name = s.train.spec.model;
   options.callback_mode = s.train.run.async_callbacks ? "async" : "sync";
   out << "Sweeping batch sizes: " << options.windows << " windows each, the batch sizes taking turns; a window is "
       << s.train.trainer.warmup_steps << " warm-up steps (and the thread search, with --threads auto), then at least "

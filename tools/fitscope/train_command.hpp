@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/data/image_folder.hpp"
 #include "fitscope/run/run_options.hpp"
+#include "fitscope/run/run_spec.hpp"
 #include "fitscope/run/sweep.hpp"
 #include "fitscope/timing/run_summary.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -31,15 +31,12 @@ struct TrainCommandOptions {
   TrainerOptions trainer;  ///< --lr --optimizer --warmup-steps --threads --blas-threads --metrics
   FitOptions fit;          ///< --epochs --batch-size --validation-split --seed --workers --prefetch --augment --cache --load-delay-ms
   RunOptions run;          ///< --run-dir --quiet --no-* --tensorboard-freq --best-monitor --checkpoint-every --keep --resume --callback-mode
-  std::string model = "cnn";        ///< --model cnn|mlp|FILE.pt
-  std::string data = "synthetic";   ///< --data synthetic|idx:DIR|cifar10:DIR|csv:FILE|images:DIR
-  ImageFolderOptions images;        ///< --image-size --color-mode --skip-bad-files (images:DIR)
-  /// --normalize MEAN/STD: the loader's Normalize transform, after any augmentation; empty = none.
-  std::vector<double> normalize_mean, normalize_std;
-  std::string validation_data;      ///< --validation-data SPEC (--data's syntax); empty = --data's test part or split
-  int64_t synthetic_size = 20000;   ///< --synthetic-size: examples in the built-in set
-  std::string label_column;         ///< --label-column: CSV label column (name or index); empty = default
-  std::optional<int64_t> num_classes;  ///< --num-classes: the classifier's classes; unset = from the data
+  /// --model --data --validation-data --synthetic-size --label-column --num-classes --image-size
+  /// --color-mode --skip-bad-files --max-image-pixels --normalize; its seed and validation split are
+  /// fit's (run_spec() sets them).
+  RunSpec spec;
+  /// `spec` with fit's seed and validation split, its settings named by their flags in messages.
+  RunSpec run_spec() const;
   std::string device = "auto";      ///< --device auto|cpu|cuda|cuda:N
   double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch
   double dist_timeout_s = 60;       ///< --dist-timeout: collective and rendezvous timeout under launch/torchrun
@@ -57,9 +54,6 @@ struct TrainCommandOptions {
   /// config.toml once the run has chosen its `auto` settings (threads, loader), from its summary; the
   /// chief writes it over run.configuration at the run's end. Empty = left as it was.
   std::function<std::string(const RunSummary&)> used_configuration;
-  /// (predict) --data may be data without labels: a CSV whose header lacks the label column, IDX images
-  /// without their labels file.
-  bool data_to_predict = false;
 };
 
 /// `fitscope sweep`: the train options plus the batch sizes and the steps measured per size.

@@ -1,0 +1,91 @@
+#pragma once
+/// RunSpec: what a run trains and on what, in the words `fitscope train` and a run's config.toml use
+/// (a data spec: synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR; a model: cnn, mlp or a
+/// TorchScript FILE.pt), turned into objects: the data sets and their classes (load_run_data), the
+/// model shaped for them (make_run_model), the examples a run is judged on (judged_data). With
+/// RunSpec::from_config a C++ program gets the data and model of a finished run, as `fitscope
+/// evaluate` does. Errors throw std::invalid_argument naming the setting as `names` spells it: the C++
+/// names by default, the flags when the CLI fills them.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/image_folder.hpp"
+#include "fitscope/models/model.hpp"
+
+namespace fitscope {
+
+class Trainer;
+
+struct RunSpec {
+  /// How messages name the settings.
+  struct Names {
+    std::string model = "RunSpec::model";
+    std::string data = "RunSpec::data";
+    std::string validation_data = "RunSpec::validation_data";
+    std::string num_classes = "RunSpec::num_classes";
+    std::string class_weights = "LossOptions::class_weights";
+    std::string skip_bad_files = "ImageFolderOptions::skip_bad_files";
+  };
+
+  std::string model = "cnn";        ///< cnn | mlp | FILE.pt
+  std::string data = "synthetic";   ///< synthetic | idx:DIR | cifar10:DIR | csv:FILE | images:DIR
+  std::string validation_data;      ///< in data's syntax; empty = data's test part, or the split
+  double validation_split = 0.2;    ///< the last share of data's examples held out when there is no test part
+  int64_t synthetic_size = 20000;   ///< examples in the built-in set
+  uint64_t seed = 0;                ///< the built-in set's draw (the validation set's is seed + 1)
+  std::string label_column;         ///< csv: the label column (name or index); empty = the default
+  std::optional<int64_t> num_classes;  ///< the classifier's classes; unset = from the data
+  ImageFolderOptions images;        ///< images:DIR: size, colour mode, bad files, pixel budget
+  /// The Normalize every batch gets (training, evaluation, prediction); empty = none.
+  std::vector<double> normalize_mean, normalize_std;
+  bool unlabeled = false;           ///< data to predict: a CSV or IDX set may come without its labels
+  Names names;
+
+  /// The spec of the run in `run_dir`, from its config.toml (what it does not set keeps its default).
+  /// Throws std::invalid_argument naming the file when it is missing or a setting has the wrong type.
+  static RunSpec from_config(const std::string& run_dir);
+};
+
+/// "M1,M2/S1,S2" (config.toml's and the CLI's normalize): the means and standard deviations, as many
+/// of each, every one > 0. Throws std::invalid_argument saying what is expected.
+std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::string& text);
+
+/// The channels of a colour mode (config.toml's and the CLI's color-mode): grayscale 1, rgb 3, else 0
+/// (auto: rgb when any image has colour).
+int64_t color_mode_channels(const std::string& mode);
+
+/// A spec's data: its training examples, the test set (validation_data, else the files' test part;
+/// null without one) and the classes.
+struct RunData {
+  std::shared_ptr<const Dataset> train, test;
+  int64_t classes = 10;
+  std::vector<std::string> warnings;  ///< files an image folder left out, to be shown
+};
+
+/// Loads the spec's data; the classes are num_classes, else the largest label + 1, at least 10.
+RunData load_run_data(const RunSpec& spec);
+
+/// The spec's model: the seed MLP on the flattened example, the seed CNN on square images, shaped for
+/// `data`; or the TorchScript module of FILE.pt.
+std::shared_ptr<Model> make_run_model(const RunSpec& spec, const RunData& data);
+
+/// One example of `data` through the trainer's model, before training: a model that does not take the
+/// examples, whose output is not one floating score per class, that has nothing to train, or whose
+/// loss has class weights of another count, is refused.
+void check_model_takes_data(Trainer& trainer, const RunSpec& spec, const RunData& data);
+
+/// The examples a run is judged on and what to call them: its test set, else the held-out split.
+struct JudgedData {
+  std::shared_ptr<const Dataset> examples;
+  std::string name;  ///< "the validation split (the last 2000 examples of synthetic)", ...
+};
+/// Throws std::invalid_argument when the spec has neither a test set nor a split.
+JudgedData judged_data(const RunSpec& spec, const RunData& data);
+
+}  // namespace fitscope

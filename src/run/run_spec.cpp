@@ -1,0 +1,278 @@
+#include "fitscope/run/run_spec.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "fitscope/data/file_sources.hpp"
+#include "fitscope/data/subset_dataset.hpp"
+#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/models/cnn.hpp"
+#include "fitscope/models/mlp.hpp"
+#include "fitscope/models/script_model.hpp"
+#include "fitscope/run/run_config.hpp"
+#include "fitscope/run/run_directory.hpp"
+#include "fitscope/train/trainer.hpp"
+
+namespace fitscope {
+namespace {
+
+bool is_script_file(const std::string& model) { return model.size() > 3 && model.substr(model.size() - 3) == ".pt"; }
+
+/// `prefix:rest` -> rest, when `spec` starts with `prefix:`.
+std::optional<std::string> after_prefix(const std::string& spec, const std::string& prefix) {
+  if (spec.rfind(prefix + ":", 0) != 0) return std::nullopt;
+  return spec.substr(prefix.size() + 1);
+}
+
+/// A shape as "[1x28x28]".
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// The one line of an error that says what went wrong (a TorchScript error carries its Python-like
+/// traceback: the reason is its last "...Error: " line).
+std::string reason_of(const std::exception& e) {
+  const std::string text = e.what();
+  std::size_t at = text.rfind("Error: ");
+  if (at != std::string::npos) {
+    const std::size_t line = text.rfind('\n', at);
+    at = line == std::string::npos ? 0 : line + 1;
+  } else {
+    at = 0;
+  }
+  const std::size_t end = text.find('\n', at);
+  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+/// The data set `spec` (`data`'s syntax) named `name`, drawn from `seed`; an image folder's classes
+/// are `classes` when given (a validation folder takes the training folder's).
+RunData load_one(const RunSpec& s, const std::string& spec, const std::string& name, uint64_t seed,
+                 const std::vector<std::string>& classes = {}) {
+  RunData out;
+  try {
+    if (auto dir = after_prefix(spec, "images")) {
+      ImageFolderOptions options = s.images;
+      options.seed = seed;
+      options.classes = classes;
+      auto images = std::make_shared<ImageFolderDataset>(*dir, options);
+      if (!images->skipped().empty()) {
+        out.warnings.push_back(name + " " + spec + ": " + std::to_string(images->skipped().size()) +
+                               " bad files or empty class folders left out (" + s.names.skip_bad_files +
+                               "), the first: " + images->skipped().front());
+      }
+      out.train = images;
+      return out;
+    }
+    if (spec == "synthetic") {
+      SyntheticOptions options;
+      options.size = s.synthetic_size;
+      options.seed = seed;
+      out.train = std::make_shared<TensorDataset>(make_synthetic(options));
+      return out;
+    }
+    const int64_t classes_bound = s.num_classes.value_or(10);
+    const auto files = [&](const FileData& d) {
+      out.train = d.train;
+      out.test = d.test;
+      return out;
+    };
+    if (auto dir = after_prefix(spec, "idx")) return files(load_idx(*dir, classes_bound, s.unlabeled));
+    if (auto dir = after_prefix(spec, "cifar10")) return files(load_cifar10(*dir, classes_bound));
+    if (auto file = after_prefix(spec, "csv")) {
+      CsvOptions csv;
+      csv.label_column = s.label_column;
+      csv.labels_optional = s.unlabeled;
+      if (s.num_classes) csv.max_classes = *s.num_classes;
+      out.train = std::make_shared<TensorDataset>(load_csv(*file, csv));
+      return out;
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(name + " " + spec + ": " + e.what());
+  }
+  throw std::invalid_argument(name + " " + spec + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
+}
+
+/// Classes of the data: num_classes, else 10, or the largest label + 1 when larger (CSV).
+int64_t class_count(const RunData& data, const RunSpec& s) {
+  int64_t largest = 0;
+  for (const auto& part : {data.train, data.test}) {
+    if (const auto* tensors = dynamic_cast<const TensorDataset*>(part.get())) {
+      largest = std::max(largest, tensors->targets().max().item<int64_t>());
+    } else if (const auto* images = dynamic_cast<const ImageFolderDataset*>(part.get())) {
+      largest = std::max(largest, static_cast<int64_t>(images->classes().size()) - 1);
+    }
+  }
+  if (s.num_classes && largest >= *s.num_classes) {
+    throw std::invalid_argument(s.names.num_classes + " " + std::to_string(*s.num_classes) + ": " + s.names.data + " " +
+                                s.data + " has label " + std::to_string(largest) + " (expected labels below " +
+                                s.names.num_classes + ")");
+  }
+  return s.num_classes.value_or(std::max<int64_t>(10, largest + 1));
+}
+
+}  // namespace
+
+std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  const auto numbers = [&](const std::string& part) {
+    std::vector<double> values;
+    std::stringstream in(part);
+    for (std::string item; std::getline(in, item, ',');) {
+      std::size_t used = 0;
+      const double v = std::stod(item, &used);  // std::invalid_argument when no number
+      if (used != item.size() || !std::isfinite(v)) throw std::invalid_argument("");
+      values.push_back(v);
+    }
+    return values;
+  };
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("");
+    auto mean = numbers(text.substr(0, slash)), std = numbers(text.substr(slash + 1));
+    if (mean.empty() || mean.size() != std.size() || std::any_of(std.begin(), std.end(), [](double s) { return s <= 0; })) {
+      throw std::invalid_argument("");
+    }
+    return {mean, std};
+  } catch (const std::logic_error&) {  // std::stod's invalid_argument and out_of_range too
+    throw std::invalid_argument("expected MEAN/STD with as many means as standard deviations (> 0), such as 0.5/0.25 or "
+                                "0.485,0.456,0.406/0.229,0.224,0.225, got '" + text + "'");
+  }
+}
+
+int64_t color_mode_channels(const std::string& mode) { return mode == "grayscale" ? 1 : mode == "rgb" ? 3 : 0; }
+
+RunSpec RunSpec::from_config(const std::string& run_dir) {
+  const std::string path = RunDirectory(run_dir).config();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw std::invalid_argument(run_dir + ": no " + RunDirectory::kConfig + " (not the directory of a run of fitscope train)");
+  }
+  RunSpec spec;
+  for (const auto& [name, values] : read_config(path)) {
+    const std::string& v = values.empty() ? std::string() : values.front();
+    const auto number = [&](const char* expected) {
+      try {
+        std::size_t used = 0;
+        const double x = std::stod(v, &used);
+        if (used == v.size() && std::isfinite(x) && values.size() == 1) return x;
+      } catch (const std::logic_error&) {
+      }
+      throw std::invalid_argument(path + ": " + name + " = " + v + ": expected " + expected);
+    };
+    const auto whole = [&](const char* expected) {
+      const double x = number(expected);
+      if (x != std::floor(x) || x < 0) throw std::invalid_argument(path + ": " + name + " = " + v + ": expected " + expected);
+      return static_cast<int64_t>(x);
+    };
+    if (name == "model") spec.model = v;
+    else if (name == "data") spec.data = v;
+    else if (name == "validation-data") spec.validation_data = v;
+    else if (name == "validation-split") spec.validation_split = number("a share in [0, 1)");
+    else if (name == "synthetic-size") spec.synthetic_size = whole("a whole number of examples");
+    else if (name == "seed") spec.seed = static_cast<uint64_t>(whole("a whole number"));
+    else if (name == "label-column") spec.label_column = v;
+    else if (name == "num-classes") spec.num_classes = whole("a whole number of classes");
+    else if (name == "skip-bad-files") spec.images.skip_bad_files = v == "true";
+    else if (name == "max-image-pixels") spec.images.max_pixels = whole("a whole number of pixels");
+    else if (name == "color-mode") spec.images.channels = color_mode_channels(v);
+    else if (name == "normalize") std::tie(spec.normalize_mean, spec.normalize_std) = parse_normalize(v);
+    else if (name == "image-size" && !values.empty()) {
+      spec.images.height = std::stoll(values.front());
+      spec.images.width = std::stoll(values.back());
+    }
+  }
+  return spec;
+}
+
+RunData load_run_data(const RunSpec& spec) {
+  RunData data = load_one(spec, spec.data, spec.names.data, spec.seed);
+  if (!spec.validation_data.empty()) {
+    const auto* images = dynamic_cast<const ImageFolderDataset*>(data.train.get());
+    RunData v = load_one(spec, spec.validation_data, spec.names.validation_data, spec.seed + 1,
+                         images ? images->classes() : std::vector<std::string>{});
+    data.test = v.test ? v.test : v.train;
+    data.warnings.insert(data.warnings.end(), v.warnings.begin(), v.warnings.end());
+    if (data.test->example_shape() != data.train->example_shape()) {
+      throw std::invalid_argument(spec.names.validation_data + " " + spec.validation_data + ": examples of shape " +
+                                  shape_text(data.test->example_shape()) + ", but " + spec.names.data + " " + spec.data +
+                                  " has " + shape_text(data.train->example_shape()));
+    }
+  }
+  data.classes = class_count(data, spec);
+  return data;
+}
+
+std::shared_ptr<Model> make_run_model(const RunSpec& spec, const RunData& data) {
+  if (is_script_file(spec.model)) return std::make_shared<ScriptModel>(load_script_module(spec.model), spec.model);
+  const std::vector<int64_t> shape = data.train->example_shape();
+  if (spec.model == "mlp") {
+    int64_t inputs = 1;
+    for (int64_t d : shape) inputs *= d;
+    return make_model(models::Mlp(inputs, data.classes));
+  }
+  if (spec.model == "cnn") {
+    if (shape.size() != 3 || shape[1] != shape[2] || shape[1] < 4) {
+      throw std::invalid_argument(spec.names.model + " cnn needs square images [channels x size x size] but " +
+                                  spec.names.data + " " + spec.data + " gives examples of shape " + shape_text(shape) +
+                                  " (use " + spec.names.model + " mlp)");
+    }
+    return make_model(models::Cnn(shape[1], shape[0], data.classes));
+  }
+  throw std::invalid_argument(spec.names.model + " " + spec.model + ": unknown model (expected cnn, mlp or FILE.pt)");
+}
+
+void check_model_takes_data(Trainer& trainer, const RunSpec& spec, const RunData& data) {
+  const std::string model = spec.names.model + " " + spec.model, examples = spec.names.data + " " + spec.data;
+  const at::Tensor one = data.train->get_batch({0}).inputs.to(trainer.options().device);
+  at::Tensor out;
+  try {
+    torch::NoGradGuard no_grad;
+    trainer.model().train(false);
+    out = trainer.model().forward(one);
+    trainer.model().train(true);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(model + " does not accept the examples of " + examples + " (shape " +
+                                shape_text(data.train->example_shape()) + "): " + reason_of(e));
+  }
+  const auto fail = [&](const std::string& what) {
+    throw std::invalid_argument(model + ": " + what + " (expected one score per class for each example: " +
+                                "an output of shape [1x" + std::to_string(data.classes) + "] for one example of " +
+                                examples + ")");
+  };
+  if (out.dim() != 2 || out.size(0) != 1) fail("gives an output of shape " + shape_text(out.sizes().vec()) + " for one example");
+  if (!at::isFloatingType(out.scalar_type())) fail(std::string("gives ") + c10::toString(out.scalar_type()) + " scores");
+  if (out.size(1) != data.classes) {
+    fail("gives " + std::to_string(out.size(1)) + " scores per example, but " + examples + " has " +
+         std::to_string(data.classes) + " classes");
+  }
+  if (trainer.model().parameters().empty()) fail("has no parameters to train");
+  const auto& weights = trainer.options().loss_options.class_weights;
+  if (!weights.empty() && static_cast<int64_t>(weights.size()) != data.classes) {
+    throw std::invalid_argument(spec.names.class_weights + ": " + std::to_string(weights.size()) + " weights, but " +
+                                examples + " has " + std::to_string(data.classes) +
+                                " classes (expected one weight per class)");
+  }
+}
+
+JudgedData judged_data(const RunSpec& spec, const RunData& data) {
+  if (data.test) {
+    return {data.test, spec.validation_data.empty() ? "the test part of " + spec.data : spec.validation_data};
+  }
+  if (spec.validation_split > 0) {
+    auto held_out = split_dataset(data.train, spec.validation_split).second;
+    const std::string name = "the validation split (the last " + std::to_string(held_out->size()) + " examples of " + spec.data + ")";
+    return {std::move(held_out), name};
+  }
+  throw std::invalid_argument("the run had no validation data (no " + spec.names.validation_data +
+                              ", test files or validation split)");
+}
+
+}  // namespace fitscope
