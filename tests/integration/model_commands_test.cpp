@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "fitscope/fitscope.hpp"
 #include "process.hpp"
 
 using fitscope::testing::expect_usage_error;
@@ -133,6 +134,54 @@ TEST(EvaluateCommand, ARunTrainedWithNormalizeIsEvaluatedOnNormalisedInputsAndRe
   const json evaluation = json::parse(read_file(dir + "/evaluation.json")).at("logs");
   EXPECT_DOUBLE_EQ(evaluation.at("loss").get<double>(), logs.at("val_loss").get<double>());
   EXPECT_DOUBLE_EQ(evaluation.at("accuracy").get<double>(), logs.at("val_accuracy").get<double>());
+}
+
+/// A C++ program opens a finished run as `fitscope evaluate` does: RunSpec::from_config gives its data
+/// (the synthetic draw, the normalisation, the held-out split) and model, open_trained_run its best
+/// weights, and the logs equal the command's to the last bit; examples/evaluate_a_run does it in 25 lines.
+TEST(RunSpec, FromAFinishedRunsConfigEvaluatesItsBestWeightsAsTheCommandDoes) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  ASSERT_EQ(train({"train", "--model", "mlp", "--synthetic-size", "3000", "--epochs", "2", "--threads", "1", "--seed",
+                   "7", "--normalize", "0.5/0.25", "--quiet"}, dir).exit_code, 0);
+  const ProcessResult command = run_fitscope({"evaluate", dir, "--weights", "best", "--out", tmp.path() + "/best.json"});
+  ASSERT_EQ(command.exit_code, 0) << command.err;
+  const json expected = json::parse(read_file(tmp.path() + "/best.json")).at("logs");
+
+  const fitscope::RunDirectory run(dir);
+  const fitscope::RunSpec spec = fitscope::RunSpec::from_config(dir);
+  EXPECT_EQ(spec.model, "mlp");
+  EXPECT_EQ(spec.synthetic_size, 3000);
+  EXPECT_EQ(spec.seed, 7u);
+  EXPECT_EQ(spec.normalize_mean, std::vector<double>{0.5});
+  const fitscope::TrainedRun trained = fitscope::open_trained_run(run, spec, {}, /*best=*/true);
+  EXPECT_EQ(trained.weights, run.best_weights());
+  const fitscope::JudgedData judged = fitscope::judged_data(spec, trained.data);
+  EXPECT_EQ(judged.examples->size(), 600);
+  const fitscope::Logs logs = trained.trainer->evaluate(judged.examples, {});
+  EXPECT_EQ(logs.at("loss"), expected.at("loss").get<double>());
+  EXPECT_EQ(logs.at("accuracy"), expected.at("accuracy").get<double>());
+
+  std::ofstream(dir + "/best.weights.pt", std::ios::app) << "x";  // changed since the run: refused by name
+  try {
+    fitscope::open_trained_run(run, spec, {}, /*best=*/true);
+    ADD_FAILURE() << "changed weights were opened";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("best.weights.pt"), std::string::npos) << e.what();
+  }
+#ifdef FITSCOPE_EVALUATE_A_RUN
+  std::ofstream(tmp.path() + "/other");
+  const ProcessResult example = run_process({FITSCOPE_EVALUATE_A_RUN, tmp.path() + "/other"});
+  EXPECT_EQ(example.exit_code, 2);
+  EXPECT_NE(example.err.find("no config.toml"), std::string::npos) << example.err;
+  const std::string again = tmp.path() + "/again";  // the changed run keeps its changed file
+  ASSERT_EQ(train({"train", "--model", "mlp", "--synthetic-size", "3000", "--epochs", "2", "--threads", "1", "--seed",
+                   "7", "--normalize", "0.5/0.25", "--quiet"}, again).exit_code, 0);
+  const ProcessResult ran = run_process({FITSCOPE_EVALUATE_A_RUN, again});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_NE(ran.out.find(again + "/best.weights.pt on 600 examples of the validation split"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.out.find("  accuracy "), std::string::npos) << ran.out;
+#endif
 }
 
 TEST(PredictCommand, WritesOneRowPerExampleAndTheSameTensorsForTorchLoad) {
