@@ -1,10 +1,11 @@
 #pragma once
 /// Run: one training run with everything the CLI gives it. Around Trainer::fit it adds the run's
 /// callbacks and sinks (progress bar, metrics.csv, TensorBoard, the best checkpoint, backups,
-/// steps.csv, trace.json), prints the model's summary (verbose >= 1, the chief), accounts for the whole wall time (start-up, training steps, validation,
-/// epoch ends, shutdown), and when the fit ends (normally, by an exception, or by SIGINT/SIGTERM)
-/// writes every file of the run directory (DESIGN.md): summary.json, model.weights.pt, model.pt for a
-/// TorchScript model, report.html. In a data-parallel run the chief (rank 0) writes; the others only
+/// steps.csv, trace.json), prints the model's summary (verbose >= 1, the chief), accounts for the
+/// whole wall time (start-up, training steps, validation, epoch ends, shutdown), and when the fit ends
+/// (normally, by an exception, or by SIGINT/SIGTERM) writes every file of the run directory
+/// (RunDirectory names them): summary.json, model.weights.pt, model.pt for a TorchScript model,
+/// report.html. In a data-parallel run the chief (rank 0) writes; the others only
 /// read their backups from it. The chief holds the directory's lock from the fit's start to the Run's
 /// end, and records what the run wrote in manifest.json (run_directory.hpp).
 ///

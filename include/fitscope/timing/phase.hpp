@@ -1,6 +1,6 @@
 #pragma once
-/// Phase: the parts of one training step, in step order (DESIGN.md). `other` is the part of the step
-/// that no phase claims; it is computed, never entered.
+/// Phase: the parts of one training step, in step order (ARCHITECTURE.md, "The life of a step").
+/// `other` is the part of the step that no phase claims; it is computed, never entered.
 
 #include <array>
 #include <cstddef>

@@ -1,7 +1,7 @@
 #pragma once
 /// RunSummary: summary.json as a type, the one schema its writer, the report and the tests share
-/// (fields and meanings fixed by DESIGN.md). Made from a fit's measurements and the run's own facts by
-/// summarize(); written by to_json(); read back by from_json(), which rejects a file of an older or
+/// (its fields are what tools read: the README's run-directory table). Made from a fit's measurements
+/// and the run's own facts by summarize(); written by to_json(); read back by from_json(), which rejects a file of an older or
 /// broken run naming the first key that is missing or of the wrong type. Values; pure functions;
 /// thread-safe.
 

@@ -1,6 +1,6 @@
 #pragma once
 /// StepsCsvWriter: writes steps.csv, one row per step: epoch, batch, rank, step_ms and one
-/// `<phase>_ms` column per phase in step order (DESIGN.md). Rows are buffered and flushed at finish()
+/// `<phase>_ms` column per phase in step order (the README's run-directory table). Rows are buffered and flushed at finish()
 /// and every 4096 rows. Owns its file; used from the training thread only.
 
 #include <fstream>

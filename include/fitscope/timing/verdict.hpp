@@ -1,6 +1,6 @@
 #pragma once
 /// Verdict: what bounds a run, from the phase shares, with TensorFlow Profiler's thresholds applied to
-/// fitscope's own counters (DESIGN.md):
+/// fitscope's own counters (ARCHITECTURE.md, "The life of a step"):
 ///   input (data_wait + h2d), callbacks, checkpoint: moderately >= 5 %, highly >= 20 %;
 ///   communication (comm) and overhead (other):        moderately >= 3 %, highly >= 15 %.
 /// The most severe category wins (highly before moderately, then the larger share). When none reaches
