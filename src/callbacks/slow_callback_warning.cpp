@@ -1,4 +1,4 @@
-#include "callbacks/slow_callback_warning.hpp"
+#include "fitscope/callbacks/detail/slow_callback_warning.hpp"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "distributed/step_record_gather.hpp"
+#include "fitscope/distributed/detail/step_record_gather.hpp"
 
 #include <ATen/ATen.h>
 

@@ -14,7 +14,7 @@
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "report/page.hpp"
 #include "report/svg.hpp"
-#include "timing/bounded_json.hpp"
+#include "fitscope/timing/detail/bounded_json.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/run_summary.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "report/svg.hpp"
-#include "timing/bounded_json.hpp"
+#include "fitscope/timing/detail/bounded_json.hpp"
 
 namespace fitscope::report {
 namespace fs = std::filesystem;

@@ -19,11 +19,10 @@
 #include "fitscope/run/run_config.hpp"
 #include "fitscope/run/run_directory.hpp"
 #include "fitscope/train/trainer.hpp"
+#include "script_file.hpp"
 
 namespace fitscope {
 namespace {
-
-bool is_script_file(const std::string& model) { return model.size() > 3 && model.substr(model.size() - 3) == ".pt"; }
 
 /// `prefix:rest` -> rest, when `spec` starts with `prefix:`.
 std::optional<std::string> after_prefix(const std::string& spec, const std::string& prefix) {

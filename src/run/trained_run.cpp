@@ -6,6 +6,7 @@
 #include "fitscope/checkpoint/atomic_file.hpp"
 #include "fitscope/data/transforms.hpp"
 #include "fitscope/timing/run_summary.hpp"
+#include "script_file.hpp"
 
 namespace fitscope {
 
@@ -19,7 +20,7 @@ std::unique_ptr<Trainer> make_run_trainer(const RunSpec& spec, const RunData& da
 }
 
 TrainedRun open_trained_run(const RunDirectory& run, RunSpec spec, TrainerOptions options, bool best) {
-  const bool script = spec.model.size() > 3 && spec.model.substr(spec.model.size() - 3) == ".pt";
+  const bool script = is_script_file(spec.model);
   if (script) spec.model = run.script_model();  // the trained module itself, as the run wrote it
   TrainedRun t;
   t.weights = best ? run.best_weights() : script ? spec.model : run.final_weights();

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "fitscope/distributed/metric_reduction.hpp"
-#include "distributed/step_record_gather.hpp"
+#include "fitscope/distributed/detail/step_record_gather.hpp"
 
 namespace fitscope::detail {
 

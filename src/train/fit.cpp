@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "callbacks/slow_callback_warning.hpp"
+#include "fitscope/callbacks/detail/slow_callback_warning.hpp"
 #include "data_parallel_fit.hpp"
 #include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loader.hpp"

@@ -1,8 +1,9 @@
 // The tree's architecture, read from the includes: the areas (include/fitscope/<area>, src/<area>)
-// form layers with no cycle between them, and the umbrella header holds every public header and no
-// internal one.
+// form layers with no cycle between them, no area includes another's private src/ header, and the
+// umbrella header holds every public header and no internal one.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -80,6 +81,46 @@ std::vector<std::string> find_cycle(const Graph& g) {
     if (state[a] == 0 && visit(a)) break;
   }
   return cycle;
+}
+
+/// The includes under `root`/src of a header private to another area (src/b/y.cpp including
+/// "a/x.hpp"), as "src/b/y.cpp: a/x.hpp". An area shares a header through include/fitscope/ (its
+/// detail/ folder when it is internal), never through its src/.
+std::vector<std::string> private_includes_across_areas(const fs::path& root) {
+  static const std::regex include(R"re(^\s*#\s*include\s+"([a-z_]+)/[^"]+")re");
+  std::vector<std::string> found;
+  const fs::path src = root / "src";
+  for (const auto& entry : fs::recursive_directory_iterator(src)) {
+    const fs::path rel = fs::relative(entry.path(), src);
+    if (!entry.is_regular_file() || std::distance(rel.begin(), rel.end()) < 2) continue;
+    const std::string area = rel.begin()->string();
+    std::ifstream in(entry.path());
+    std::smatch m;
+    for (std::string line; std::getline(in, line);) {
+      if (std::regex_search(line, m, include) && m[1] != area && fs::is_directory(src / m[1].str())) {
+        const std::string header = line.substr(line.find('"') + 1, line.rfind('"') - line.find('"') - 1);
+        found.push_back(fs::relative(entry.path(), root).string() + ": " + header);
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+TEST(Layout, NoAreaIncludesAnotherAreasPrivateHeader) {
+  EXPECT_EQ(private_includes_across_areas(kRoot), std::vector<std::string>{});
+}
+
+TEST(Layout, ThePrivateIncludeCheckFindsOne) {
+  const fs::path root = fs::temp_directory_path() / ("fitscope-layout-" + std::to_string(::getpid()));
+  fs::create_directories(root / "src" / "a");
+  fs::create_directories(root / "src" / "b");
+  std::ofstream(root / "src" / "a" / "x.hpp") << "#pragma once\n";
+  std::ofstream(root / "src" / "a" / "z.cpp") << "#include \"a/x.hpp\"\n";  // its own area's: fine
+  std::ofstream(root / "src" / "b" / "y.cpp") << "#include \"fitscope/a/w.hpp\"\n#include \"a/x.hpp\"\n";
+  const std::vector<std::string> found = private_includes_across_areas(root);
+  fs::remove_all(root);
+  EXPECT_EQ(found, std::vector<std::string>{"src/b/y.cpp: a/x.hpp"});
 }
 
 TEST(Layout, NoIncludeCycleJoinsTwoAreas) {

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <filesystem>
 #include <numeric>
 #include <chrono>
 #include <cstdlib>
@@ -30,8 +29,6 @@ RunSpec TrainCommandOptions::run_spec() const {
 }
 
 namespace {
-
-namespace fs = std::filesystem;
 
 /// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend,
 /// this rank training on `device`. Kept for the process's lifetime: after a peer failure main leaves

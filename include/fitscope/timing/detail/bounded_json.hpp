@@ -1,7 +1,7 @@
 #pragma once
-// Private: JSON read from a file a user may have edited (summary.json, sweep.json): nesting is bounded,
-// so a crafted file cannot exhaust the stack of the code that walks or prints it, and every error is
-// std::invalid_argument naming the file.
+// Internal (timing/ and report/ use it; not in fitscope.hpp): JSON read from a file a user may have
+// edited (summary.json, sweep.json): nesting is bounded, so a crafted file cannot exhaust the stack of
+// the code that walks or prints it, and every error is std::invalid_argument naming the file.
 
 #include <nlohmann/json.hpp>
 
