@@ -4,8 +4,11 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
 #include <cmath>
-#include <map>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
@@ -156,36 +159,44 @@ RunSpec RunSpec::from_config(const std::string& run_dir) {
   }
   RunSpec spec;
   for (const auto& [name, values] : read_config(path)) {
-    const std::string& v = values.empty() ? std::string() : values.front();
-    const auto number = [&](const char* expected) {
-      try {
-        std::size_t used = 0;
-        const double x = std::stod(v, &used);
-        if (used == v.size() && std::isfinite(x) && values.size() == 1) return x;
-      } catch (const std::logic_error&) {
-      }
-      throw std::invalid_argument(path + ": " + name + " = " + v + ": expected " + expected);
+    const auto refuse = [&](const std::string& word, const std::string& expected) {
+      return std::invalid_argument(path + ": " + name + " = " + word + ": expected " + expected);
     };
-    const auto whole = [&](const char* expected) {
-      const double x = number(expected);
-      if (x != std::floor(x) || x < 0) throw std::invalid_argument(path + ": " + name + " = " + v + ": expected " + expected);
+    const std::string v = values.size() == 1 ? values.front() : std::string();
+    const auto whole = [&](const std::string& word) {
+      uint64_t x = 0;
+      const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), x);
+      if (error != std::errc() || end != word.data() + word.size()) throw refuse(word, "a whole number >= 0");
+      return x;
+    };
+    const auto count = [&](const std::string& word) {
+      const uint64_t x = whole(word);
+      if (x > static_cast<uint64_t>(INT64_MAX)) throw refuse(word, "a whole number >= 0 that fits 64 bits");
       return static_cast<int64_t>(x);
     };
     if (name == "model") spec.model = v;
     else if (name == "data") spec.data = v;
     else if (name == "validation-data") spec.validation_data = v;
-    else if (name == "validation-split") spec.validation_split = number("a share in [0, 1)");
-    else if (name == "synthetic-size") spec.synthetic_size = whole("a whole number of examples");
-    else if (name == "seed") spec.seed = static_cast<uint64_t>(whole("a whole number"));
     else if (name == "label-column") spec.label_column = v;
-    else if (name == "num-classes") spec.num_classes = whole("a whole number of classes");
+    else if (name == "synthetic-size") spec.synthetic_size = count(v);
+    else if (name == "seed") spec.seed = whole(v);
+    else if (name == "num-classes") spec.num_classes = count(v);
+    else if (name == "max-image-pixels") spec.images.max_pixels = count(v);
     else if (name == "skip-bad-files") spec.images.skip_bad_files = v == "true";
-    else if (name == "max-image-pixels") spec.images.max_pixels = whole("a whole number of pixels");
     else if (name == "color-mode") spec.images.channels = color_mode_channels(v);
-    else if (name == "normalize") std::tie(spec.normalize_mean, spec.normalize_std) = parse_normalize(v);
-    else if (name == "image-size" && !values.empty()) {
-      spec.images.height = std::stoll(values.front());
-      spec.images.width = std::stoll(values.back());
+    else if (name == "validation-split") {
+      char* end = nullptr;
+      spec.validation_split = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(spec.validation_split >= 0 && spec.validation_split < 1)) throw refuse(v, "a share in [0, 1)");
+    } else if (name == "normalize") {
+      try {
+        std::tie(spec.normalize_mean, spec.normalize_std) = parse_normalize(v);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(path + ": " + name + ": " + e.what());
+      }
+    } else if (name == "image-size" && (values.size() == 1 || values.size() == 2)) {
+      spec.images.height = count(values.front());
+      spec.images.width = count(values.back());
     }
   }
   return spec;

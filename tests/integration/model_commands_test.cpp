@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -161,6 +162,16 @@ TEST(RunSpec, FromAFinishedRunsConfigEvaluatesItsBestWeightsAsTheCommandDoes) {
   const fitscope::Logs logs = trained.trainer->evaluate(judged.examples, {});
   EXPECT_EQ(logs.at("loss"), expected.at("loss").get<double>());
   EXPECT_EQ(logs.at("accuracy"), expected.at("accuracy").get<double>());
+
+  const std::string bad = tmp.path() + "/bad";  // a setting of the wrong kind: the file and the setting named
+  std::filesystem::create_directories(bad);
+  std::ofstream(bad + "/config.toml") << "model = \"mlp\"\nseed = -1\n";
+  try {
+    fitscope::RunSpec::from_config(bad);
+    ADD_FAILURE() << "a negative seed was read";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), bad + "/config.toml: seed = -1: expected a whole number >= 0");
+  }
 
   std::ofstream(dir + "/best.weights.pt", std::ios::app) << "x";  // changed since the run: refused by name
   try {
