@@ -11,7 +11,7 @@
 
 namespace fitscope {
 
-/// Settings in the file's order: a name and its values (one, or a list's elements).
+/// Settings by name (TOML keeps a table sorted): a name and its values (one, or a list's elements).
 using ConfigSettings = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
 /// The settings of a config.toml's `text`. Throws std::invalid_argument starting with `path`: the line
