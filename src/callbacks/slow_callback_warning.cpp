@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "fitscope/timing/detail/slow_hook.hpp"
+
 namespace fitscope {
 
 SlowCallbackWarning::SlowCallbackWarning(Warn warn, double threshold)
@@ -30,7 +32,7 @@ void SlowCallbackWarning::check(const CallbackList& callbacks, const PhaseStats&
       if (step_p50 < 0) step_p50 = stats.step_quantiles().quantile(0.5);
       if (step_p50 <= 0) return;
       const double p50 = durations.quantile(0.5);
-      if (p50 < threshold_ * step_p50) continue;
+      if (!detail::is_slow_hook(p50, step_p50, threshold_)) continue;
       warned_.insert({i, hook});
       const bool async = timing->mode == "async";
       char text[512];

@@ -15,6 +15,8 @@
 #include "report/page.hpp"
 #include "report/svg.hpp"
 #include "fitscope/timing/detail/bounded_json.hpp"
+#include "fitscope/timing/detail/slow_hook.hpp"
+#include "fitscope/timing/hook.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/run_summary.hpp"
 
@@ -354,12 +356,13 @@ std::string train_report(const ReportSources& files) {
             "<th>total ms</th><th>share of the run</th><th>stall ms</th><th>note</th></tr>";
     for (std::size_t i = 0; i < s.callbacks.size() && i < kShown; ++i) {
       const CallbackSummary& c = s.callbacks[i];
-      const bool batch_hook = c.hook.find("batch") != std::string::npos;
-      const bool slow = batch_hook && s.step_ms.p50 > 0 && c.mean_ms >= 0.1 * s.step_ms.p50;
+      // the warning's rule: a training batch hook whose p50 reaches a tenth of the step's
+      const bool batch_hook = c.hook == hook_name(Hook::on_train_batch_begin) || c.hook == hook_name(Hook::on_train_batch_end);
+      const bool slow = batch_hook && detail::is_slow_hook(c.p50_ms, s.step_ms.p50);
       body << "<tr" << (slow ? " class=\"slow\"" : "") << "><td>" << svg::escape(c.name + "." + c.hook) << "</td><td>"
            << svg::escape(c.mode) << "</td><td>" << c.calls << "</td><td>" << fixed(c.mean_ms) << "</td><td>"
            << fixed(c.p99_ms) << "</td><td>" << fixed(c.total_ms, 1) << "</td><td>" << share_of_run(c.total_ms)
-           << "</td><td>" << fixed(c.stall_ms, 1) << "</td><td>" << (slow ? "slow: &ge; 10% of the step" : "")
+           << "</td><td>" << fixed(c.stall_ms, 1) << "</td><td>" << (slow ? "slow: p50 &ge; 10% of the step's" : "")
            << "</td></tr>";
     }
     if (s.callbacks.size() > kShown) {

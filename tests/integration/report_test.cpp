@@ -44,6 +44,14 @@ TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
   EXPECT_NE(html.find("Where each step&#39;s time goes"), std::string::npos);
   EXPECT_NE(html.find("Verdict: "), std::string::npos);
   EXPECT_NE(html.find("<tr class=\"slow\"><td>SlowCallback.on_train_batch_end"), std::string::npos);
+  // the table's rule is the run's warning's: the hook marked slow is the one the run warned about
+  bool warned = false;
+  const nlohmann::json summary = nlohmann::json::parse(read_file(dir + "/summary.json"));
+  for (const auto& w : summary.at("warnings")) {
+    warned = warned || w.get<std::string>().rfind("callback SlowCallback.on_train_batch_end takes", 0) == 0;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_EQ(html.find("<tr class=\"slow\"><td>TerminateOnNaN"), std::string::npos);
   EXPECT_GE(std::count(html.begin(), html.end(), '<') , 100);
   for (const char* banned : {"<script", "http://", "https://", "@import", "<link"}) {
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
