@@ -71,9 +71,9 @@ void LoaderTuner::judge_trial(double throughput, double wait_share, bool waiting
   const double change = throughput / base_throughput_ - 1;
   // a worker added to a build that mostly sleeps costs no core: it stays once the step stops waiting,
   // whatever a short window's throughput says
-  const bool kept = tried == Direction::fewer_workers ? change > -kGain && wait_share < kWaitAfterRemoval
-                    : tried == Direction::more_workers && waiting_build && wait_share < kWaitToAct ? true
-                                                                                                   : change >= kGain;
+  const bool kept = tried == Direction::fewer_workers
+                        ? change > -kGain && wait_share < kWaitAfterRemoval
+                        : change >= kGain || (tried == Direction::more_workers && waiting_build && wait_share < kWaitToAct);
   const auto d = static_cast<std::size_t>(tried);
   if (kept) {
     failures_[d] = 0;

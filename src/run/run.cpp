@@ -137,43 +137,6 @@ RestartsSummary account_restarts(const dist::RestartHistory& history, std::optio
 
 }  // namespace
 
-std::string default_run_dir(const std::string& name) {
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  std::string safe = fs::path(name).stem().string();
-  for (char& c : safe) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-  }
-  return (fs::path("runs") / (std::string(stamp) + "-" + safe)).string();
-}
-
-std::vector<std::string> earlier_run_files(const std::string& dir) {
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (is_run_file_name(name)) found.push_back(name);
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-void create_run_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw std::invalid_argument("--run-dir " + dir + ": cannot create the directory (" +
-                                (ec ? ec.message() : "a file is in the way") + ")");
-  }
-  // an existing directory may be read-only: say so now, not when the first file of the run is written
-  const std::string probe = (fs::path(dir) / (".fitscope-write-test-" + std::to_string(::getpid()))).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::invalid_argument("--run-dir " + dir + ": cannot write in it (" + std::strerror(errno) + ")");
-  ::close(fd);
-  ::unlink(probe.c_str());
-}
-
 /// The SIGINT/SIGTERM handlers of a Run's lifetime: the first signal is recorded (the fit stops at the
 /// next step boundary), SA_RESETHAND leaves the second to the default action, which ends the process.
 /// A signal the process ignores (nohup, a shell's background job) stays ignored.
@@ -237,10 +200,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     dist::require_same_settings(ranks, settings);
   }
   if (ranks.world_size() > 1 && options_.backup && options_.run_dir.empty()) {
-    throw std::invalid_argument("--checkpoint-every in a data-parallel run needs --run-dir: every rank restores from its backups");
+    throw std::invalid_argument("RunOptions::backup in a data-parallel run needs RunOptions::run_dir: every rank restores from its backups");
   }
   if (options_.resume && options_.run_dir.empty()) {
-    throw std::invalid_argument("--resume needs the --run-dir of the run to continue");
+    throw std::invalid_argument("RunOptions::resume needs the RunOptions::run_dir of the run to continue");
   }
   // two runs started in one second share a default name: the second gets the next free suffix
   if (options_.run_dir.empty()) {
@@ -257,8 +220,8 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   const std::string backup_dir = files.backup();
   bool has_backups = !checkpoint_files(*options_.file_system, backup_dir).empty();
   if (options_.resume && !has_backups) {
-    throw std::invalid_argument("--resume: no checkpoint in " + backup_dir +
-                                " (expected the --run-dir of a run started with --checkpoint-every)");
+    throw std::invalid_argument("RunOptions::resume: no checkpoint in " + backup_dir +
+                                " (expected the RunOptions::run_dir of a run started with RunOptions::backup)");
   }
   // `fitscope launch --max-restarts` started the group again: it resumes from the newest backup
   const auto launched = dist::read_environment();
@@ -293,11 +256,11 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     if (!earlier.empty() && !options_.overwrite && restart == 0) {
       std::string list;
       for (const auto& name : earlier) list += (list.empty() ? "" : ", ") + name;
-      throw std::invalid_argument("--run-dir " + dir.string() + " holds " +
+      throw std::invalid_argument("RunOptions::run_dir " + dir.string() + " holds " +
                                   (has_backups ? "the backups of an interrupted run in " + backup_dir + " (" + list + ")"
                                                : "an earlier run (" + list + ")") +
-                                  ": pass --resume to continue it" + (has_backups ? "" : " (with backups)") +
-                                  ", --overwrite to replace it, or choose another --run-dir");
+                                  ": pass RunOptions::resume to continue it" + (has_backups ? "" : " (with backups)") +
+                                  ", RunOptions::overwrite to replace it, or choose another RunOptions::run_dir");
     }
     if (chief) remove_earlier_run(dir.string(), earlier);  // only what a run wrote, or nothing
     has_backups = false;

@@ -7,7 +7,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -97,6 +99,43 @@ std::vector<std::string> files_under(const fs::path& dir, const std::string& ent
 std::string RunDirectory::file(const char* name) const { return (fs::path(path_) / name).string(); }
 
 ReportSources RunDirectory::report_sources() const { return {path_, summary(), steps(), metrics(), sweep()}; }
+
+std::string default_run_dir(const std::string& name) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  std::string safe = fs::path(name).stem().string();
+  for (char& c : safe) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return (fs::path("runs") / (std::string(stamp) + "-" + safe)).string();
+}
+
+std::vector<std::string> earlier_run_files(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (is_run_file_name(name)) found.push_back(name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void create_run_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw std::invalid_argument("RunOptions::run_dir " + dir + ": cannot create the directory (" +
+                                (ec ? ec.message() : "a file is in the way") + ")");
+  }
+  // an existing directory may be read-only: say so now, not when the first file of the run is written
+  const std::string probe = (fs::path(dir) / (".fitscope-write-test-" + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::invalid_argument("RunOptions::run_dir " + dir + ": cannot write in it (" + std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
 
 bool is_run_file_name(const std::string& name) {
   using D = RunDirectory;

@@ -68,8 +68,8 @@ RunData load_one(const RunSpec& s, const std::string& spec, const std::string& n
       auto images = std::make_shared<ImageFolderDataset>(*dir, options);
       if (!images->skipped().empty()) {
         out.warnings.push_back(name + " " + spec + ": " + std::to_string(images->skipped().size()) +
-                               " bad files or empty class folders left out (" + s.names.skip_bad_files +
-                               "), the first: " + images->skipped().front());
+                               " bad files or empty class folders left out (ImageFolderOptions::skip_bad_files), the first: " +
+                               images->skipped().front());
       }
       out.train = images;
       return out;
@@ -114,9 +114,8 @@ int64_t class_count(const RunData& data, const RunSpec& s) {
     }
   }
   if (s.num_classes && largest >= *s.num_classes) {
-    throw std::invalid_argument(s.names.num_classes + " " + std::to_string(*s.num_classes) + ": " + s.names.data + " " +
-                                s.data + " has label " + std::to_string(largest) + " (expected labels below " +
-                                s.names.num_classes + ")");
+    throw std::invalid_argument("RunSpec::num_classes " + std::to_string(*s.num_classes) + ": RunSpec::data " +
+                                s.data + " has label " + std::to_string(largest) + " (expected labels below RunSpec::num_classes)");
   }
   return s.num_classes.value_or(std::max<int64_t>(10, largest + 1));
 }
@@ -203,16 +202,16 @@ RunSpec RunSpec::from_config(const std::string& run_dir) {
 }
 
 RunData load_run_data(const RunSpec& spec) {
-  RunData data = load_one(spec, spec.data, spec.names.data, spec.seed);
+  RunData data = load_one(spec, spec.data, "RunSpec::data", spec.seed);
   if (!spec.validation_data.empty()) {
     const auto* images = dynamic_cast<const ImageFolderDataset*>(data.train.get());
-    RunData v = load_one(spec, spec.validation_data, spec.names.validation_data, spec.seed + 1,
+    RunData v = load_one(spec, spec.validation_data, "RunSpec::validation_data", spec.seed + 1,
                          images ? images->classes() : std::vector<std::string>{});
     data.test = v.test ? v.test : v.train;
     data.warnings.insert(data.warnings.end(), v.warnings.begin(), v.warnings.end());
     if (data.test->example_shape() != data.train->example_shape()) {
-      throw std::invalid_argument(spec.names.validation_data + " " + spec.validation_data + ": examples of shape " +
-                                  shape_text(data.test->example_shape()) + ", but " + spec.names.data + " " + spec.data +
+      throw std::invalid_argument("RunSpec::validation_data " + spec.validation_data + ": examples of shape " +
+                                  shape_text(data.test->example_shape()) + ", but RunSpec::data " + spec.data +
                                   " has " + shape_text(data.train->example_shape()));
     }
   }
@@ -230,17 +229,16 @@ std::shared_ptr<Model> make_run_model(const RunSpec& spec, const RunData& data) 
   }
   if (spec.model == "cnn") {
     if (shape.size() != 3 || shape[1] != shape[2] || shape[1] < 4) {
-      throw std::invalid_argument(spec.names.model + " cnn needs square images [channels x size x size] but " +
-                                  spec.names.data + " " + spec.data + " gives examples of shape " + shape_text(shape) +
-                                  " (use " + spec.names.model + " mlp)");
+      throw std::invalid_argument("RunSpec::model cnn needs square images [channels x size x size] but RunSpec::data " + spec.data + " gives examples of shape " + shape_text(shape) +
+                                  " (use RunSpec::model mlp)");
     }
     return make_model(models::Cnn(shape[1], shape[0], data.classes));
   }
-  throw std::invalid_argument(spec.names.model + " " + spec.model + ": unknown model (expected cnn, mlp or FILE.pt)");
+  throw std::invalid_argument("RunSpec::model " + spec.model + ": unknown model (expected cnn, mlp or FILE.pt)");
 }
 
 void check_model_takes_data(Trainer& trainer, const RunSpec& spec, const RunData& data) {
-  const std::string model = spec.names.model + " " + spec.model, examples = spec.names.data + " " + spec.data;
+  const std::string model = "RunSpec::model " + spec.model, examples = "RunSpec::data " + spec.data;
   const at::Tensor one = data.train->get_batch({0}).inputs.to(trainer.options().device);
   at::Tensor out;
   try {
@@ -266,7 +264,7 @@ void check_model_takes_data(Trainer& trainer, const RunSpec& spec, const RunData
   if (trainer.model().parameters().empty()) fail("has no parameters to train");
   const auto& weights = trainer.options().loss_options.class_weights;
   if (!weights.empty() && static_cast<int64_t>(weights.size()) != data.classes) {
-    throw std::invalid_argument(spec.names.class_weights + ": " + std::to_string(weights.size()) + " weights, but " +
+    throw std::invalid_argument("LossOptions::class_weights: " + std::to_string(weights.size()) + " weights, but " +
                                 examples + " has " + std::to_string(data.classes) +
                                 " classes (expected one weight per class)");
   }
@@ -281,8 +279,7 @@ JudgedData judged_data(const RunSpec& spec, const RunData& data) {
     const std::string name = "the validation split (the last " + std::to_string(held_out->size()) + " examples of " + spec.data + ")";
     return {std::move(held_out), name};
   }
-  throw std::invalid_argument("the run had no validation data (no " + spec.names.validation_data +
-                              ", test files or validation split)");
+  throw std::invalid_argument("the run had no validation data (no RunSpec::validation_data, test files or validation split)");
 }
 
 }  // namespace fitscope

@@ -158,7 +158,6 @@ void copy_range(at::Tensor& into, const float* from, at::IntArrayRef sizes) {
 
 bool has_values(const at::Tensor& t) { return t.defined() && t.numel() > 0; }
 
-
 /// Whether the fused step updates `p` in place: float32, dense and contiguous, on the CPU.
 bool updatable(const at::Tensor& p) {
   return p.defined() && p.is_cpu() && p.layout() == at::kStrided && p.scalar_type() == at::kFloat && p.is_contiguous();

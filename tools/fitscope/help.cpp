@@ -158,7 +158,10 @@ std::string bash_completion(const CLI::App& app) {
 std::string in_flags(std::string message) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {"RunOptions::run_dir", "--run-dir"}, {"RunOptions::overwrite", "--overwrite"}, {"RunOptions::resume", "--resume"},
-      {"ImageFolderOptions::max_pixels", "--max-image-pixels"}};
+      {"RunOptions::backup", "--checkpoint-every"}, {"ImageFolderOptions::max_pixels", "--max-image-pixels"},
+      {"ImageFolderOptions::skip_bad_files", "--skip-bad-files"}, {"RunSpec::model", "--model"},
+      {"RunSpec::data", "--data"}, {"RunSpec::validation_data", "--validation-data"},
+      {"RunSpec::num_classes", "--num-classes"}, {"LossOptions::class_weights", "--class-weight"}};
   for (const auto& [option, flag] : kFlags) {
     for (std::size_t at = message.find(option); at != std::string::npos; at = message.find(option, at)) {
       message.replace(at, std::strlen(option), flag);

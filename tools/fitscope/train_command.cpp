@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "fitscope/fitscope.hpp"
+#include "help.hpp"
 
 namespace fitscope::cli {
 
@@ -24,7 +25,6 @@ RunSpec TrainCommandOptions::run_spec() const {
   RunSpec s = spec;
   s.seed = fit.loader.seed;
   s.validation_split = fit.validation_split;
-  s.names = {"--model", "--data", "--validation-data", "--num-classes", "--class-weight", "--skip-bad-files"};
   return s;
 }
 
@@ -79,7 +79,7 @@ struct Session {
   Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context, c10::Device device)
       : ranks(std::move(context)), device(device), data(load_run_data(o.run_spec())) {
     if (o.run.verbose > 0) {
-      for (const std::string& w : data.warnings) std::cerr << "fitscope: warning: " << w << "\n";
+      for (const std::string& w : data.warnings) std::cerr << "fitscope: warning: " << in_flags(w) << "\n";
     }
   }
 
@@ -178,7 +178,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
   TrainedModel t{open_trained_run(RunDirectory(m.run_dir), spec, trainer_options(o, device, dist::single_process_context()),
                                   m.weights == "best"),
                  {}};
-  for (const std::string& w : t.run.data.warnings) std::cerr << "fitscope: warning: " << w << "\n";
+  for (const std::string& w : t.run.data.warnings) std::cerr << "fitscope: warning: " << in_flags(w) << "\n";
   if (!m.data.empty()) {
     const RunData& data = t.run.data;
     t.judged = {data.test ? data.test : data.train, "--data " + m.data + (data.test ? " (its test part)" : "")};

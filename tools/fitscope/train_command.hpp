@@ -35,7 +35,7 @@ struct TrainCommandOptions {
   /// --color-mode --skip-bad-files --max-image-pixels --normalize; its seed and validation split are
   /// fit's (run_spec() sets them).
   RunSpec spec;
-  /// `spec` with fit's seed and validation split, its settings named by their flags in messages.
+  /// `spec` with fit's seed and validation split.
   RunSpec run_spec() const;
   std::string device = "auto";      ///< --device auto|cpu|cuda|cuda:N
   double slow_callback_ms = 0;      ///< --slow-callback-ms: add a callback costing this per batch

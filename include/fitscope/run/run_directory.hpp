@@ -71,6 +71,17 @@ class RunDirectory {
   std::string path_;
 };
 
+/// runs/<YYYYmmdd-HHMMSS>-<name> at this moment: of `name`, the file stem of a path, with any character
+/// but letters, digits, '.', '_' and '-' made '_' (so the directory stays under runs/).
+std::string default_run_dir(const std::string& name);
+/// The files and folders of an earlier run in `dir` (summary.json, steps.csv, metrics.csv, trace.json,
+/// report.html, model.*, config.toml, evaluation.json, manifest.json, train/, validation/, checkpoints/,
+/// backup/, event files: is_run_file_name), sorted; other files are the user's and are left alone.
+std::vector<std::string> earlier_run_files(const std::string& dir);
+/// Creates `dir` and its parents; throws std::invalid_argument naming it (as RunOptions::run_dir)
+/// when it cannot be created or written in.
+void create_run_dir(const std::string& dir);
+
 /// Whether `name` is one a run writes at the top of its directory: summary.json, steps.csv,
 /// metrics.csv, trace.json, report.html, model.weights.pt, best.weights.pt, model.pt, config.toml,
 /// evaluation.json, manifest.json, the folders train/, validation/, checkpoints/, backup/, and

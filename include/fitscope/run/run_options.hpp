@@ -67,14 +67,4 @@ struct RunOptions {
   bool handle_signals = true;
 };
 
-/// runs/<YYYYmmdd-HHMMSS>-<name> at this moment: of `name`, the file stem of a path, with any character
-/// but letters, digits, '.', '_' and '-' made '_' (so the directory stays under runs/).
-std::string default_run_dir(const std::string& name);
-/// The files and folders of an earlier run in `dir` (summary.json, steps.csv, metrics.csv, trace.json,
-/// report.html, model.*, config.toml, evaluation.json, manifest.json, train/, validation/, checkpoints/,
-/// backup/, event files: is_run_file_name), sorted; other files are the user's and are left alone.
-std::vector<std::string> earlier_run_files(const std::string& dir);
-/// Creates `dir` and its parents; throws std::invalid_argument naming it when it cannot.
-void create_run_dir(const std::string& dir);
-
 }  // namespace fitscope

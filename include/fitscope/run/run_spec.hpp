@@ -4,8 +4,8 @@
 /// TorchScript FILE.pt), turned into objects: the data sets and their classes (load_run_data), the
 /// model shaped for them (make_run_model), the examples a run is judged on (judged_data). With
 /// RunSpec::from_config a C++ program gets the data and model of a finished run, as `fitscope
-/// evaluate` does. Errors throw std::invalid_argument naming the setting as `names` spells it: the C++
-/// names by default, the flags when the CLI fills them.
+/// evaluate` does. Errors throw std::invalid_argument naming the setting by its C++ name
+/// ("RunSpec::data synthetic: ..."), which the CLI renders as its flag.
 
 #include <cstdint>
 #include <memory>
@@ -23,16 +23,6 @@ namespace fitscope {
 class Trainer;
 
 struct RunSpec {
-  /// How messages name the settings.
-  struct Names {
-    std::string model = "RunSpec::model";
-    std::string data = "RunSpec::data";
-    std::string validation_data = "RunSpec::validation_data";
-    std::string num_classes = "RunSpec::num_classes";
-    std::string class_weights = "LossOptions::class_weights";
-    std::string skip_bad_files = "ImageFolderOptions::skip_bad_files";
-  };
-
   std::string model = "cnn";        ///< cnn | mlp | FILE.pt
   std::string data = "synthetic";   ///< synthetic | idx:DIR | cifar10:DIR | csv:FILE | images:DIR
   std::string validation_data;      ///< in data's syntax; empty = data's test part, or the split
@@ -45,7 +35,6 @@ struct RunSpec {
   /// The Normalize every batch gets (training, evaluation, prediction); empty = none.
   std::vector<double> normalize_mean, normalize_std;
   bool unlabeled = false;           ///< data to predict: a CSV or IDX set may come without its labels
-  Names names;
 
   /// The spec of the run in `run_dir`, from its config.toml (what it does not set keeps its default).
   /// Throws std::invalid_argument naming the file when it is missing or a setting has the wrong type.
