@@ -171,7 +171,6 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
     o.spec.validation_data.clear();
     o.spec.unlabeled = to_predict;
   }
-  if (m.batch_size > 0) o.fit.loader.batch_size = m.batch_size;
   o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
   const RunSpec spec = o.run_spec();
   const c10::Device device = resolve_device(o.device, 0);
