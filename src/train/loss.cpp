@@ -1,6 +1,7 @@
 #include "fitscope/train/loss.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,8 +26,33 @@ at::Tensor elementwise_targets(const at::Tensor& outputs, const at::Tensor& targ
   return targets.to(outputs.scalar_type()).view_as(outputs);
 }
 
+/// Softmax cross-entropy over class indices, averaged, as one autograd node instead of two: the same
+/// kernels as at::cross_entropy_loss in the same order (log-softmax, the negative log-likelihood, and
+/// their backward kernels), so the same bits, with one node's bookkeeping less on every small step.
+struct SoftmaxCrossEntropy : torch::autograd::Function<SoftmaxCrossEntropy> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& outputs, const at::Tensor& targets) {
+    at::Tensor log_probabilities = at::_log_softmax(outputs, 1, false);
+    auto [loss, total_weight] = at::nll_loss_forward(log_probabilities, targets, {}, at::Reduction::Mean, -100);
+    ctx->save_for_backward({log_probabilities, targets, total_weight});
+    return loss;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor nll = at::nll_loss_backward(grad[0], saved[0], saved[1], {}, at::Reduction::Mean, -100, saved[2]);
+    return {at::_log_softmax_backward_data(nll, saved[0], 1, saved[0].scalar_type()), at::Tensor()};
+  }
+};
+
+/// Whether SoftmaxCrossEntropy computes this loss: a training step's float logits on the CPU against class
+/// indices, without label smoothing.
+bool one_node_applies(const at::Tensor& outputs, const at::Tensor& targets, const LossOptions& o) {
+  return o.label_smoothing == 0 && outputs.requires_grad() && outputs.is_cpu() && outputs.scalar_type() == at::kFloat &&
+         outputs.dim() == 2 && targets.dim() == 1 && targets.scalar_type() == at::kLong && targets.is_cpu();
+}
+
 at::Tensor cross_entropy(const at::Tensor& outputs, const at::Tensor& targets, const LossOptions& o) {
   if (o.class_weights.empty()) {
+    if (one_node_applies(outputs, targets, o)) return SoftmaxCrossEntropy::apply(outputs, targets);
     return at::cross_entropy_loss(outputs, targets, {}, at::Reduction::Mean, -100, o.label_smoothing);
   }
   if (static_cast<int64_t>(o.class_weights.size()) != outputs.size(-1)) {
