@@ -42,7 +42,7 @@ void SlowCallbackWarning::check(const CallbackList& callbacks, const PhaseStats&
                     100.0 * p50 / step_p50);
       const std::string fix = async ? "off the training thread, but slower than the step, so its queue fills and "
                                       "holds the training thread; make it act every N batches (e.g. log every 50 batches)"
-                                    : "run it off the training thread (--callback-mode async) or make it act every "
+                                    : "run it off the training thread (Callback::set_async(true)) or make it act every "
                                       "N batches (e.g. log every 50 batches)";
       warn_(text + fix);
     }

@@ -35,7 +35,7 @@ std::string checkpoint_file_name(int64_t global_step) {
 
 CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options) : options_(std::move(options)) {
   if (options_.dir.empty()) throw std::invalid_argument("the checkpoint writer needs a directory");
-  if (options_.keep < 1) throw std::invalid_argument("--keep must be >= 1, got " + std::to_string(options_.keep));
+  if (options_.keep < 1) throw std::invalid_argument("CheckpointWriterOptions::keep must be >= 1, got " + std::to_string(options_.keep));
   if (options_.retry.attempts < 1) {
     throw std::invalid_argument("retry attempts must be >= 1, got " + std::to_string(options_.retry.attempts));
   }

@@ -127,7 +127,7 @@ CsvTable parse_csv(const std::string& text, const std::string& name, const CsvOp
         }
         if (*value >= static_cast<double>(options.max_classes)) {
           fail("column " + std::to_string(c) + ": label " + shown(field) + " is not below the limit of " +
-               std::to_string(options.max_classes) + " classes (expected a class index; --num-classes N to allow more)");
+               std::to_string(options.max_classes) + " classes (expected a class index; RunSpec::num_classes N to allow more)");
         }
         table.labels.push_back(static_cast<int64_t>(*value));
       } else {

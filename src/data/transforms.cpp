@@ -138,7 +138,7 @@ std::vector<std::shared_ptr<Transform>> parse_augment(const std::string& list) {
     } else if (item == "crop") {
       out.push_back(std::make_shared<RandomCrop>());
     } else if (!item.empty()) {
-      throw std::invalid_argument("--augment " + list + ": unknown augmentation '" + item +
+      throw std::invalid_argument("'" + list + "': unknown augmentation '" + item +
                                   "' (expected flip, brightness, crop)");
     }
   }

@@ -32,7 +32,7 @@ Rendezvous::Rendezvous(const Environment& env, std::chrono::milliseconds timeout
         throw std::invalid_argument("rank " + std::to_string(env.rank) + ": the rendezvous store at " + where() +
                                     " belongs to another job (job id '" + std::string(theirs.begin(), theirs.end()) +
                                     "', this rank's '" + env.job_id +
-                                    "'): choose another --master-port, or give every node the same --job-id");
+                                    "'): choose another LaunchOptions::master_port (MASTER_PORT), or give every node the same LaunchOptions::job_id (FITSCOPE_JOB_ID)");
       }
     }
     // after a restart on several hosts, the store of the failed attempt may still be up (its host, the

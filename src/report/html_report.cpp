@@ -28,12 +28,11 @@ namespace {
 
 using namespace report;
 
-/// What --workers auto / --prefetch auto changed, and why (the first 100 changes).
+/// What the loader's automatic workers and prefetch depth changed, and why (the first 100 changes).
 std::string loader_changes(const LoaderStats& l) {
   if (l.changes.empty()) return {};
   std::ostringstream out;
-  out << "<p>--workers " << (l.auto_workers ? "auto" : std::to_string(l.workers)) << ", --prefetch "
-      << (l.auto_prefetch ? "auto" : std::to_string(l.prefetch)) << ": the loader measured every half second how long "
+  out << "<p>The loader ended at " << svg::escape(setting_text(l)) << ": it measured every half second how long "
       << "the step waited and how busy its workers were, and changed its setting " << l.changes.size() - 1
       << (l.changes.size() == 2 ? " time" : " times") << ".</p>"
       << "<table class=\"loader\"><tr><th>at s</th><th>workers</th><th>prefetch</th><th>why</th></tr>";

@@ -99,7 +99,7 @@ std::string describe_knee(const Knee& knee) {
   return "Knee not resolved: between batch sizes " + std::to_string(knee.lowest) + " and " +
          std::to_string(knee.highest) + " (" + b +
          " by the medians): round by round, their samples/s straddle 90% of the best's. Longer windows "
-         "(--window-seconds) or a quieter machine would separate them";
+         "(SweepOptions::window_seconds) or a quieter machine would separate them";
 }
 
 std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& model, const SweepMethod& method) {

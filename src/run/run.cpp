@@ -234,7 +234,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   };
   if (restart > 0 && !has_backups) {
     warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
-         (options_.backup ? "" : " (the run makes none: --checkpoint-every)") + ": training starts again at step 0");
+         (options_.backup ? "" : " (the run makes none: RunOptions::backup)") + ": training starts again at step 0");
   }
   if (chief) {  // one live run per directory: a second run, --resume or --overwrite waits its turn
     create_run_dir(dir.string());
@@ -422,6 +422,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
     summary.warnings.push_back(std::to_string(summary.skipped_files) + " bad file(s) left out of the data, the first: " +
                                skipped.front());
   }
+  summary.name_settings(options_.setting_names);
   const std::string summary_path = files.summary();
   write_file_atomically(summary_path, summary.to_json());
   if (options_.report) {
@@ -445,21 +446,22 @@ RunSummary summarize(const Trainer& trainer, const FitOptions& fit) {
 }
 
 c10::Device resolve_device(const std::string& name, int64_t local_rank) {
+  const bool indexed = name.compare(0, 5, "cuda:") == 0;
+  const std::string digits = indexed ? name.substr(5) : std::string();
+  const bool index_valid = !digits.empty() && digits.size() <= 4 && digits.find_first_not_of("0123456789") == std::string::npos;
+  if (name != "auto" && name != "cpu" && name != "cuda" && !(indexed && index_valid)) {
+    throw std::invalid_argument("device " + name + ": unknown device (expected auto, cpu, cuda or cuda:N)");
+  }
   const int64_t gpus = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
   if (name == "cpu" || (name == "auto" && gpus == 0)) return c10::Device(c10::kCPU);
-  if (name != "auto" && name != "cuda" && name.compare(0, 5, "cuda:") != 0) {
-    throw std::invalid_argument("--device " + name + ": unknown device (expected auto, cpu, cuda or cuda:N)");
-  }
-  if (gpus == 0) throw std::invalid_argument("--device " + name + ": no CUDA device is usable here (expected auto or cpu)");
+  if (gpus == 0) throw std::invalid_argument("device " + name + ": no CUDA device is usable here (expected auto or cpu)");
   int64_t index = local_rank % gpus;
-  if (name.compare(0, 5, "cuda:") == 0) {
-    const std::string digits = name.substr(5);
-    if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoll(digits) >= gpus) {
-      throw std::invalid_argument("--device " + name + ": this machine has " + std::to_string(gpus) +
+  if (indexed) {
+    index = std::stoll(digits);
+    if (index >= gpus) {
+      throw std::invalid_argument("device " + name + ": this machine has " + std::to_string(gpus) +
                                   " usable CUDA device(s) (expected cuda:0 to cuda:" + std::to_string(gpus - 1) + ")");
     }
-    index = std::stoll(digits);
   }
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }

@@ -118,4 +118,11 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   return s;
 }
 
+void RunSummary::name_settings(const SettingNames& names) {
+  if (!names) return;
+  for (std::string* text : {&verdict.advice, &verdict.contention, &verdict.outside_steps}) *text = names(*text);
+  for (Advice& action : verdict.actions) action.knob = names(action.knob);
+  for (std::string& warning : warnings) warning = names(warning);
+}
+
 }  // namespace fitscope

@@ -78,6 +78,10 @@ std::string RunSummary::to_json() const {
   json pools = json::object();
   for (const PoolCpu& p : cpu.pools) pools[p.pool] = {{"threads", p.threads}, {"cores", p.cores}};
   const auto optional_number = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json actions_json = json::array();
+  for (const Advice& a : verdict.actions) {
+    actions_json.push_back({{"knob", a.knob}, {"from", a.from}, {"to", a.to}, {"expected_gain", a.expected_gain}});
+  }
   json loader_changes = json::array();
   for (const LoaderChange& c : loader.changes) {
     loader_changes.push_back({{"at_s", c.at_s}, {"workers", c.workers}, {"prefetch", c.prefetch}, {"why", c.why}});
@@ -165,6 +169,7 @@ std::string RunSummary::to_json() const {
         {"level", verdict.level},
         {"share", verdict.share},
         {"advice", verdict.advice},
+        {"actions", actions_json},
         {"contention", verdict.contention},
         {"outside_steps", verdict.outside_steps}}},
   };
@@ -412,6 +417,12 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.verdict.level = verdict.get<std::string>("level");
   s.verdict.share = verdict.get<double>("share");
   s.verdict.advice = verdict.get<std::string>("advice");
+  const json& actions = verdict.array("actions");
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    const Reader a = verdict.element(actions[i], i, "actions");
+    s.verdict.actions.push_back({a.get<std::string>("knob"), a.get<std::string>("from"), a.get<std::string>("to"),
+                                 a.get<std::string>("expected_gain")});
+  }
   s.verdict.contention = verdict.get<std::string>("contention");
   s.verdict.outside_steps = verdict.get<std::string>("outside_steps");
   return s;

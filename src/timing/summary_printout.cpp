@@ -33,7 +33,7 @@ std::string format_threads(const RunSummary& s) {
                 static_cast<long long>(t.cores));
   std::string out = part;
   if (t.chosen_by != "auto") {
-    out += "set by --threads";
+    out += "set by ThreadOptions::intra_op";
   } else if (t.search_needs_steps > 0) {
     out += "auto: the default, unmeasured (a search pays for itself from " + std::to_string(t.search_needs_steps) +
            " steps; this run is shorter)";

@@ -32,7 +32,7 @@ const ThreadCandidate* measured(const ThreadChoice& t, const ThreadSetting& sett
 
 /// "set by --threads" or what the warm-up measured for the chosen setting against one thread.
 std::string how_chosen(const ThreadChoice& t) {
-  if (t.chosen_by != "auto") return "set by --threads";
+  if (t.chosen_by != "auto") return "set by ThreadOptions::intra_op";
   if (t.search_needs_steps > 0) return "the default: the run was too short to measure others";
   const ThreadCandidate* chosen = measured(t, t.setting);
   const ThreadCandidate* single = measured(t, ThreadSetting{1, 1});
@@ -58,13 +58,14 @@ std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
   if (s.intra_op > 1 && s.blas > 1) {
     return "each of the " + std::to_string(s.intra_op) + " intra-op threads calls a BLAS pool of " +
            std::to_string(s.blas) + " threads: up to " + std::to_string(s.intra_op * s.blas) + " busy threads on " +
-           cores + " cores; set --blas-threads 1";
+           cores + " cores; set ThreadOptions::blas to 1";
   }
   if (s.intra_op > ctx.threads.cores || s.blas > ctx.threads.cores) {
     const bool intra = s.intra_op > ctx.threads.cores;
     return std::to_string(intra ? s.intra_op : s.blas) + (intra ? " intra-op" : " BLAS") + " threads on " + cores +
-           " cores: they take turns on the cores and wait for each other; set " + (intra ? "--threads " : "--blas-threads ") +
-           cores + " or leave --threads auto to measure";
+           " cores: they take turns on the cores and wait for each other; set " +
+           (intra ? "ThreadOptions::intra_op to " : "ThreadOptions::blas to ") + cores +
+           " or leave ThreadOptions::intra_op auto to measure";
   }
   if (ctx.cpu.pools.empty()) return {};
   const PoolCpu* blas = ctx.cpu.pool("blas");
@@ -78,7 +79,7 @@ std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
   }
   if (ctx.cpu.process_cores > static_cast<double>(ctx.threads.cores) + 0.1) {
     return "the process's threads kept " + cores_text(ctx.cpu.process_cores) + " cores busy on its share of " + cores +
-           ": they queue for the cores; lower --workers or --threads";
+           ": they queue for the cores; lower LoaderOptions::workers or ThreadOptions::intra_op";
   }
   const int64_t computing = std::max(s.intra_op, s.blas);
   if (bound == "compute" && computing < ctx.threads.cores && ctx.cpu.process_cores < static_cast<double>(ctx.threads.cores) - 0.5) {
@@ -87,76 +88,106 @@ std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
     const ThreadCandidate* wider = measured(ctx.threads, ThreadSetting{ctx.threads.cores, 1});
     const ThreadCandidate* chosen = measured(ctx.threads, s);
     if (ctx.threads.chosen_by == "auto" && wider && chosen) {
-      return idle + "--threads " + cores + " ran the warm-up steps " + ratio(wider->step_ms / chosen->step_ms) +
+      return idle + "ThreadOptions::intra_op " + cores + " ran the warm-up steps " + ratio(wider->step_ms / chosen->step_ms) +
              " slower, so the idle core is left to the loader and callbacks";
     }
-    return idle + "--threads auto (the default) measures whether more threads are faster";
+    return idle + "ThreadOptions::intra_op auto (the default) measures whether more threads are faster";
   }
   return {};
 }
 
 std::string percent(double share) { return std::to_string(static_cast<int>(share * 100 + 0.5)) + "%"; }
 
-/// What to change when the step waits for data. With --workers auto, the tuner already tried more
+/// The advice of a bound: its sentence, naming the settings by their C++ options, and its actions.
+struct AdviceText {
+  std::string text;
+  std::vector<Advice> actions;
+};
+
+/// What to change when the step waits for data. With workers auto, the tuner already tried more
 /// workers: the advice says what the loader needs per batch and what would reduce it.
-std::string input_advice(const std::string& of_step, double step_ms, const VerdictContext& ctx) {
+AdviceText input_advice(const std::string& of_step, double step_ms, const VerdictContext& ctx) {
   const LoaderStats& l = ctx.loader;
   if (!l.auto_workers) {
-    const int64_t next = l.workers < 1 ? 2 : l.workers * 2;
-    return "waiting for data takes " + of_step + ": raise --workers from " + std::to_string(l.workers) + " to " +
-           std::to_string(next) + " (with --prefetch at least as large), or let --workers auto choose";
+    const std::string from = std::to_string(l.workers), to = std::to_string(l.workers < 1 ? 2 : l.workers * 2);
+    return {"waiting for data takes " + of_step + ": raise LoaderOptions::workers from " + from + " to " + to +
+                " (with LoaderOptions::prefetch at least as large), or let LoaderOptions::workers auto choose",
+            {{"LoaderOptions::workers", from, to, "batches built beside the step instead of in its place"}}};
+  }
+  if (l.workers == 0) {  // auto found a batch cheaper to build than to hand over: the wait is the build itself
+    const std::string batch = std::to_string(ctx.batch_size);
+    return {"waiting for data takes " + of_step + ": the batches are built on the training thread (" +
+                training_thread_reason(l) + "), so the wait is the build itself, a gather of the batch's examples " +
+                "out of memory; a worker takes it over once a batch costs more to build than to hand over, " +
+                "which a larger LoaderOptions::batch_size (" + batch + " now) brings about",
+            {{"LoaderOptions::batch_size", batch, std::to_string(ctx.batch_size * 2),
+              "a worker builds the batches beside the step once a batch costs more to build than to hand over"}}};
   }
   char text[400];
   std::snprintf(text, sizeof text,
-                "waiting for data takes %s although --workers auto settled on %lld: a worker needs %.2f ms per batch "
-                "(%.2f ms of CPU) and the step %.2f ms beside its wait",
+                "waiting for data takes %s although LoaderOptions::workers auto settled on %lld: a worker needs "
+                "%.2f ms per batch (%.2f ms of CPU) and the step %.2f ms beside its wait",
                 of_step.c_str(), static_cast<long long>(l.workers), l.batch_build_ms, l.batch_build_cpu_ms, step_ms);
-  std::string out = text;
+  const std::string out = text;
   const int64_t cores = std::max<int64_t>(1, ctx.threads.cores);
   if (l.batch_build_ms > 0 && l.batch_build_cpu_ms >= 0.5 * l.batch_build_ms) {
     std::snprintf(text, sizeof text, "; keeping up takes %.1f cores of %s beside the step, on %lld cores: ",
                   step_ms > 0 ? l.batch_build_cpu_ms / step_ms : 0.0, ctx.decodes_images ? "decoding" : "batch building",
                   static_cast<long long>(cores));
-    return out + text +
-           (ctx.decodes_images ? "decode fewer pixels (a smaller --image-size), --cache the decoded examples, or add cores"
-                               : "fewer or cheaper augmentation transforms, caching the examples, or more cores");
+    if (ctx.decodes_images) {
+      return {out + text + "decode fewer pixels (a smaller ImageFolderOptions::height and width), cache the decoded " +
+                  "examples (LoaderOptions::cache), or add cores",
+              {{"LoaderOptions::cache", "false", "true", "each image decoded once instead of once an epoch"}}};
+    }
+    return {out + text + "fewer or cheaper augmentation transforms (LoaderOptions::transforms), caching the examples " +
+                "(LoaderOptions::cache), or more cores",
+            {}};
   }
-  return out + "; the builds mostly wait rather than compute (--load-delay-ms, slow storage): a faster source or "
-               "--cache the examples";
+  return {out + "; the builds mostly wait rather than compute (LoaderOptions::delay_ms, slow storage): a faster " +
+              "source or caching the examples (LoaderOptions::cache)",
+          {{"LoaderOptions::cache", "false", "true", "each example read once instead of once an epoch"}}};
 }
 
-std::string advice_for(const std::string& bound, double share, double step_ms, const VerdictContext& ctx) {
+AdviceText advice_for(const std::string& bound, double share, double step_ms, const VerdictContext& ctx) {
   const std::string of_step = percent(share) + " of each step";
+  const std::string batch = std::to_string(ctx.batch_size), larger = std::to_string(ctx.batch_size * 2);
   if (bound == "input") return input_advice(of_step, step_ms, ctx);
   if (bound == "callbacks") {
     const std::string most = ctx.slowest_callback.empty() ? "" : " (most in " + ctx.slowest_callback + ")";
     if (ctx.callback_mode == "async") {
-      return "callbacks take " + of_step + most +
-             " although --callback-mode is async: they are slower than the step and their queue fills; "
-             "make them act every 50 batches instead of every batch";
+      return {"callbacks take " + of_step + most +
+                  " although they run off the training thread (Callback::set_async(true)): they are slower than "
+                  "the step and their queue fills; make them act every 50 batches instead of every batch",
+              {}};
     }
-    return "callbacks take " + of_step + most + ": run them off the training thread (--callback-mode " +
-           ctx.callback_mode + " -> async) or log every 50 batches instead of every batch";
+    return {"callbacks take " + of_step + most + ": run them off the training thread (Callback::set_async(true)) " +
+                "or log every 50 batches instead of every batch",
+            {{"Callback::async", "sync", "async", "the callbacks' time off the training thread"}}};
   }
   if (bound == "checkpoint") {
-    return "checkpointing takes " + of_step + ": checkpoint less often (--checkpoint-every, or ModelCheckpoint's save_freq)";
+    return {"checkpointing takes " + of_step +
+                ": checkpoint less often (RunOptions::backup_every_batches, or ModelCheckpoint's save_freq)",
+            {}};
   }
   if (bound == "communication") {
-    return "gradient communication takes " + of_step +
-           ": raise --batch-size from " + std::to_string(ctx.batch_size) +
-           " to do more work per all-reduce";
+    return {"gradient communication takes " + of_step + ": raise LoaderOptions::batch_size from " + batch +
+                " to do more work per all-reduce",
+            {{"LoaderOptions::batch_size", batch, larger, "half the all-reduces for the same examples"}}};
   }
   if (bound == "overhead") {
-    return "unclaimed per-step overhead takes " + of_step + ": raise --batch-size from " +
-           std::to_string(ctx.batch_size) + " (fitscope sweep shows where throughput levels off)";
+    return {"unclaimed per-step overhead takes " + of_step + ": raise LoaderOptions::batch_size from " + batch +
+                " (a sweep shows where throughput levels off)",
+            {{"LoaderOptions::batch_size", batch, larger, "the per-step overhead paid for twice the examples"}}};
   }
   const ThreadSetting& s = ctx.threads.setting;
   const int64_t computing = std::max(s.intra_op, s.blas);
   std::string out = "compute takes " + of_step + ": the model's own math bounds the run; intra-op " +
                     std::to_string(s.intra_op) + ", BLAS " + std::to_string(s.blas) + " on " +
                     std::to_string(ctx.threads.cores) + " cores (" + how_chosen(ctx.threads) + ")";
-  if (computing < ctx.threads.cores) return out + "; see the contention line for the idle cores";
-  return out + ": every core computes, so a smaller model, a larger --batch-size or a faster device is what helps";
+  if (computing < ctx.threads.cores) return {out + "; see the contention line for the idle cores", {}};
+  return {out + ": every core computes, so a smaller model, a larger LoaderOptions::batch_size or a faster device is "
+                "what helps",
+          {}};
 }
 
 /// The largest part of the wall time outside the training steps, when it reaches 20 %.
@@ -173,7 +204,7 @@ std::string outside_steps(const VerdictContext& ctx) {
   std::snprintf(split, sizeof split, "%g", ctx.validation_split);
   const Part parts[] = {
       {"validation", r.validation,
-       std::string("validate on fewer examples: a smaller validation split (--validation-split ") + split +
+       std::string("validate on fewer examples: a smaller FitOptions::validation_split (") + split +
            " now) or a smaller validation set"},
       {"epoch ends", r.epoch_end, "look at the epoch hooks and checkpoints in the callback table"},
       {"start-up", r.startup,
@@ -224,7 +255,9 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
               s.share(Phase::metrics);
     v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
   }
-  v.advice = advice_for(v.bound, v.share, s.step().mean_ms - s.phase(Phase::data_wait).mean_ms, ctx);
+  AdviceText advice = advice_for(v.bound, v.share, s.step().mean_ms - s.phase(Phase::data_wait).mean_ms, ctx);
+  v.advice = std::move(advice.text);
+  v.actions = std::move(advice.actions);
   if (s.measured_steps() < kMinJudgedSteps) {
     v.level = "unjudged";
     v.advice = (s.measured_steps() == 0 ? std::string("no step was measured after the warm-up")
@@ -232,6 +265,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
                " (at least " +
                std::to_string(kMinJudgedSteps) + " are needed to call a bound; the shares above are of those): run more "
                "steps (more epochs or steps per epoch) or fewer warm-up steps to judge it";
+    v.actions.clear();
   }
   v.contention = contention_of(v.bound, ctx);
   v.outside_steps = outside_steps(ctx);

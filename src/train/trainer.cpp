@@ -42,7 +42,7 @@ void check_optimizer_options(const TrainerOptions& o) {
     throw std::invalid_argument("momentum must be in [0, 1), got " + std::to_string(o.momentum));
   }
   if (o.optimizer != OptimizerKind::sgd && (o.momentum > 0 || o.nesterov)) {
-    throw std::invalid_argument("momentum and nesterov (--momentum, --nesterov) apply to optimizer sgd only, got " + name);
+    throw std::invalid_argument("TrainerOptions::momentum and TrainerOptions::nesterov apply to optimizer sgd only, got " + name);
   }
   if (o.nesterov && o.momentum == 0) throw std::invalid_argument("nesterov needs a momentum > 0, got 0");
 }
@@ -122,10 +122,10 @@ Trainer::~Trainer() = default;
 
 void Trainer::warn(const std::string& text) {
   measured_.warnings.push_back(text);
+  end_progress_line();  // a bar drawn mid-epoch: the warning gets a line of its own
   if (options_.warn) {
     options_.warn(text);
   } else {
-    end_progress_line();  // a bar drawn mid-epoch: the warning gets a line of its own
     std::cerr << "fitscope: warning: " << text << "\n";
   }
 }

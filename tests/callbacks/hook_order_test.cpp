@@ -311,5 +311,5 @@ TEST(SlowCallbackWarning, NamesTheCallbackAndTheHookOnce) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings, trainer.measured().warnings);
   EXPECT_NE(warnings[0].find("callback SavePredictions.on_train_batch_end takes "), std::string::npos) << warnings[0];
-  EXPECT_NE(warnings[0].find("--callback-mode async"), std::string::npos);
+  EXPECT_NE(warnings[0].find("Callback::set_async(true)"), std::string::npos);
 }

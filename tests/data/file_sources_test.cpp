@@ -186,7 +186,7 @@ TEST_F(FileSources, ACsvValueBeyondTheFloatRangeOrALabelBeyondTheClassLimitIsNam
   write("labels.csv", "label,a\n1,0.5\n100000000,1\n");
   EXPECT_EQ(error_of([&] { load_csv(path("labels.csv")); }),
             path("labels.csv") + ": line 3: column 0: label '100000000' is not below the limit of 10000 classes (expected a class "
-                                 "index; --num-classes N to allow more)");
+                                 "index; RunSpec::num_classes N to allow more)");
   CsvOptions more;
   more.max_classes = 200000000;
   EXPECT_EQ(load_csv(path("labels.csv"), more).size(), 2);

@@ -222,7 +222,7 @@ TEST(Loader, WithWorkersAutoBuildsCheapInMemoryBatchesOnTheCallingThreadAndSaysW
   const std::vector<Batch> got = all_batches(loader, 2), want = all_batches(reference, 2);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t b = 0; b < want.size(); ++b) EXPECT_TRUE(at::equal(got[b].inputs, want[b].inputs)) << "batch " << b;
-  EXPECT_EQ(training_thread_reason(reference.stats()), "--workers 0");
+  EXPECT_EQ(training_thread_reason(reference.stats()), "workers set to 0");
   // a load delay, or data not known to be in memory, is never timed: the workers start at 1
   LoaderOptions delayed = options(8, LoaderOptions::kAuto);
   delayed.delay_ms = 1;

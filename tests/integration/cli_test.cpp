@@ -202,16 +202,16 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--num-classes", "3", "--epochs", "1"},
                      "--num-classes 3: --data synthetic has label 9 (expected labels below --num-classes)");
   expect_usage_error({"train", "--model", "resnet"}, "--model: expected cnn, mlp or FILE.pt, got 'resnet'");
-  expect_usage_error({"train", "--device", "tpu"}, "--device: expected auto, cpu, cuda or cuda:N, got 'tpu'");
-  expect_usage_error({"train", "--device", "cuda:x"}, "--device: expected auto, cpu, cuda or cuda:N, got 'cuda:x'");
-  expect_usage_error({"train", "--device", "cuda:7"}, "--device cuda:7: ");  // no GPU here, or fewer than 8
+  expect_usage_error({"train", "--device", "tpu"}, "--device: device tpu: unknown device (expected auto, cpu, cuda or cuda:N)");
+  expect_usage_error({"train", "--device", "cuda:x"}, "--device: device cuda:x: unknown device (expected auto, cpu, cuda or cuda:N)");
+  expect_usage_error({"train", "--device", "cuda:7"}, "--device: device cuda:7: ");  // no GPU here, or fewer than 8
   expect_usage_error({"train", "--bogus"}, "fitscope train: unknown flag --bogus (see fitscope train --help)");
   expect_usage_error({"train", "--data", "idx:/no/such/dir"},
                      "--data idx:/no/such/dir: IDX directory /no/such/dir: does not exist");
   expect_usage_error({"train", "--data", "parquet:x"},
                      "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
   expect_usage_error({"train", "--augment", "rotate"},
-                     "--augment: --augment rotate: unknown augmentation 'rotate' (expected flip, brightness, crop)");
+                     "--augment: 'rotate': unknown augmentation 'rotate' (expected flip, brightness, crop)");
   expect_usage_error({"train", "--workers", "-1"}, "--workers: expected auto or a worker count in [0, 256], got '-1'");
   expect_usage_error({"train", "--checkpoint-every", "0"},
                      "--checkpoint-every: expected epoch, or a number of batches >= 1, got '0'");

@@ -170,7 +170,7 @@ TEST(Report, TextIsConsistentPhasesThatNeverRanAreFoldedAndFlagsNeverBreak) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string inline_html = read_file(inline_dir + "/report.html");
   EXPECT_NE(inline_html.find("raise <span class=\"flag\">--workers</span> from 0"), std::string::npos);
-  EXPECT_NE(inline_html.find("built on the training thread (--workers 0)"), std::string::npos);
+  EXPECT_NE(inline_html.find("built on the training thread (workers set to 0)"), std::string::npos);
   EXPECT_EQ(inline_html.find("prefetched batches"), std::string::npos);
   EXPECT_EQ(inline_html.find("0 workers"), std::string::npos);
 }

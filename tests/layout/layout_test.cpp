@@ -1,6 +1,6 @@
 // The tree's architecture, read from the includes: the areas (include/fitscope/<area>, src/<area>)
 // form layers with no cycle between them, no area includes another's private src/ header, and the
-// umbrella header holds every public header and no internal one.
+// umbrella header holds every public header and no internal one. The library's strings name no flag.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -121,6 +121,45 @@ TEST(Layout, ThePrivateIncludeCheckFindsOne) {
   const std::vector<std::string> found = private_includes_across_areas(root);
   fs::remove_all(root);
   EXPECT_EQ(found, std::vector<std::string>{"src/b/y.cpp: a/x.hpp"});
+}
+
+/// The lines of the library's code under `root` (src/, include/) whose string literals name a command-line
+/// flag ("--workers"), as "src/a/x.cpp:12". The library names a setting by its C++ option and the
+/// command line renders it as its flag (timing/advice.hpp); the launcher's usage text is its own.
+std::vector<std::string> flags_in_library_strings(const fs::path& root) {
+  static const std::regex flag(R"re("[^"]*--[a-z][^"]*")re");
+  std::vector<std::string> found;
+  for (const char* part : {"src", "include"}) {
+    if (!fs::is_directory(root / part)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / part)) {
+      const std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp") || entry.path().filename() == "launch.cpp") continue;
+      std::ifstream in(entry.path());
+      int number = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++number;
+        const std::string code = line.substr(0, line.find("//"));
+        if (std::regex_search(code, flag)) found.push_back(fs::relative(entry.path(), root).string() + ":" + std::to_string(number));
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+TEST(Layout, TheLibrarysMessagesNameOptionsNotFlags) {
+  EXPECT_EQ(flags_in_library_strings(kRoot), std::vector<std::string>{});
+}
+
+TEST(Layout, TheFlagCheckFindsOne) {
+  const fs::path root = fs::temp_directory_path() / ("fitscope-flags-" + std::to_string(::getpid()));
+  fs::create_directories(root / "src" / "a");
+  std::ofstream(root / "src" / "a" / "x.cpp") << "// raise --workers: a comment is fine\n"
+                                                 "throw std::invalid_argument(\"raise LoaderOptions::workers\");\n"
+                                                 "throw std::invalid_argument(\"raise --workers\");\n";
+  const std::vector<std::string> found = flags_in_library_strings(root);
+  fs::remove_all(root);
+  EXPECT_EQ(found, std::vector<std::string>{"src/a/x.cpp:3"});
 }
 
 TEST(Layout, NoIncludeCycleJoinsTwoAreas) {

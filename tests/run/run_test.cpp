@@ -131,7 +131,7 @@ TEST(Run, SplitsTheWallTimeByPartAndNamesASlowValidation) {
   EXPECT_GE(r.validation, 0.64);
   EXPECT_GT(r.validation, r.training_steps + r.startup + r.epoch_end + r.shutdown);
   EXPECT_EQ(s.verdict.outside_steps.rfind("validation takes ", 0), 0u) << s.verdict.outside_steps;
-  EXPECT_NE(s.verdict.outside_steps.find("--validation-split"), std::string::npos) << s.verdict.outside_steps;
+  EXPECT_NE(s.verdict.outside_steps.find("FitOptions::validation_split"), std::string::npos) << s.verdict.outside_steps;
 }
 
 TEST(Run, AModelCheckpointWrittenEveryBatchIsTimedAsTheCheckpointPhase) {

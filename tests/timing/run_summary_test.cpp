@@ -68,6 +68,27 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
       << format_summary(back);
 }
 
+TEST(RunSummary, ReadsBackTheVerdictsActionsAndNamesSettingsInAProgramsOwnWords) {
+  RunSummary s = filled();
+  s.verdict.advice = "raise LoaderOptions::workers from 1 to 2";
+  s.verdict.actions = {{"LoaderOptions::workers", "1", "2", "batches built beside the step"}};
+  s.warnings = {"LoaderOptions::workers is 1"};
+  const RunSummary back = RunSummary::from_json(s.to_json(), "summary.json");
+  ASSERT_EQ(back.verdict.actions.size(), 1u);
+  EXPECT_EQ(back.verdict.actions[0], s.verdict.actions[0]);
+  s.name_settings([](const std::string& text) {  // as the command line does, with its flags
+    std::string out = text;
+    const std::string option = "LoaderOptions::workers";
+    for (auto at = out.find(option); at != std::string::npos; at = out.find(option)) out.replace(at, option.size(), "--workers");
+    return out;
+  });
+  EXPECT_EQ(s.verdict.advice, "raise --workers from 1 to 2");
+  EXPECT_EQ(s.verdict.actions[0].knob, "--workers");
+  EXPECT_EQ(s.warnings[0], "--workers is 1");
+  s.name_settings(nullptr);  // none: the C++ names stay
+  EXPECT_EQ(s.verdict.actions[0].knob, "--workers");
+}
+
 TEST(RunSummary, TheRunPartsAddUpToTheWallTimeAndALargeOneIsNamed) {
   const RunSummary s = filled();
   EXPECT_NEAR(s.run.total(), s.wall_s, 1e-9);

@@ -27,7 +27,11 @@ TEST(Verdict, CallsARunWithMostlyDataWaitHighlyInputBoundAndNamesTheWorkersKnob)
   EXPECT_EQ(v.bound, "input");
   EXPECT_EQ(v.level, "highly");
   EXPECT_NEAR(v.share, 0.6, 1e-9);
-  EXPECT_NE(v.advice.find("raise --workers from 1 to 2"), std::string::npos) << v.advice;
+  EXPECT_NE(v.advice.find("raise LoaderOptions::workers from 1 to 2"), std::string::npos) << v.advice;
+  ASSERT_EQ(v.actions.size(), 1u);  // the same advice as data
+  EXPECT_EQ(v.actions[0].knob, "LoaderOptions::workers");
+  EXPECT_EQ(v.actions[0].from, "1");
+  EXPECT_EQ(v.actions[0].to, "2");
 }
 
 TEST(Verdict, UsesTheModerateThresholds) {
@@ -82,13 +86,13 @@ TEST(Verdict, NamesNestedPoolsAsContentionAndTheFlagThatEndsIt) {
   const Verdict v = judge(compute_bound(), threads_on(2, {2, 2}));
   EXPECT_NE(v.contention.find("each of the 2 intra-op threads calls a BLAS pool of 2 threads: up to 4 busy threads on 2 cores"),
             std::string::npos) << v.contention;
-  EXPECT_NE(v.contention.find("--blas-threads 1"), std::string::npos) << v.contention;
+  EXPECT_NE(v.contention.find("set ThreadOptions::blas to 1"), std::string::npos) << v.contention;
 }
 
 TEST(Verdict, NamesMoreIntraOpThreadsThanCores) {
   const Verdict v = judge(compute_bound(), threads_on(2, {4, 1}));
   EXPECT_NE(v.contention.find("4 intra-op threads on 2 cores"), std::string::npos) << v.contention;
-  EXPECT_NE(v.contention.find("--threads 2"), std::string::npos) << v.contention;
+  EXPECT_NE(v.contention.find("set ThreadOptions::intra_op to 2"), std::string::npos) << v.contention;
 }
 
 TEST(Verdict, NamesABlasPoolThatSpinsOutsideThePolicy) {
@@ -108,7 +112,7 @@ TEST(Verdict, AComputeBoundRunWithAnIdleCoreSaysWhatTheWarmupMeasuredInsteadOfAd
   const Verdict v = judge(compute_bound(), ctx);
   EXPECT_EQ(v.bound, "compute");
   EXPECT_EQ(v.advice.find("faster device"), std::string::npos) << v.advice;
-  EXPECT_NE(v.contention.find("intra-op threads 1 of 2 cores, 1.10 busy: --threads 2 ran the warm-up steps 1.25x slower"),
+  EXPECT_NE(v.contention.find("intra-op threads 1 of 2 cores, 1.10 busy: ThreadOptions::intra_op 2 ran the warm-up steps 1.25x slower"),
             std::string::npos) << v.contention;
 }
 
@@ -138,6 +142,7 @@ TEST(Verdict, ARunWithTooFewMeasuredStepsIsTooShortToJudge) {
   EXPECT_EQ(v.level, "unjudged");
   EXPECT_EQ(verdict_headline(v, few.measured_steps()), "too short to judge (9 measured steps)");
   EXPECT_NE(v.advice.find("only 9 steps were measured after the warm-up"), std::string::npos) << v.advice;
+  EXPECT_TRUE(v.actions.empty());  // no change is advised on too few steps
 }
 
 TEST(Verdict, InputAdviceFitsTheDataSourceImageAdviceOnlyForImages) {
@@ -148,9 +153,28 @@ TEST(Verdict, InputAdviceFitsTheDataSourceImageAdviceOnlyForImages) {
   ctx.loader.batch_build_cpu_ms = 2;  // the builds compute
   const PhaseStats waiting = steps_with({{Phase::data_wait, 600}, {Phase::forward, 400}});
   const Verdict in_memory = judge(waiting, ctx);
-  EXPECT_EQ(in_memory.advice.find("--image-size"), std::string::npos) << in_memory.advice;
+  EXPECT_EQ(in_memory.advice.find("ImageFolderOptions"), std::string::npos) << in_memory.advice;
   EXPECT_NE(in_memory.advice.find("cores of batch building"), std::string::npos) << in_memory.advice;
   ctx.decodes_images = true;
   const Verdict images = judge(waiting, ctx);
-  EXPECT_NE(images.advice.find("a smaller --image-size"), std::string::npos) << images.advice;
+  EXPECT_NE(images.advice.find("a smaller ImageFolderOptions::height and width"), std::string::npos) << images.advice;
+}
+
+TEST(Verdict, BatchesBuiltOnTheTrainingThreadAreAdvisedAsAGatherNotAsSlowStorage) {
+  // workers auto chose 0: a batch of in-memory examples built faster than a worker could hand it over
+  VerdictContext ctx;
+  ctx.batch_size = 32;
+  ctx.loader.workers = 0;
+  ctx.loader.auto_workers = true;
+  ctx.loader.batch_build_ms = 0;  // no worker built a batch
+  ctx.loader.changes.push_back({0, 0, 0, 0, "workers 0 (auto): a batch builds in 0.013 ms, less than handing one over costs"});
+  const Verdict v = judge(steps_with({{Phase::data_wait, 19}, {Phase::forward, 81}}), ctx);
+  EXPECT_EQ(v.bound, "input");
+  EXPECT_NE(v.advice.find("built on the training thread (auto: a batch builds in 0.013 ms"), std::string::npos) << v.advice;
+  EXPECT_EQ(v.advice.find("LoaderOptions::delay_ms"), std::string::npos) << v.advice;  // nothing sleeps
+  EXPECT_EQ(v.advice.find("LoaderOptions::cache"), std::string::npos) << v.advice;     // nothing is read
+  ASSERT_EQ(v.actions.size(), 1u);
+  EXPECT_EQ(v.actions[0].knob, "LoaderOptions::batch_size");
+  EXPECT_EQ(v.actions[0].from, "32");
+  EXPECT_EQ(v.actions[0].to, "64");
 }

@@ -240,7 +240,7 @@ TEST(Optimizers, SettingsThatDoNotApplyAreRefusedByName) {
   };
   TrainerOptions o;
   o.momentum = 0.9;  // Adam
-  EXPECT_EQ(message(o), "momentum and nesterov (--momentum, --nesterov) apply to optimizer sgd only, got adam");
+  EXPECT_EQ(message(o), "TrainerOptions::momentum and TrainerOptions::nesterov apply to optimizer sgd only, got adam");
   o.optimizer = OptimizerKind::sgd;
   o.momentum = 1;
   EXPECT_EQ(message(o), "momentum must be in [0, 1), got 1.000000");

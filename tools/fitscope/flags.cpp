@@ -12,6 +12,7 @@
 
 #include "fitscope/data/transforms.hpp"
 #include "fitscope/metrics/metric.hpp"
+#include "fitscope/run/run.hpp"
 #include "fitscope/train/loss.hpp"
 #include "fitscope/train/optimizer_kind.hpp"
 #include "fitscope/train/precision.hpp"
@@ -35,14 +36,7 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
                       "float32 (faster only on CPUs with bf16 instructions: AVX512-BF16 or AMX)")
       ->check(CLI::IsMember({"32", "bf16"}))->default_str("32");
   command->add_option("--device", o.device, "auto (a GPU if there is one), cpu, cuda (under launch: the local rank's GPU) or cuda:N")
-      ->check(CLI::Validator([](std::string& v) -> std::string {
-        if (v == "auto" || v == "cpu" || v == "cuda") return {};
-        if (v.size() > 5 && v.compare(0, 5, "cuda:") == 0 && v.size() < 9 &&
-            v.find_first_not_of("0123456789", 5) == std::string::npos) {
-          return {};
-        }
-        return "expected auto, cpu, cuda or cuda:N, got '" + v + "'";
-      }, "auto|cpu|cuda|cuda:N"))->capture_default_str();
+      ->check(parsed_by([](const std::string& v) { resolve_device(v); }, "auto|cpu|cuda|cuda:N"))->capture_default_str();
 
   command->option_defaults()->group("Data");
   command->add_option("--data", o.spec.data,

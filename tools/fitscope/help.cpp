@@ -156,9 +156,19 @@ std::string bash_completion(const CLI::App& app) {
 }
 
 std::string in_flags(std::string message) {
+  // a name before any name it begins (RunOptions::backup_every_batches before RunOptions::backup)
   static const std::pair<const char*, const char*> kFlags[] = {
       {"RunOptions::run_dir", "--run-dir"}, {"RunOptions::overwrite", "--overwrite"}, {"RunOptions::resume", "--resume"},
-      {"RunOptions::backup", "--checkpoint-every"}, {"ImageFolderOptions::max_pixels", "--max-image-pixels"},
+      {"RunOptions::backup_every_batches", "--checkpoint-every"}, {"RunOptions::backup", "--checkpoint-every"},
+      {"Callback::set_async(true)", "--callback-mode async"}, {"Callback::async", "--callback-mode"},
+      {"LoaderOptions::workers", "--workers"}, {"LoaderOptions::prefetch", "--prefetch"},
+      {"LoaderOptions::cache", "--cache"}, {"LoaderOptions::delay_ms", "--load-delay-ms"},
+      {"LoaderOptions::batch_size", "--batch-size"}, {"LoaderOptions::transforms", "--augment"},
+      {"ImageFolderOptions::height and width", "--image-size"}, {"ThreadOptions::intra_op", "--threads"},
+      {"ThreadOptions::blas", "--blas-threads"}, {"FitOptions::validation_split", "--validation-split"},
+      {"TrainerOptions::momentum", "--momentum"}, {"TrainerOptions::nesterov", "--nesterov"},
+      {"CheckpointWriterOptions::keep", "--keep"}, {"SweepOptions::window_seconds", "--window-seconds"},
+      {"LaunchOptions::master_port", "--master-port"}, {"LaunchOptions::job_id", "--job-id"}, {"ImageFolderOptions::max_pixels", "--max-image-pixels"},
       {"ImageFolderOptions::skip_bad_files", "--skip-bad-files"}, {"RunSpec::model", "--model"},
       {"RunSpec::data", "--data"}, {"RunSpec::validation_data", "--validation-data"},
       {"RunSpec::num_classes", "--num-classes"}, {"LossOptions::class_weights", "--class-weight"}};

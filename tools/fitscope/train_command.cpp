@@ -56,7 +56,9 @@ TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& 
   TrainerOptions options = o.trainer;
   options.device = device;
   options.context = std::move(ranks);
-  if (o.run.verbose == 0) options.warn = [](const std::string&) {};  // silent: summary.json keeps them
+  options.warn = [quiet = o.run.verbose == 0](const std::string& text) {  // quiet: summary.json keeps them
+    if (!quiet) std::cerr << "fitscope: warning: " << in_flags(text) << "\n";
+  };
   if (!o.lr_schedule.empty()) {
     if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
       throw std::invalid_argument("--lr-schedule " + o.lr_schedule + " needs --lr-decay-every N (the interval, in " +
@@ -119,6 +121,7 @@ struct Session {
 RunOptions run_options(const TrainCommandOptions& o) {
   RunOptions r = o.run;
   r.name = o.spec.model;
+  r.setting_names = in_flags;
   // test hook (documented in the README): SIGKILL the process once N bytes of checkpoint data are
   // written, to test a crash in the middle of a write
   if (const char* kill_after = std::getenv("FITSCOPE_TEST_KILL_AFTER_CHECKPOINT_BYTES")) {
@@ -149,7 +152,7 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
     out << "rank " << trainer->ranks().rank() << " of " << trainer->ranks().world_size() << " finished: "
         << summary.measured_steps << " measured steps, step p50 " << summary.step_ms.p50 << " ms\n";
   } else if (o.run.verbose > 0) {
-    out << "\n" << format_summary(summary);
+    out << "\n" << in_flags(format_summary(summary));
     if (!run.report_path().empty()) out << "Report: " << run.report_path() << "\n";
     out << "Run directory: " << run.directory() << "\n";
   }
@@ -288,7 +291,7 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
     out << "Threads: intra-op " << result.threads.intra_op << ", BLAS " << result.threads.blas << ", chosen by batch size "
         << result.threads_chosen_at << "'s search and held for every batch size\n";
   }
-  out << "\n" << format_sweep(result.rows) << "Report: " << result.report_path << "\n"
+  out << "\n" << in_flags(format_sweep(result.rows)) << "Report: " << result.report_path << "\n"
       << "Run directory: " << result.directory << "\n";
 }
 

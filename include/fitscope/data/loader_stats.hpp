@@ -43,10 +43,10 @@ inline std::string setting_text(const LoaderStats& l) {
          ", prefetch " + std::to_string(l.prefetch) + (l.auto_prefetch ? " (auto)" : "");
 }
 
-/// Why the batches were built on the training thread: "--workers 0", or auto's reason ("auto: a batch
+/// Why the batches were built on the training thread: "workers set to 0", or auto's reason ("auto: a batch
 /// builds in ...", from its first change).
 inline std::string training_thread_reason(const LoaderStats& l) {
-  if (!l.auto_workers) return "--workers 0";
+  if (!l.auto_workers) return "workers set to 0";
   const std::string mark = "(auto): ";
   const std::string why = l.changes.empty() ? std::string() : l.changes.front().why;
   const auto at = why.find(mark);

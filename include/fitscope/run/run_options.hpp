@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fitscope/checkpoint/file_system.hpp"
+#include "fitscope/timing/advice.hpp"
 
 namespace fitscope {
 
@@ -40,7 +41,7 @@ struct RunOptions {
   bool best_checkpoint = true;
   std::string best_monitor;         ///< its key; empty = val_loss when the fit validates, else loss
   /// The callbacks the run adds that only observe (progress bar, CSVLogger, TensorBoard) run off the
-  /// training thread (--callback-mode async).
+  /// training thread.
   bool async_callbacks = false;
   /// Back the whole training state up into RUN_DIR/backup (BackupAndRestore), every
   /// `backup_every_batches` batches or, at 0, every epoch. A run that ends normally deletes its
@@ -65,6 +66,9 @@ struct RunOptions {
   /// file written, summary marked interrupted, a backup kept when backups are on); a second signal
   /// kills the process at once. The handlers are installed for the Run's lifetime.
   bool handle_signals = true;
+  /// How summary.json, the report and the summary's advice name a setting (advice.hpp): the command
+  /// line gives its flags; null = the C++ options (`LoaderOptions::workers`).
+  SettingNames setting_names;
 };
 
 }  // namespace fitscope

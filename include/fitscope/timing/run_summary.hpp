@@ -122,6 +122,9 @@ struct RunSummary {
   /// Reads summary.json's text; `source` (the file) names it in errors. Throws std::invalid_argument
   /// naming the source and the key that is missing or of the wrong type.
   static RunSummary from_json(const std::string& text, const std::string& source);
+  /// The verdict's sentences and actions and the warnings, with their settings named by `names` (the
+  /// command line's flags) instead of their C++ options; null `names` changes nothing.
+  void name_settings(const SettingNames& names);
 };
 
 /// The run's facts that the trainer does not know.

@@ -6,7 +6,8 @@
 /// The most severe category wins (highly before moderately, then the larger share). When none reaches
 /// its moderate threshold the run is compute-bound: `highly` when forward + backward + optimizer +
 /// metrics make >= 80 % of the step, else `moderately`; `not` only when no step was measured.
-/// The advice names the knob and its current value; an input-bound run whose workers auto chose says
+/// The advice names the setting (by its C++ option, advice.hpp) and its current value, and `actions`
+/// holds the same as data; an input-bound run whose workers auto chose says
 /// what a batch costs to build and what would make it cheaper. A compute-bound run's advice says how the cores
 /// are used (the thread setting, the gain the warm-up measured) before it names the model or device.
 /// Beside the bound, `contention` says when the process's threads want more cores than it has, a
@@ -16,8 +17,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fitscope/data/loader_stats.hpp"
+#include "fitscope/timing/advice.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/phase_stats.hpp"
@@ -31,7 +34,8 @@ struct Verdict {
   /// given, but too few steps to call a bound)
   std::string level;
   double share = 0.0;  ///< the bounding category's share of the mean step
-  std::string advice;  ///< what to change, naming the flag and its value
+  std::string advice;  ///< what to change, naming the setting and its value
+  std::vector<Advice> actions;  ///< the advice's changes of a setting, as data (none when it names no value)
   std::string contention;  ///< how the threads compete for the cores, and the fix; empty = they do not
   /// The part of the run's wall time outside the training steps (validation, epoch ends, start-up,
   /// shutdown) that reaches 20 % of it, and what to change; empty = none does, or no RunTime given.
@@ -52,14 +56,14 @@ struct VerdictContext {
     l.prefetch = 8;
     return l;
   }
-  int64_t batch_size = 0;   ///< --batch-size
-  LoaderStats loader = one_worker();  ///< the training loader: --workers, --prefetch, what auto chose and measured
+  int64_t batch_size = 0;   ///< LoaderOptions::batch_size
+  LoaderStats loader = one_worker();  ///< the training loader: workers, prefetch, what auto chose and measured
   ThreadChoice threads;     ///< the compute pools' threads, the cores and the measured candidates
   CpuUtilization cpu;       ///< the process's CPU use, pool by pool (empty pools = not sampled)
-  std::string callback_mode = "sync";  ///< --callback-mode
+  std::string callback_mode = "sync";  ///< "async" when the run's callbacks run off the training thread
   std::string slowest_callback;        ///< "Name.on_train_batch_end" of the costliest callback hook
   RunTime run;                         ///< where the whole run's wall time went (zeros = not measured)
-  double validation_split = 0;         ///< --validation-split
+  double validation_split = 0;         ///< FitOptions::validation_split
   int64_t ranks_on_machine = 1;        ///< data-parallel ranks sharing this machine's cores
   bool decodes_images = false;         ///< the data is an image folder, decoded batch by batch
 };
