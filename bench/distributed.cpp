@@ -10,7 +10,7 @@
 //   5. waits that poll before they sleep (the default) against waits that sleep at once: one lone
 //      all-reduce of 1.25 KiB, and the seed CNN's samples/s (2 ranks)
 // Run without arguments: it measures 1 and the 1-rank side of 4 itself, then launches itself as two
-// ranks (fitscope::dist::launch) for 2-5. Usage: bench_distributed [rounds] [cnn_steps] [cnn_batch]
+// ranks (fitscope::distributed::launch) for 2-5. Usage: bench_distributed [rounds] [cnn_steps] [cnn_batch]
 
 #include <ATen/ATen.h>
 #include <torch/torch.h>
@@ -41,7 +41,7 @@ struct CnnRun {
   std::vector<int64_t> buckets;  // bytes
   std::string pools;  // the CPU each pool kept busy: "pool cores(threads) ..."
 };
-CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t batch, bool rebuild_buckets = true) {
+CnnRun train_cnn(std::shared_ptr<distributed::Context> context, int64_t steps, int64_t batch, bool rebuild_buckets = true) {
   torch::manual_seed(0);
   TrainerOptions options;
   options.context = std::move(context);
@@ -70,10 +70,10 @@ CnnRun train_cnn(std::shared_ptr<dist::Context> context, int64_t steps, int64_t 
 }
 
 /// Seconds per backward + gradient sync of a stack of small layers, with the given bucket cap.
-double sync_seconds(const std::shared_ptr<dist::Context>& context, torch::nn::Sequential& net, int64_t cap, int iterations) {
-  dist::GradientReducerOptions buckets;
+double sync_seconds(const std::shared_ptr<distributed::Context>& context, torch::nn::Sequential& net, int64_t cap, int iterations) {
+  distributed::GradientReducerOptions buckets;
   buckets.bucket_cap_bytes = cap;
-  dist::GradientReducer reducer(context, net->parameters(), buckets);
+  distributed::GradientReducer reducer(context, net->parameters(), buckets);
   const at::Tensor x = torch::randn({8, 16});
   auto step = [&] {
     net->forward(x).sum().backward();
@@ -86,7 +86,7 @@ double sync_seconds(const std::shared_ptr<dist::Context>& context, torch::nn::Se
 }
 
 /// Seconds of one all-reduce of `bytes` on its own, every rank calling it in a loop.
-double lone_all_reduce_seconds(dist::Context& context, int64_t bytes) {
+double lone_all_reduce_seconds(distributed::Context& context, int64_t bytes) {
   const at::Tensor t = torch::ones({bytes / 4});
   for (int i = 0; i < 20; ++i) context.all_reduce(t);
   return bench::seconds([&] {
@@ -95,11 +95,11 @@ double lone_all_reduce_seconds(dist::Context& context, int64_t bytes) {
 }
 
 int rank_main(int rounds, int64_t cnn_steps, int64_t cnn_batch) {
-  auto context = dist::context_from_environment();
-  dist::Environment second = *dist::read_environment();  // a context whose waits sleep at once
+  auto context = distributed::context_from_environment();
+  distributed::Environment second = *distributed::read_environment();  // a context whose waits sleep at once
   second.master_port += 1;
   if (!second.rendezvous_file.empty()) second.rendezvous_file += ".second";  // its own store: the first holds the first's keys
-  auto sleeping = dist::make_gloo_context(second, dist::kDefaultTimeout, std::chrono::microseconds(0));
+  auto sleeping = distributed::make_gloo_context(second, distributed::kDefaultTimeout, std::chrono::microseconds(0));
   torch::manual_seed(0);
   torch::nn::Sequential net;
   for (int i = 0; i < 64; ++i) net->push_back(torch::nn::Linear(16, 16));
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
 
   // 1. the single-process context against none: the seed MLP, alternating rounds
   const TensorDataset data = images(8000);
-  auto fit_mlp = [&](std::shared_ptr<dist::Context> context) {
+  auto fit_mlp = [&](std::shared_ptr<distributed::Context> context) {
     torch::manual_seed(0);
     TrainerOptions options;
     options.context = std::move(context);
@@ -182,15 +182,15 @@ int main(int argc, char** argv) {
     trainer.fit(data, fit);
   };
   const double context_ratio =
-      bench::paired_ratio(rounds, [&] { fit_mlp(nullptr); }, [&] { fit_mlp(dist::single_process_context()); });
+      bench::paired_ratio(rounds, [&] { fit_mlp(nullptr); }, [&] { fit_mlp(distributed::single_process_context()); });
   // 4, one rank
   const CnnRun one = train_cnn(nullptr, cnn_steps, cnn_batch);
 
   std::ostringstream out, err;
-  dist::LaunchOptions launch;
+  distributed::LaunchOptions launch;
   launch.nproc_per_node = 2;
   launch.master_port = 29000 + static_cast<int64_t>(::getpid() % 1000);
-  const int status = dist::launch(launch, {argv[0], std::to_string(rounds), std::to_string(cnn_steps), std::to_string(cnn_batch)}, out, err);
+  const int status = distributed::launch(launch, {argv[0], std::to_string(rounds), std::to_string(cnn_steps), std::to_string(cnn_batch)}, out, err);
   if (status != 0) {
     std::cerr << err.str() << out.str();
     return 1;

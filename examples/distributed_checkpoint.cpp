@@ -13,7 +13,7 @@
 int main(int argc, char** argv) {
   using namespace fitscope;
   const std::string dir = argc > 1 ? argv[1] : "distributed_checkpoint_backup";
-  auto context = dist::context_from_environment();
+  auto context = distributed::context_from_environment();
   TrainerOptions options;
   options.context = context;
   Trainer trainer(models::Mlp(28 * 28, 10), options);

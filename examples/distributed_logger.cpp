@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   run_options.verbose = 2;
   Run run(run_options);
   TrainerOptions options;
-  options.context = dist::context_from_environment();
+  options.context = distributed::context_from_environment();
   Trainer trainer(models::Mlp(28 * 28, 10), options);
   EarlyStoppingOptions stop;
   stop.monitor = "val_loss";

@@ -12,7 +12,7 @@
 
 int main() {
   using namespace fitscope;
-  auto context = dist::context_from_environment();
+  auto context = distributed::context_from_environment();
   TrainerOptions options;
   options.context = context;
   Trainer trainer(models::Cnn(28, 1, 10), options);

@@ -10,7 +10,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "pickle_archive.hpp"
 
 namespace fitscope {

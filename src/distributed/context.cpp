@@ -4,7 +4,7 @@
 
 #include "fitscope/timing/step_clock.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 namespace {
 
 class Done final : public PendingCollective {
@@ -32,4 +32,4 @@ class SingleProcess final : public Context {
 
 std::shared_ptr<Context> single_process_context() { return std::make_shared<SingleProcess>(); }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -6,7 +6,7 @@
 #include "fitscope/distributed/gloo_context.hpp"
 #include "fitscope/distributed/nccl_context.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout, Backend backend,
                                                   std::optional<int64_t> cuda_device) {
@@ -18,4 +18,4 @@ std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds time
   return make_nccl_context(*env, *cuda_device, timeout);
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 namespace {
 
 std::optional<int64_t> read_integer(const std::function<const char*(const char*)>& get, const char* name,
@@ -83,4 +83,4 @@ std::string local_address_towards(const std::string& host) {
   return address;
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -21,7 +21,7 @@
 #include "rendezvous.hpp"
 #endif
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 #ifdef FITSCOPE_WITH_GLOO
 namespace {
 
@@ -130,4 +130,4 @@ std::shared_ptr<Context> make_gloo_context(const Environment&, std::chrono::mill
 }
 #endif
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -10,7 +10,7 @@
 
 #include "fitscope/timing/step_clock.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 void broadcast_from_chief(Context& context, const std::vector<at::Tensor>& tensors) {
   if (context.world_size() == 1) return;
@@ -270,4 +270,4 @@ void GradientReducer::finish() {
   if (recording_) record_arrivals_and_rebuild();
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -8,7 +8,7 @@
 
 #include "fitscope/threads/thread_names.hpp"
 
-namespace fitscope::dist::detail {
+namespace fitscope::distributed::detail {
 
 using Clock = std::chrono::steady_clock;
 
@@ -113,4 +113,4 @@ std::string Heartbeat::diagnose() {
   return found;
 }
 
-}  // namespace fitscope::dist::detail
+}  // namespace fitscope::distributed::detail

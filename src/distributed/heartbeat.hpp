@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-namespace fitscope::dist::detail {
+namespace fitscope::distributed::detail {
 
 class Heartbeat {
  public:
@@ -30,4 +30,4 @@ class Heartbeat {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace fitscope::dist::detail
+}  // namespace fitscope::distributed::detail

@@ -23,7 +23,7 @@
 
 #include "fitscope/distributed/restart_history.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -490,4 +490,4 @@ int launch(const LaunchOptions& o, const std::vector<std::string>& command, std:
   }
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 namespace {
 
 /// The launcher's socket, or -1 outside a launch.
@@ -43,4 +43,4 @@ void tell_launcher(LauncherEvent event, int64_t global_step) {
   send({{kNames[static_cast<int>(event)], global_step}});
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 void all_reduce_metrics(Context& context, MetricSet& metrics) {
   if (context.world_size() == 1) return;
@@ -47,4 +47,4 @@ void all_reduce_metrics(Context& context, MetricSet& metrics) {
   metrics.load_state(state);
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -21,7 +21,7 @@
 #include "rendezvous.hpp"
 #endif
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 #ifdef FITSCOPE_WITH_NCCL
 namespace {
@@ -142,4 +142,4 @@ std::shared_ptr<Context> make_nccl_context(const Environment&, int64_t, std::chr
 }
 #endif
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -11,7 +11,7 @@
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/distributed/launcher_channel.hpp"
 
-namespace fitscope::dist::detail {
+namespace fitscope::distributed::detail {
 
 std::string first_line(const std::exception& e) {
   std::string text = e.what();
@@ -103,4 +103,4 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::connect(bool host) const {
   return c10::make_intrusive<c10d::TCPStore>(env_.master_addr, options);
 }
 
-}  // namespace fitscope::dist::detail
+}  // namespace fitscope::distributed::detail

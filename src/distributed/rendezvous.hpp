@@ -16,7 +16,7 @@
 #include "fitscope/distributed/environment.hpp"
 #include "heartbeat.hpp"
 
-namespace fitscope::dist::detail {
+namespace fitscope::distributed::detail {
 
 /// The first line of a c10d error (they append C++ stack traces).
 std::string first_line(const std::exception& e);
@@ -76,4 +76,4 @@ class C10dContext : public Context {
   Rendezvous rendezvous_;
 };
 
-}  // namespace fitscope::dist::detail
+}  // namespace fitscope::distributed::detail

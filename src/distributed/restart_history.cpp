@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 namespace {
 
 using nlohmann::json;
@@ -61,4 +61,4 @@ std::optional<RestartHistory> restart_history_from_environment() {
   return RestartHistory::from_json(text, "environment variable FITSCOPE_RESTARTS");
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 void require_same_settings(Context& context, const Settings& mine) {
   if (context.world_size() == 1) return;
@@ -61,4 +61,4 @@ Settings settings_of_lines(const std::string& text, const std::vector<std::strin
   return settings;
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 std::vector<StepRecord> all_gather_records(Context& context, const std::vector<StepRecord>& mine) {
   if (context.world_size() == 1) return mine;
@@ -37,4 +37,4 @@ std::vector<StepRecord> all_gather_records(Context& context, const std::vector<S
   return records;
 }
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

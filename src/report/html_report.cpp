@@ -11,10 +11,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "report/page.hpp"
 #include "report/svg.hpp"
-#include "fitscope/timing/detail/bounded_json.hpp"
+#include "fitscope/io/detail/bounded_json.hpp"
 #include "fitscope/timing/detail/slow_hook.hpp"
 #include "fitscope/timing/hook.hpp"
 #include "fitscope/timing/phase.hpp"

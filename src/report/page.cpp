@@ -8,9 +8,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "report/svg.hpp"
-#include "fitscope/timing/detail/bounded_json.hpp"
+#include "fitscope/io/detail/bounded_json.hpp"
 
 namespace fitscope::report {
 namespace fs = std::filesystem;

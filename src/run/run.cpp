@@ -24,7 +24,7 @@
 #include "fitscope/callbacks/progress_bar.hpp"
 #include "fitscope/callbacks/tensorboard.hpp"
 #include "fitscope/callbacks/terminate_on_nan.hpp"
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
 #include "fitscope/distributed/environment.hpp"
@@ -112,14 +112,14 @@ RunFacts facts_of(const Trainer& trainer, const FitOptions& fit, const std::stri
 double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 /// summary.json's `restarts`: the launcher's history of the job, completed by this attempt.
-RestartsSummary account_restarts(const dist::RestartHistory& history, std::optional<int64_t> resumed_from,
+RestartsSummary account_restarts(const distributed::RestartHistory& history, std::optional<int64_t> resumed_from,
                                  std::optional<FitTime::Clock::time_point> first_step_end) {
   const double now = unix_now();
   // this attempt's first step, on the launcher's (wall) clock
   const double trained_again = first_step_end ? now - seconds(*first_step_end, FitTime::Clock::now()) : now;
   RestartsSummary summary;
   for (std::size_t i = 0; i < history.restarts.size(); ++i) {
-    const dist::RestartRecord& record = history.restarts[i];
+    const distributed::RestartRecord& record = history.restarts[i];
     const bool this_attempt = i + 1 == history.restarts.size();
     RestartEvent event;
     event.reason = record.reason;
@@ -186,10 +186,10 @@ RunSummary Run::fit(Trainer& trainer, const TensorDataset& train, FitOptions fit
 }
 
 RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions fit) {
-  dist::Context& ranks = trainer.ranks();
+  distributed::Context& ranks = trainer.ranks();
   const bool chief = ranks.is_chief();
   if (ranks.world_size() > 1) {  // before anything is written, and before training's first collective
-    dist::Settings settings = dist::settings_of_lines(options_.configuration, options_.rank_local_settings);
+    distributed::Settings settings = distributed::settings_of_lines(options_.configuration, options_.rank_local_settings);
     RunFacts facts = facts_of(trainer, fit, options_.name, options_.async_callbacks);
     facts.settings.insert(facts.settings.end(), {{"data", train->source()}, {"batch_size", std::to_string(fit.loader.batch_size)},
                                                  {"epochs", std::to_string(fit.epochs)}});
@@ -197,7 +197,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
       const bool named = std::any_of(settings.begin(), settings.end(), [&](const auto& s) { return s.first == setting.first; });
       if (!named) settings.push_back(std::move(setting));
     }
-    dist::require_same_settings(ranks, settings);
+    distributed::require_same_settings(ranks, settings);
   }
   if (ranks.world_size() > 1 && options_.backup && options_.run_dir.empty()) {
     throw std::invalid_argument("RunOptions::backup in a data-parallel run needs RunOptions::run_dir: every rank restores from its backups");
@@ -224,7 +224,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
                                 " (expected the RunOptions::run_dir of a run started with RunOptions::backup)");
   }
   // `fitscope launch --max-restarts` started the group again: it resumes from the newest backup
-  const auto launched = dist::read_environment();
+  const auto launched = distributed::read_environment();
   const int64_t restart = launched ? launched->restart_count : 0;
   const bool resume = options_.resume || (restart > 0 && has_backups);
   early_warnings_.clear();
@@ -282,7 +282,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     b.restore = resume;
     b.keep = options_.keep;
     b.fs = options_.file_system;
-    if (dist::has_launcher()) b.written = [](int64_t step, const std::string&) { dist::tell_launcher(dist::LauncherEvent::backup, step); };
+    if (distributed::has_launcher()) b.written = [](int64_t step, const std::string&) { distributed::tell_launcher(distributed::LauncherEvent::backup, step); };
     if (chief && options_.verbose > 0) {  // before the first epoch's line, as Lightning's "Restoring states from ..."
       b.restored = [](const ResumePoint& p) {
         std::cout << "Resumed from epoch " << p.epoch + 1 << ", step " << p.global_step << " (" << p.file << ")" << std::endl;
@@ -292,7 +292,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     first.push_back(backup);
   }
   if (signals_) first.push_back(std::make_shared<detail::StopOnSignal>(g_signal, backup));
-  if (dist::has_launcher()) first.push_back(std::make_shared<detail::TellLauncher>());
+  if (distributed::has_launcher()) first.push_back(std::make_shared<detail::TellLauncher>());
   if (options_.terminate_on_nan) first.push_back(std::make_shared<TerminateOnNaN>(/*raise_error=*/true));
   if (chief && options_.progress_bar && options_.verbose > 0) {
     ProgressBarOptions bar;
@@ -349,7 +349,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   try {
     history_ = trainer.fit(std::move(train), fit);
   } catch (...) {
-    dist::tell_launcher(dist::LauncherEvent::failed, trainer.global_step());
+    distributed::tell_launcher(distributed::LauncherEvent::failed, trainer.global_step());
     note_resume();
     if (chief) {
       std::string why = "unknown error";
@@ -408,7 +408,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
   summary.warnings.insert(summary.warnings.begin(), early_warnings_.begin(), early_warnings_.end());
   summary.failure = failure;
   if (!failure.empty()) summary.warnings.push_back("the fit failed (" + failure + "): the files hold the steps it ran");
-  if (const auto restarts = dist::restart_history_from_environment()) {
+  if (const auto restarts = distributed::restart_history_from_environment()) {
     summary.restarts = account_restarts(*restarts, resumed_from_step_, trainer.measured().time.first_step_end);
   }
   std::vector<std::string> skipped = train_data_->skipped();

@@ -57,11 +57,11 @@ class TellLauncher : public Callback {
     t.reads_batch_logs = false;
     return t;
   }
-  void on_train_begin(Logs&) override { dist::tell_launcher(dist::LauncherEvent::resumed, context().global_step()); }
+  void on_train_begin(Logs&) override { distributed::tell_launcher(distributed::LauncherEvent::resumed, context().global_step()); }
   void on_train_batch_end(int64_t, Logs&) override {
     if (told_training_) return;
     told_training_ = true;
-    dist::tell_launcher(dist::LauncherEvent::training, context().global_step());
+    distributed::tell_launcher(distributed::LauncherEvent::training, context().global_step());
   }
 
  private:

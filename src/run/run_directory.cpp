@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 
 namespace fitscope {
 namespace fs = std::filesystem;

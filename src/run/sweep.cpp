@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "fitscope/report/html_report.hpp"
 #include "fitscope/run/run_directory.hpp"
 #include "fitscope/run/run_options.hpp"

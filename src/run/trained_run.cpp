@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "fitscope/data/transforms.hpp"
 #include "fitscope/timing/run_summary.hpp"
 #include "script_file.hpp"

@@ -1,7 +1,7 @@
 // summary.json: RunSummary::to_json and RunSummary::from_json (the summary itself: run_summary.cpp).
 #include "fitscope/timing/run_summary.hpp"
 
-#include "fitscope/timing/detail/bounded_json.hpp"
+#include "fitscope/io/detail/bounded_json.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "fitscope/timing/trace_writer.hpp"
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -7,7 +7,7 @@
 
 namespace fitscope::detail {
 
-DataParallelFit::DataParallelFit(std::shared_ptr<dist::Context> context, const dist::GradientReducerOptions& buckets,
+DataParallelFit::DataParallelFit(std::shared_ptr<distributed::Context> context, const distributed::GradientReducerOptions& buckets,
                                  int64_t warmup_steps, RankTimings& timings, StreamingQuantiles& communication)
     : context_(std::move(context)),
       buckets_(buckets),
@@ -35,8 +35,8 @@ void DataParallelFit::start(Model& model) {
   if (!active_) return;
   std::vector<at::Tensor> tensors;
   for (auto& named : model.named_state()) tensors.push_back(named.second);
-  dist::broadcast_from_chief(*context_, tensors);
-  reducer_ = std::make_unique<dist::GradientReducer>(context_, model.parameters(), buckets_);
+  distributed::broadcast_from_chief(*context_, tensors);
+  reducer_ = std::make_unique<distributed::GradientReducer>(context_, model.parameters(), buckets_);
 }
 
 bool DataParallelFit::any_rank(bool stop_requested) {
@@ -76,13 +76,13 @@ bool DataParallelFit::take_agreement() {
 bool DataParallelFit::end_epoch(bool stop_requested, MetricSet& metrics, const std::vector<std::shared_ptr<StepSink>>& sinks) {
   if (!active_) return stop_requested;
   stop_requested = any_rank(take_agreement() || stop_requested);
-  for (const StepRecord& r : dist::all_gather_records(*context_, records_)) {
+  for (const StepRecord& r : distributed::all_gather_records(*context_, records_)) {
     timings_.add(r);
     if (r.rank == context_->rank()) continue;  // the sinks had this rank's records step by step
     for (const auto& sink : sinks) sink->on_step(r);
   }
   records_.clear();
-  dist::all_reduce_metrics(*context_, metrics);
+  distributed::all_reduce_metrics(*context_, metrics);
   return stop_requested;
 }
 

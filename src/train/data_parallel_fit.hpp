@@ -24,7 +24,7 @@ class DataParallelFit {
  public:
   /// Fills `timings` (every rank's steps) and `communication` (per measured step, the time gradient
   /// communication was in flight), which must outlive this object.
-  DataParallelFit(std::shared_ptr<dist::Context> context, const dist::GradientReducerOptions& buckets,
+  DataParallelFit(std::shared_ptr<distributed::Context> context, const distributed::GradientReducerOptions& buckets,
                   int64_t warmup_steps, RankTimings& timings, StreamingQuantiles& communication);
 
   /// The callbacks this rank runs: all of them on the chief, the others without the chief-only ones.
@@ -33,7 +33,7 @@ class DataParallelFit {
   /// into `model`'s parameters.
   void start(Model& model);
   /// The reducer of StepContext (null in a single process).
-  dist::GradientReducer* reducer() const { return reducer_.get(); }
+  distributed::GradientReducer* reducer() const { return reducer_.get(); }
   /// After a step's callbacks: whether the ranks agreed to stop (when a callback may stop mid-epoch:
   /// agreed one step late, each step's flags summed in the background during the next step, in phase
   /// `comm`; a stop asked at step k ends the fit after step k + 1 on every rank), and the step's
@@ -60,18 +60,18 @@ class DataParallelFit {
   /// Waits for the last step's flags; whether any rank asked to stop. False when none is pending.
   bool take_agreement();
 
-  std::shared_ptr<dist::Context> context_;
-  dist::GradientReducerOptions buckets_;
+  std::shared_ptr<distributed::Context> context_;
+  distributed::GradientReducerOptions buckets_;
   bool active_;
   bool agree_each_step_ = false;
   int64_t warmup_steps_;
   int64_t steps_ = 0;
   RankTimings& timings_;
   StreamingQuantiles& communication_;
-  std::unique_ptr<dist::GradientReducer> reducer_;
+  std::unique_ptr<distributed::GradientReducer> reducer_;
   std::vector<StepRecord> records_;  // this rank's, this epoch
   at::Tensor pending_flag_;          // the stop flags being summed across ranks
-  std::unique_ptr<dist::PendingCollective> pending_;
+  std::unique_ptr<distributed::PendingCollective> pending_;
 };
 
 }  // namespace fitscope::detail

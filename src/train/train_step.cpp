@@ -7,7 +7,7 @@
 namespace fitscope {
 
 void StepContext::backward(const at::Tensor& loss) {
-  std::optional<dist::NoSync> local_only;  // the group's last backward communicates
+  std::optional<distributed::NoSync> local_only;  // the group's last backward communicates
   if (!update && reducer) local_only.emplace(*reducer);
   (loss_scale == 1 ? loss : loss * loss_scale).backward();
 }

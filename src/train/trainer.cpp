@@ -79,7 +79,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
       threads_(options_.threads, core_share(options_.context ? options_.context->local_world_size() : 1),
                options_.context ? options_.context->world_size() : 1) {
   if (!model_) throw std::invalid_argument("the trainer needs a model, got null");
-  if (!options_.context) options_.context = dist::single_process_context();
+  if (!options_.context) options_.context = distributed::single_process_context();
   if (!(options_.learning_rate > 0)) {
     throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(options_.learning_rate));
   }
@@ -160,7 +160,7 @@ LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const 
 
 LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training, int64_t size) const {
   LoaderOptions l = loader_options(o, training);
-  const dist::Context& ranks = this->ranks();
+  const distributed::Context& ranks = this->ranks();
   if (ranks.world_size() == 1) return l;
   DistributedSamplerOptions shard;
   shard.rank = ranks.rank();
@@ -300,7 +300,7 @@ std::optional<Logs> Trainer::run_evaluation(Loader& loader, CallbackList& callba
       return std::nullopt;
     }
   }
-  if (reduce) dist::all_reduce_metrics(ranks(), *test_metrics_);
+  if (reduce) distributed::all_reduce_metrics(ranks(), *test_metrics_);
   logs = test_metrics_->logs();
   callbacks.on_test_end(logs);
   return logs;

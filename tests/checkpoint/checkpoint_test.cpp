@@ -16,7 +16,7 @@
 #include "fitscope/callbacks/early_stopping.hpp"
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
-#include "fitscope/checkpoint/fault_injection.hpp"
+#include "fitscope/io/fault_injection.hpp"
 #include "fitscope/data/synthetic.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/trainer.hpp"

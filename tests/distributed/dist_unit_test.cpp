@@ -26,8 +26,8 @@ std::function<const char*(const char*)> env_of(std::map<std::string, std::string
 }
 
 TEST(Environment, ReadsTorchrunsVariablesAndNamesABadOne) {
-  EXPECT_FALSE(dist::read_environment(env_of({})).has_value());
-  const auto env = dist::read_environment(env_of({{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"},
+  EXPECT_FALSE(distributed::read_environment(env_of({})).has_value());
+  const auto env = distributed::read_environment(env_of({{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"},
                                                   {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"},
                                                   {"MASTER_PORT", "1234"}}));
   ASSERT_TRUE(env);
@@ -38,25 +38,25 @@ TEST(Environment, ReadsTorchrunsVariablesAndNamesABadOne) {
   EXPECT_EQ(env->master_addr, "10.0.0.1");
   EXPECT_EQ(env->master_port, 1234);
   try {
-    dist::read_environment(env_of({{"WORLD_SIZE", "2"}, {"RANK", "2"}}));
+    distributed::read_environment(env_of({{"WORLD_SIZE", "2"}, {"RANK", "2"}}));
     FAIL() << "rank 2 of 2 accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("RANK=2"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(dist::read_environment(env_of({{"WORLD_SIZE", "2"}})), std::invalid_argument);
-  EXPECT_EQ(dist::local_address_towards("127.0.0.1"), "127.0.0.1");
+  EXPECT_THROW(distributed::read_environment(env_of({{"WORLD_SIZE", "2"}})), std::invalid_argument);
+  EXPECT_EQ(distributed::local_address_towards("127.0.0.1"), "127.0.0.1");
 }
 
 TEST(GradientReducer, BucketsInReverseOrderWithASmallFirstBucketAndAccumulatesUnderNoSync) {
   torch::manual_seed(0);
   torch::nn::Sequential net(torch::nn::Linear(8, 8), torch::nn::Linear(8, 8), torch::nn::Linear(8, 2));
-  dist::GradientReducerOptions buckets;
+  distributed::GradientReducerOptions buckets;
   buckets.first_bucket_bytes = (2 * 8 + 2) * 4;  // the last layer: its bias and weight
   buckets.bucket_cap_bytes = 1 << 20;
-  auto context = dist::single_process_context();
-  dist::GradientReducer reducer(context, net->parameters(), buckets);
+  auto context = distributed::single_process_context();
+  distributed::GradientReducer reducer(context, net->parameters(), buckets);
   EXPECT_EQ(reducer.bucket_sizes(), (std::vector<int64_t>{2, 4}));
-  EXPECT_EQ(dist::GradientReducer(context, net->parameters(), {0, 0}).bucket_sizes(),
+  EXPECT_EQ(distributed::GradientReducer(context, net->parameters(), {0, 0}).bucket_sizes(),
             (std::vector<int64_t>(6, 1)));  // a cap of 0: one bucket per parameter
 
   const at::Tensor x = torch::randn({4, 8}), y = torch::randn({4, 2});
@@ -68,7 +68,7 @@ TEST(GradientReducer, BucketsInReverseOrderWithASmallFirstBucketAndAccumulatesUn
   // reference: two backward passes accumulating plainly
   for (auto& p : net->parameters()) p.mutable_grad() = at::Tensor();
   {
-    dist::NoSync no_sync(reducer);  // the reducer stays out of the way
+    distributed::NoSync no_sync(reducer);  // the reducer stays out of the way
     (net->forward(x) - y).pow(2).sum().backward();
     (net->forward(x * 2) - y).pow(2).sum().backward();
     reducer.finish();
@@ -76,7 +76,7 @@ TEST(GradientReducer, BucketsInReverseOrderWithASmallFirstBucketAndAccumulatesUn
   const auto expected = grads();
   for (auto& p : net->parameters()) p.mutable_grad() = at::Tensor();
   {
-    dist::NoSync no_sync(reducer);
+    distributed::NoSync no_sync(reducer);
     (net->forward(x) - y).pow(2).sum().backward();
     reducer.finish();
   }
@@ -101,12 +101,12 @@ TEST(GradientReducer, RebuildsBucketsAtAPauseInBackwardAfterTheFirstSteps) {
   torch::nn::Sequential net(torch::nn::Linear(8, 8),
                             torch::nn::Functional([](const at::Tensor& x) { return PauseInBackward::apply(x); }),
                             torch::nn::Linear(8, 8), torch::nn::Linear(8, 2));
-  auto context = dist::single_process_context();
-  dist::GradientReducerOptions options;
+  auto context = distributed::single_process_context();
+  distributed::GradientReducerOptions options;
   options.rebuild_after_steps = 3;
-  dist::GradientReducer reducer(context, net->parameters(), options);
+  distributed::GradientReducer reducer(context, net->parameters(), options);
   options.rebuild_after_steps = 0;
-  dist::GradientReducer fixed(context, net->parameters(), options);
+  distributed::GradientReducer fixed(context, net->parameters(), options);
   EXPECT_EQ(reducer.bucket_sizes(), (std::vector<int64_t>{6}));  // all fit the 1 MiB first bucket
 
   const at::Tensor x = torch::randn({4, 8});
@@ -129,7 +129,7 @@ TEST(GradientReducer, RebuildsBucketsAtAPauseInBackwardAfterTheFirstSteps) {
     p.mutable_grad() = at::Tensor();
   }
   {
-    dist::NoSync off(reducer), off_too(fixed);
+    distributed::NoSync off(reducer), off_too(fixed);
     net->forward(x).sum().backward();
   }
   const auto params = net->parameters();
@@ -174,12 +174,12 @@ TEST(RankTimings, NamesTheRankWhoseBusyTimeExceedsTheMedianByTheMargin) {
 }
 
 TEST(Launch, PrefixesEachRanksLinesSetsTheEnvironmentAndNamesTheFailedRank) {
-  dist::LaunchOptions o;
+  distributed::LaunchOptions o;
   o.nproc_per_node = 2;
   o.master_port = 29999;
   o.grace_s = 0.2;
   std::ostringstream out, err;
-  const int ok = dist::launch(o, {"/bin/sh", "-c", "echo \"$RANK/$WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT\"; printf tail"},
+  const int ok = distributed::launch(o, {"/bin/sh", "-c", "echo \"$RANK/$WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT\"; printf tail"},
                               out, err);
   EXPECT_EQ(ok, 0) << err.str();
   EXPECT_NE(out.str().find("[rank 0] 0/2 0 127.0.0.1:29999\n"), std::string::npos) << out.str();
@@ -188,14 +188,14 @@ TEST(Launch, PrefixesEachRanksLinesSetsTheEnvironmentAndNamesTheFailedRank) {
 
   std::ostringstream out2, err2;
   // rank 1 fails at once; rank 0 would sleep for a minute: it is stopped after the grace period
-  const int failed = dist::launch(o, {"/bin/sh", "-c", "if [ $RANK = 1 ]; then exit 3; fi; sleep 60"}, out2, err2);
+  const int failed = distributed::launch(o, {"/bin/sh", "-c", "if [ $RANK = 1 ]; then exit 3; fi; sleep 60"}, out2, err2);
   EXPECT_EQ(failed, 1);
   EXPECT_NE(err2.str().find("failed: rank 1 (pid "), std::string::npos) << err2.str();
   EXPECT_NE(err2.str().find("exited with status 3"), std::string::npos) << err2.str();
   EXPECT_NE(err2.str().find("rank 0 (pid "), std::string::npos) << err2.str();  // SIGTERMed, reported
 
   o.node_rank = 1;
-  EXPECT_THROW(dist::launch(o, {"true"}, out, err), std::invalid_argument);
+  EXPECT_THROW(distributed::launch(o, {"true"}, out, err), std::invalid_argument);
 }
 
 }  // namespace

@@ -39,14 +39,14 @@ TensorDataset examples(int64_t size, uint64_t seed) {
 }
 
 /// Counts the all-reduces of more than one value (the stop agreement sums one flag).
-class CountingContext : public dist::Context {
+class CountingContext : public distributed::Context {
  public:
-  explicit CountingContext(std::shared_ptr<dist::Context> inner) : inner_(std::move(inner)) {}
+  explicit CountingContext(std::shared_ptr<distributed::Context> inner) : inner_(std::move(inner)) {}
   int64_t rank() const override { return inner_->rank(); }
   int64_t world_size() const override { return inner_->world_size(); }
   int64_t local_rank() const override { return inner_->local_rank(); }
   int64_t local_world_size() const override { return inner_->local_world_size(); }
-  std::unique_ptr<dist::PendingCollective> all_reduce_async(const at::Tensor& tensor) override {
+  std::unique_ptr<distributed::PendingCollective> all_reduce_async(const at::Tensor& tensor) override {
     if (tensor.numel() > 1) ++sums;
     return inner_->all_reduce_async(tensor);
   }
@@ -56,7 +56,7 @@ class CountingContext : public dist::Context {
   int64_t sums = 0;
 
  private:
-  std::shared_ptr<dist::Context> inner_;
+  std::shared_ptr<distributed::Context> inner_;
 };
 
 /// A user metric: the mean of the largest logit, as a sum and a count that add across ranks.
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argv[1], out = argv[2];
-  auto context = dist::context_from_environment(std::chrono::seconds(30));
+  auto context = distributed::context_from_environment(std::chrono::seconds(30));
   at::set_num_threads(1);
   torch::manual_seed(7);
   TrainerOptions options;

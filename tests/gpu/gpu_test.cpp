@@ -78,16 +78,16 @@ TEST(Gpu, NvmlReportsUtilizationAndMemoryOfTheGpu) {
 }
 
 /// A world of one at a port of its own (`test`: one per test).
-dist::Environment world_of_one(int test) {
-  dist::Environment env;
+distributed::Environment world_of_one(int test) {
+  distributed::Environment env;
   env.master_port = 31000 + 2 * (::getpid() % 1000) + test;
   return env;
 }
 
 TEST(Gpu, NcclCollectivesInAWorldOfOneWorkOnGpuAndCpuTensors) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
-  if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
-  auto context = dist::make_nccl_context(world_of_one(0), 0, std::chrono::seconds(30));
+  if (!distributed::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  auto context = distributed::make_nccl_context(world_of_one(0), 0, std::chrono::seconds(30));
   const at::Tensor gpu = torch::arange(6, torch::dtype(torch::kFloat).device(torch::kCUDA));
   auto pending = context->all_reduce_async(gpu);
   pending->wait();
@@ -107,8 +107,8 @@ TEST(Gpu, NcclCollectivesInAWorldOfOneWorkOnGpuAndCpuTensors) {
 
 TEST(Gpu, TheGradientReducerOnNcclLeavesTheLocalGradientsInAWorldOfOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
-  if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
-  auto context = dist::make_nccl_context(world_of_one(1), 0, std::chrono::seconds(30));
+  if (!distributed::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  auto context = distributed::make_nccl_context(world_of_one(1), 0, std::chrono::seconds(30));
   torch::manual_seed(0);
   torch::nn::Sequential net(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
   net->to(torch::kCUDA);
@@ -119,9 +119,9 @@ TEST(Gpu, TheGradientReducerOnNcclLeavesTheLocalGradientsInAWorldOfOne) {
     local.push_back(p.grad().clone());
     p.mutable_grad() = at::Tensor();
   }
-  dist::GradientReducerOptions options;
+  distributed::GradientReducerOptions options;
   options.bucket_cap_bytes = 0;  // one bucket per parameter: several collectives in flight
-  dist::GradientReducer reducer(context, net->parameters(), options);
+  distributed::GradientReducer reducer(context, net->parameters(), options);
   net->forward(x).pow(2).sum().backward();
   reducer.finish();
   EXPECT_EQ(reducer.communication_ns(), -1);
@@ -130,7 +130,7 @@ TEST(Gpu, TheGradientReducerOnNcclLeavesTheLocalGradientsInAWorldOfOne) {
 
 TEST(Gpu, TheCliTrainsThroughNcclInAWorldOfOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
-  if (!dist::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
+  if (!distributed::nccl_available()) GTEST_SKIP() << "this build has no NCCL";
   const std::string dir = "/tmp/fitscope-gpu-nccl-" + std::to_string(::getpid());
   const std::string command = std::string("'") + FITSCOPE_CLI + "' launch --nproc-per-node 1 --master-port " +
                               std::to_string(33000 + ::getpid() % 2000) + " -- '" + FITSCOPE_CLI +

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "process.hpp"
 
 using fitscope::testing::ProcessResult;

@@ -170,6 +170,18 @@ TEST(Layout, NoIncludeCycleJoinsTwoAreas) {
   EXPECT_TRUE(cycle.empty()) << "a cycle of areas:" << cycle;
 }
 
+TEST(Layout, TheGroundFloorsIncludeOnlyWhatIsBelowThem) {
+  // io/ (files, atomic writes, bounded JSON) and threads/ stand on nothing of fitscope's; the timing and
+  // the report write their files through io/, not through checkpoint/
+  const Graph g = area_graph();
+  ASSERT_TRUE(g.count("io") && g.count("timing") && g.count("report"));
+  for (const auto& [to, file] : g.at("io")) ADD_FAILURE() << "io/ includes " << to << "/ (" << file << ")";
+  for (const char* area : {"timing", "report"}) {
+    const auto& reached = g.at(area);
+    EXPECT_EQ(reached.count("checkpoint"), 0u) << area << "/ includes checkpoint/ (" << reached.find("checkpoint")->second << ")";
+  }
+}
+
 TEST(Layout, TheCycleCheckFindsACycle) {
   Graph g;
   g["a"]["b"] = "a.cpp";

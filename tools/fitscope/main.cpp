@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     std::cout << "Report: " << path << "\n";
   });
 
-  fitscope::dist::LaunchOptions launch_options;
+  fitscope::distributed::LaunchOptions launch_options;
   std::vector<std::string> launch_command;
   int launch_status = 0;
   CLI::App* launch = app.add_subcommand(
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
                      "With several nodes: the job's id, the same on every node; a rank of another job on the same "
                      "port is refused (default: from --master-addr, --master-port, --nnodes, --nproc-per-node)")->type_name("ID");
   launch->add_option("COMMAND", launch_command, "The command every rank runs, after --")->required();
-  launch->callback([&] { launch_status = fitscope::dist::launch(launch_options, launch_command, std::cout, std::cerr); });
+  launch->callback([&] { launch_status = fitscope::distributed::launch(launch_options, launch_command, std::cout, std::cerr); });
 
   std::string shell;
   CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script (installed as bash-completion's fitscope)");
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "fitscope: " << in_flags(e.what()) << "\n";
     return 2;
-  } catch (const fitscope::dist::PeerFailure& e) {
+  } catch (const fitscope::distributed::PeerFailure& e) {
     std::cerr << "fitscope: the run failed: " << e.what() << "\n";
     // the process group may still hold work bound to a dead peer: leave without destructors
     std::cout.flush();

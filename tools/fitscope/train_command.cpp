@@ -33,26 +33,28 @@ namespace {
 /// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend,
 /// this rank training on `device`. Kept for the process's lifetime: after a peer failure main leaves
 /// without destructors (see main.cpp).
-std::shared_ptr<dist::Context> process_context(const TrainCommandOptions& o, const c10::Device& device) {
-  static std::shared_ptr<dist::Context> context;
+std::shared_ptr<distributed::Context> process_context(const TrainCommandOptions& o, const c10::Device& device) {
+  static std::shared_ptr<distributed::Context> context;
   if (context) return context;
-  const auto env = dist::read_environment();
+  const auto env = distributed::read_environment();
   if (env && o.dist_backend == "nccl" && !device.is_cuda()) {
     throw std::invalid_argument("--dist-backend nccl needs a GPU per rank, but --device " + o.device +
                                 " trains on the CPU (expected --device cuda, or --dist-backend gloo)");
   }
-  if (env && o.dist_backend == "nccl" && !dist::nccl_available()) {
+  if (env && o.dist_backend == "nccl" && !distributed::nccl_available()) {
     throw std::invalid_argument("--dist-backend nccl: this build of fitscope has no NCCL (expected gloo or auto)");
   }
-  const dist::Backend backend = o.dist_backend == "nccl"   ? dist::Backend::nccl
-                                : o.dist_backend == "gloo" ? dist::Backend::gloo
-                                                           : dist::Backend::automatic;
-  return context = dist::context_from_environment(std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000)),
-                                                  backend, device.is_cuda() ? std::optional<int64_t>(device.index()) : std::nullopt);
+  const distributed::Backend backend = o.dist_backend == "nccl"   ? distributed::Backend::nccl
+                                      : o.dist_backend == "gloo" ? distributed::Backend::gloo
+                                                                 : distributed::Backend::automatic;
+  return context = distributed::context_from_environment(
+             std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000)), backend,
+             device.is_cuda() ? std::optional<int64_t>(device.index()) : std::nullopt);
 }
 
 /// The trainer's options of the command line, training on `device` with `ranks`.
-TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& device, std::shared_ptr<dist::Context> ranks) {
+TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& device,
+                               std::shared_ptr<distributed::Context> ranks) {
   TrainerOptions options = o.trainer;
   options.device = device;
   options.context = std::move(ranks);
@@ -73,12 +75,12 @@ TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& 
 
 /// What train and sweep share: the process settings, the data, and a trainer per run.
 struct Session {
-  std::shared_ptr<dist::Context> ranks;
+  std::shared_ptr<distributed::Context> ranks;
   c10::Device device = c10::Device(c10::kCPU);
   RunData data;
 
   /// `device`: resolve_device's for this rank.
-  Session(const TrainCommandOptions& o, std::shared_ptr<dist::Context> context, c10::Device device)
+  Session(const TrainCommandOptions& o, std::shared_ptr<distributed::Context> context, c10::Device device)
       : ranks(std::move(context)), device(device), data(load_run_data(o.run_spec())) {
     if (o.run.verbose > 0) {
       for (const std::string& w : data.warnings) std::cerr << "fitscope: warning: " << in_flags(w) << "\n";
@@ -136,7 +138,7 @@ RunOptions run_options(const TrainCommandOptions& o) {
 
 int run_train(const TrainCommandOptions& o, std::ostream& out) {
   Run run(run_options(o));  // first: loading the data and the model is the run's start-up
-  const auto env = dist::read_environment();
+  const auto env = distributed::read_environment();
   const c10::Device device = resolve_device(o.device, env ? env->local_rank : 0);
   const Session session(o, process_context(o, device), device);
   auto trainer = session.make_trainer(o);
@@ -177,7 +179,7 @@ TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOption
   o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
   const RunSpec spec = o.run_spec();
   const c10::Device device = resolve_device(o.device, 0);
-  TrainedModel t{open_trained_run(RunDirectory(m.run_dir), spec, trainer_options(o, device, dist::single_process_context()),
+  TrainedModel t{open_trained_run(RunDirectory(m.run_dir), spec, trainer_options(o, device, distributed::single_process_context()),
                                   m.weights == "best"),
                  {}};
   for (const std::string& w : t.run.data.warnings) std::cerr << "fitscope: warning: " << in_flags(w) << "\n";
@@ -263,7 +265,7 @@ void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
 }
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
-  const Session session(s.train, dist::single_process_context(), resolve_device(s.train.device, 0));
+  const Session session(s.train, distributed::single_process_context(), resolve_device(s.train.device, 0));
   SweepOptions options = s.sweep;
   options.run_dir = s.train.run.run_dir;
   options.name = s.train.spec.model;

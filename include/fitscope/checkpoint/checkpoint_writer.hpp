@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "fitscope/checkpoint/file_system.hpp"
+#include "fitscope/io/file_system.hpp"
 #include "fitscope/checkpoint/training_state.hpp"
 
 namespace fitscope {

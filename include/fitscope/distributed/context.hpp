@@ -1,5 +1,5 @@
 #pragma once
-/// dist::Context: the processes of a data-parallel run and their collectives (c10d's vocabulary).
+/// distributed::Context: the processes of a data-parallel run and their collectives (c10d's vocabulary).
 ///
 /// Every rank calls the same collectives in the same order; a collective returns when every rank has
 /// taken part. Tensors are reduced by sum in place (dense, contiguous, on the context's device).
@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// Default collective and rendezvous timeout of the c10d contexts: far below c10d's 30 minutes, far
 /// above a step.
@@ -68,4 +68,4 @@ class Context {
 /// Rank 0 of 1.
 std::shared_ptr<Context> single_process_context();
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

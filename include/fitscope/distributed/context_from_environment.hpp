@@ -9,7 +9,7 @@
 
 #include "fitscope/distributed/context.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// automatic: NCCL where this rank trains on a GPU and the build has NCCL, else Gloo.
 enum class Backend { automatic, gloo, nccl };
@@ -23,4 +23,4 @@ std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds time
                                                   Backend backend = Backend::automatic,
                                                   std::optional<int64_t> cuda_device = std::nullopt);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

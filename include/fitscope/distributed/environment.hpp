@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 struct Environment {
   std::string master_addr = "127.0.0.1";  ///< MASTER_ADDR: host of rank 0's rendezvous store
@@ -35,4 +35,4 @@ std::optional<Environment> read_environment(
 /// does not resolve.
 std::string local_address_towards(const std::string& host);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

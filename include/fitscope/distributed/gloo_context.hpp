@@ -14,7 +14,7 @@
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/distributed/environment.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// How long a wait polls for the collective's completion, yielding the core to any thread that
 /// wants it, before it sleeps. A thread asleep on an idle core is woken by another core; on a
@@ -27,4 +27,4 @@ constexpr std::chrono::microseconds kDefaultPoll{2000};
 std::shared_ptr<Context> make_gloo_context(const Environment& env, std::chrono::milliseconds timeout = kDefaultTimeout,
                                            std::chrono::microseconds poll = kDefaultPoll);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -30,7 +30,7 @@
 
 #include "fitscope/distributed/context.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 struct GradientReducerOptions {
   int64_t bucket_cap_bytes = 25 << 20;   ///< DDP's default bucket cap, 25 MiB
@@ -109,4 +109,4 @@ class NoSync {
   bool was_;
 };
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

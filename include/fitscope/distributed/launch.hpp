@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 struct LaunchOptions {
   int64_t nproc_per_node = 1;             ///< ranks started here (>= 1)
@@ -55,4 +55,4 @@ struct LaunchOptions {
 /// std::runtime_error when a process cannot be started.
 int launch(const LaunchOptions& options, const std::vector<std::string>& command, std::ostream& out, std::ostream& err);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

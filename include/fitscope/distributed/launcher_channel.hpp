@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// Whether this process was started by `fitscope launch` (and so has a launcher to tell).
 bool has_launcher();
@@ -28,4 +28,4 @@ void tell_launcher_peer_failure(const std::string& what);
 enum class LauncherEvent { resumed, training, backup, failed };
 void tell_launcher(LauncherEvent event, int64_t global_step);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

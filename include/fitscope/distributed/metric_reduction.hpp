@@ -6,9 +6,9 @@
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// Replaces `metrics`' state with the sum over ranks.
 void all_reduce_metrics(Context& context, MetricSet& metrics);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -17,7 +17,7 @@
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/distributed/environment.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// Whether this build has the NCCL context.
 bool nccl_available();
@@ -28,4 +28,4 @@ bool nccl_available();
 std::shared_ptr<Context> make_nccl_context(const Environment& env, int64_t device_index,
                                            std::chrono::milliseconds timeout = kDefaultTimeout);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// One restart of the group, after one attempt failed.
 struct RestartRecord {
@@ -31,4 +31,4 @@ struct RestartHistory {
 /// The history in FITSCOPE_RESTARTS; nothing when the variable is unset (not restarted).
 std::optional<RestartHistory> restart_history_from_environment();
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -10,7 +10,7 @@
 
 #include "fitscope/distributed/context.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// Named settings, in order: (name, value as text).
 using Settings = std::vector<std::pair<std::string, std::string>>;
@@ -24,4 +24,4 @@ void require_same_settings(Context& context, const Settings& mine);
 /// named in `rank_local` left out too: settings each rank may hold its own of.
 Settings settings_of_lines(const std::string& text, const std::vector<std::string>& rank_local = {});
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/checkpoint/file_system.hpp"
+#include "fitscope/io/file_system.hpp"
 #include "fitscope/timing/advice.hpp"
 
 namespace fitscope {

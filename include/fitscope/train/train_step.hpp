@@ -36,8 +36,8 @@ struct StepContext {
   StepClock& clock;
   LossOptions loss_options{};  ///< TrainerOptions::loss_options
   /// The data-parallel run's gradient reducer; null in a single process. backward() wraps the
-  /// micro-batches before the last of a group in dist::NoSync.
-  dist::GradientReducer* reducer = nullptr;
+  /// micro-batches before the last of a group in distributed::NoSync.
+  distributed::GradientReducer* reducer = nullptr;
   /// Gradient accumulation (TrainerOptions::accumulate): whether this batch ends its group, so the
   /// weights are updated after its backward; the others only add their gradients.
   bool update = true;

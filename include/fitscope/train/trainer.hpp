@@ -91,15 +91,15 @@ struct TrainerOptions {
   double slow_callback_threshold = 0.1;
   /// Receives warnings (slow callbacks, ...); empty = print "fitscope: warning: ..." to stderr.
   std::function<void(const std::string&)> warn;
-  /// The ranks of a data-parallel run (dist::context_from_environment()); null = this process alone.
+  /// The ranks of a data-parallel run (distributed::context_from_environment()); null = this process alone.
   /// With more than one rank, fit shards the training and validation sets (DistributedSampler),
   /// averages gradients (GradientReducer, starting from rank 0's weights), runs the chief-only
   /// callbacks on rank 0 alone, computes epoch logs from metric states summed over ranks, agrees on
   /// stopping after every step, and gathers every rank's step records at each epoch end (the step
   /// sinks get all ranks' records). evaluate() and predict() stay local.
-  std::shared_ptr<dist::Context> context;
+  std::shared_ptr<distributed::Context> context;
   /// Gradient bucket sizes (DDP's defaults).
-  dist::GradientReducerOptions buckets;
+  distributed::GradientReducerOptions buckets;
   /// The compute pools' threads (thread_policy.hpp), applied at every fit on this rank's share of the
   /// cores. Auto (the default) measures the candidates on the first fit's first steps, which count as
   /// warm-up (warmup_steps() says how many), and keeps the fastest for this trainer's later fits.
@@ -192,7 +192,7 @@ class Trainer : public TrainingContext {
   /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
   void set_timing(bool on) { options_.timing = on; }
   /// The run's ranks (a single-process context when none was given).
-  dist::Context& ranks() const { return *options_.context; }
+  distributed::Context& ranks() const { return *options_.context; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const TrainerOptions& options() const { return options_; }
   /// Steps the next fit leaves out of its statistics: TrainerOptions::warmup_steps plus what is left of

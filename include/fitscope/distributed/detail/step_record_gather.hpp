@@ -7,9 +7,9 @@
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/timing/step_clock.hpp"
 
-namespace fitscope::dist {
+namespace fitscope::distributed {
 
 /// Every rank's `mine`, rank by rank.
 std::vector<StepRecord> all_gather_records(Context& context, const std::vector<StepRecord>& mine);
 
-}  // namespace fitscope::dist
+}  // namespace fitscope::distributed

@@ -1,4 +1,4 @@
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "fitscope/checkpoint/file_system.hpp"
+#include "fitscope/io/file_system.hpp"
 
 namespace fitscope {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/checkpoint/file_system.hpp"
+#include "fitscope/io/file_system.hpp"
 
 namespace fitscope {
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "fitscope/checkpoint/atomic_file.hpp"
+#include "fitscope/io/atomic_file.hpp"
 
 namespace {
 std::string content_of(const std::string& path) {

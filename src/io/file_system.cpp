@@ -1,4 +1,4 @@
-#include "fitscope/checkpoint/file_system.hpp"
+#include "fitscope/io/file_system.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "fitscope/checkpoint/fault_injection.hpp"
+#include "fitscope/io/fault_injection.hpp"
 
 #include <algorithm>
 #include <thread>
