@@ -15,10 +15,10 @@
 #include "report/page.hpp"
 #include "report/svg.hpp"
 #include "fitscope/io/detail/bounded_json.hpp"
+#include "fitscope/summary/run_summary.hpp"
 #include "fitscope/timing/detail/slow_hook.hpp"
 #include "fitscope/timing/hook.hpp"
 #include "fitscope/timing/phase.hpp"
-#include "fitscope/timing/run_summary.hpp"
 
 namespace fitscope {
 namespace fs = std::filesystem;

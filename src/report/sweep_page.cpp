@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "fitscope/report/sweep.hpp"
+#include "fitscope/summary/sweep.hpp"
 #include "report/page.hpp"
 #include "report/svg.hpp"
 

@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <random>
 
 #include "fitscope/timing/phase_stats.hpp"
-#include "fitscope/timing/steps_csv.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
 
 using namespace fitscope;
@@ -102,37 +99,5 @@ TEST(PhaseStats, RejectsANegativeWarmup) {
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "warm-up steps must be >= 0, got -1");
-  }
-}
-
-TEST(StepsCsvWriter, WritesTheHeaderAndOneRowPerStep) {
-  const auto path = std::filesystem::temp_directory_path() / "fitscope_steps_test.csv";
-  {
-    StepsCsvWriter writer(path.string());
-    writer.on_step(record(2'000'000, 500'000, 0, 0));
-    writer.on_step(record(1'000'000, 0, 250'000, 1));
-    writer.finish();
-  }
-  std::ifstream in(path);
-  std::string header, row0, row1, extra;
-  std::getline(in, header);
-  std::getline(in, row0);
-  std::getline(in, row1);
-  EXPECT_FALSE(std::getline(in, extra));
-  EXPECT_EQ(header,
-            "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,"
-            "metrics_ms,callbacks_ms,checkpoint_ms,other_ms");
-  EXPECT_EQ(row0, "0,0,0,2.500000,0.500000,0.000000,2.000000,0.000000,0.000000,0.000000,0.000000,"
-                  "0.000000,0.000000,0.000000");
-  EXPECT_EQ(row1.substr(0, 15), "0,1,0,1.250000,");
-  std::filesystem::remove(path);
-}
-
-TEST(StepsCsvWriter, NamesThePathItCannotCreate) {
-  try {
-    StepsCsvWriter writer("/nonexistent-dir/steps.csv");
-    FAIL() << "expected an exception";
-  } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "cannot create /nonexistent-dir/steps.csv: check that the directory exists");
   }
 }

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/timing/callback_timing.hpp"
+#include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/thread_span.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-// Internal (callbacks/ and report/ use it; not in fitscope.hpp): the one rule for a slow callback,
+// Internal (callbacks/, report/ and train/ use it; not in fitscope.hpp): the one rule for a slow callback,
 // shared by the warning during the run and the report's callback table after it.
 
 namespace fitscope::detail {

@@ -1,4 +1,4 @@
-#include "fitscope/timing/trace_writer.hpp"
+#include "fitscope/summary/trace_writer.hpp"
 
 #include "fitscope/io/atomic_file.hpp"
 

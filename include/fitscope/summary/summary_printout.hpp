@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/run_summary.hpp"
 
 namespace fitscope {
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fitscope/timing/verdict.hpp"
+#include "fitscope/summary/verdict.hpp"
 
 using namespace fitscope;
 

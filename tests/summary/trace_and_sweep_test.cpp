@@ -6,8 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "fitscope/report/sweep.hpp"
-#include "fitscope/timing/trace_writer.hpp"
+#include "fitscope/summary/sweep.hpp"
+#include "fitscope/summary/trace_writer.hpp"
 
 using namespace fitscope;
 

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/data/loader_stats.hpp"
-#include "fitscope/timing/advice.hpp"
+#include "fitscope/summary/advice.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
+#include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/run_time.hpp"
 

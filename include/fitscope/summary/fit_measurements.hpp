@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/callback_timing.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"
+#include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"

@@ -1,4 +1,4 @@
-#include "fitscope/report/sweep.hpp"
+#include "fitscope/summary/sweep.hpp"
 
 #include <algorithm>
 #include <cstdio>

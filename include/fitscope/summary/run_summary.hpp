@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/models/model_summary.hpp"
-#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/metrics/logs.hpp"
+#include "fitscope/models/model_summary.hpp"
+#include "fitscope/summary/fit_measurements.hpp"
+#include "fitscope/summary/verdict.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
-#include "fitscope/timing/fit_measurements.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
+#include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/run_time.hpp"
-#include "fitscope/timing/verdict.hpp"
 
 namespace fitscope {
 

@@ -1,4 +1,4 @@
-#include "fitscope/timing/steps_csv.hpp"
+#include "fitscope/summary/steps_csv.hpp"
 
 #include <cstdio>
 #include <stdexcept>

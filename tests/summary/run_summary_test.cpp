@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fitscope/timing/run_summary.hpp"
-#include "fitscope/timing/summary_printout.hpp"
+#include "fitscope/summary/run_summary.hpp"
+#include "fitscope/summary/summary_printout.hpp"
 
 namespace fitscope {
 namespace {

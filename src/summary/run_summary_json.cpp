@@ -1,5 +1,5 @@
 // summary.json: RunSummary::to_json and RunSummary::from_json (the summary itself: run_summary.cpp).
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/run_summary.hpp"
 
 #include "fitscope/io/detail/bounded_json.hpp"
 

@@ -1,4 +1,6 @@
-#include "fitscope/timing/verdict.hpp"
+#include "fitscope/summary/verdict.hpp"
+
+#include "fitscope/summary/detail/percent.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -96,7 +98,7 @@ std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
   return {};
 }
 
-std::string percent(double share) { return std::to_string(static_cast<int>(share * 100 + 0.5)) + "%"; }
+std::string percent(double share) { return detail::format_percent(share, 0); }
 
 /// The advice of a bound: its sentence, naming the settings by their C++ options, and its actions.
 struct AdviceText {
@@ -225,7 +227,7 @@ std::string outside_steps(const VerdictContext& ctx) {
 
 std::string verdict_headline(const Verdict& v, int64_t measured_steps) {
   if (v.level == "unjudged") return "too short to judge (" + std::to_string(measured_steps) + " measured steps)";
-  return v.level + " " + v.bound + "-bound (" + std::to_string(static_cast<int>(v.share * 100 + 0.5)) + "%)";
+  return v.level + " " + v.bound + "-bound (" + detail::format_percent(v.share, 0) + ")";
 }
 
 Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {

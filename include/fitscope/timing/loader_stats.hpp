@@ -1,5 +1,7 @@
 #pragma once
-/// LoaderStats: how well a loader kept up with the training step (a plain value; no libtorch).
+/// LoaderStats: how well a loader kept up with the training step (a plain value; no libtorch). The
+/// loader (data/) fills it in; it sits in timing/ so that the step sinks and the summary read it
+/// without standing on data/.
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 // RunSummary from a fit's measurements and facts (summary.json's reading and writing:
 // run_summary_json.cpp).
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/run_summary.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "fitscope/timing/summary_printout.hpp"
+#include "fitscope/summary/summary_printout.hpp"
 
 #include <algorithm>
 #include <cstdio>
