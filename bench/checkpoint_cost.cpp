@@ -54,12 +54,12 @@ int main(int argc, char** argv) {
   std::vector<double> async_ms, sync_ms;
   for (int r = 0; r < rounds + 1; ++r) {
     const double a = bench::seconds([&] {
-      trainer.capture_state(writer.acquire(), 0, 0);
+      trainer.context().capture_state(writer.acquire(), 0, 0);
       writer.submit();
     });
     writer.flush();
     const double s = bench::seconds([&] {
-      trainer.capture_state(scratch, 0, 0);
+      trainer.context().capture_state(scratch, 0, 0);
       writer.write_now(scratch);
     });
     if (r > 0) {  // the first round allocates the buffers
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
         fit.callbacks.push_back(std::make_shared<BackupAndRestore>(b));
       }
       t.fit(data, fit);
-      (backup ? with : without).push_back(t.step_stats().samples_per_s());
+      (backup ? with : without).push_back(t.measured().stats.samples_per_s());
     }
   }
   const double w = bench::median(with), wo = bench::median(without);

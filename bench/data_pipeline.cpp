@@ -36,7 +36,7 @@ Result run(const std::shared_ptr<const TensorDataset>& data, Module module, int6
   fit.loader.delay_ms = delay_ms;
   fit.steps_per_epoch = steps;
   trainer.fit(data, fit);
-  const PhaseStats& s = trainer.step_stats();
+  const PhaseStats& s = trainer.measured().stats;
   return {s.samples_per_s(), s.share(Phase::data_wait), s.step().p50_ms, trainer.measured().loader.mean_queue_depth};
 }
 

@@ -53,11 +53,11 @@ CnnRun train_cnn(std::shared_ptr<distributed::Context> context, int64_t steps, i
   fit.loader.batch_size = batch;
   trainer.fit(images(4000), fit);
   CnnRun run;
-  run.samples_per_s = trainer.step_stats().samples_per_s();
-  run.exposed_ms = trainer.step_stats().phase(Phase::comm).mean_ms;
+  run.samples_per_s = trainer.measured().stats.samples_per_s();
+  run.exposed_ms = trainer.measured().stats.phase(Phase::comm).mean_ms;
   run.in_flight_ms = trainer.measured().communication.mean() * 1e-6;
-  run.exposed_p50_ms = trainer.step_stats().phase(Phase::comm).p50_ms;
-  run.exposed_p90_ms = trainer.step_stats().phase(Phase::comm).p90_ms;
+  run.exposed_p50_ms = trainer.measured().stats.phase(Phase::comm).p50_ms;
+  run.exposed_p90_ms = trainer.measured().stats.phase(Phase::comm).p90_ms;
   run.in_flight_p50_ms = trainer.measured().communication.quantile(0.5) * 1e-6;
   run.buckets = trainer.measured().gradient_buckets;
   std::ostringstream pools;

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     for (std::size_t k = 0; k < trainers.size(); ++k) {
       const std::size_t i = r % 2 ? trainers.size() - 1 - k : k;
       trainers[i]->fit(data, fit);
-      const PhaseStats& s = trainers[i]->step_stats();
+      const PhaseStats& s = trainers[i]->measured().stats;
       share[i].push_back(s.share(Phase::metrics));
       metrics_us[i].push_back(s.phase(Phase::metrics).mean_ms * 1e3);
       step_us[i].push_back(s.step().mean_ms * 1e3);

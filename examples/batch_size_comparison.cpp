@@ -18,7 +18,7 @@ int main() {
     fit.loader.batch_size = batch_size;
     fit.steps_per_epoch = 80;
     trainer.fit(data, fit);
-    const PhaseStats& s = trainer.step_stats();
+    const PhaseStats& s = trainer.measured().stats;
     const Verdict v = judge(s, {batch_size});
     std::printf("batch %3lld: %8.0f samples/s, step p50 %.3f ms; forward %.0f%%, backward %.0f%%, optimizer %.0f%%, "
                 "data_wait %.0f%%, other %.0f%% -> %s %s\n",

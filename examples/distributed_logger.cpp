@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
   SyntheticOptions data;
   data.size = 6000;
   const RunSummary summary = run.fit(trainer, make_synthetic(data), fit);
-  std::cout << "rank " << trainer.ranks().rank() << ": " << run.history().epochs().size() << " epochs, val_accuracy "
+  std::cout << "rank " << trainer.options().context->rank() << ": " << run.history().epochs().size() << " epochs, val_accuracy "
             << run.history().last().get("val_accuracy").value_or(0) << "\n";  // the same on every rank
-  if (trainer.is_chief()) std::cout << format_ranks(summary) << "Run directory: " << run.directory() << "\n";
+  if (trainer.context().is_chief()) std::cout << format_ranks(summary) << "Run directory: " << run.directory() << "\n";
   return 0;
 }

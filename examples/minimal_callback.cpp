@@ -14,7 +14,7 @@ int main() {
   hooks.on_epoch_end = [&trainer](int64_t epoch, Logs& logs) {
     std::cout << "epoch " << epoch << ": loss " << logs.at("loss") << ", val_accuracy "
               << logs.at("val_accuracy") << "\n";
-    if (logs.at("val_accuracy") >= 0.9) trainer.request_stop();  // Keras: model.stop_training = True
+    if (logs.at("val_accuracy") >= 0.9) trainer.context().request_stop();  // Keras: model.stop_training = True
   };
   hooks.on_train_batch_end = [](int64_t batch, Logs& logs) {
     if (batch % 50 == 0) std::cout << "  batch " << batch << " running loss " << logs.at("loss") << "\n";

@@ -22,7 +22,7 @@ int main() {
   LambdaCallback::Hooks hooks;
   hooks.on_train_batch_end = [&trainer](int64_t batch, Logs& logs) {
     if (logs.contains("grad_norm") && batch % 40 == 39) {  // grad_norm: on the batches that update
-      std::cout << "  batch " << batch + 1 << ": lr " << trainer.learning_rate() << ", gradient norm "
+      std::cout << "  batch " << batch + 1 << ": lr " << trainer.context().learning_rate() << ", gradient norm "
                 << logs.at("grad_norm") << " (before clipping to at most 1)\n";
     }
   };

@@ -43,7 +43,7 @@ int main() {
     fit.callbacks = {callback};
     trainer.fit(data, fit);
     std::printf("\n== SavePredictions %s: step p50 %.3f ms, callbacks share %.0f%%\n", async ? "async" : "sync",
-                trainer.step_stats().step().p50_ms, 100 * trainer.step_stats().share(Phase::callbacks));
+                trainer.measured().stats.step().p50_ms, 100 * trainer.measured().stats.share(Phase::callbacks));
     std::printf("%s", format_breakdown(summarize(trainer, fit)).c_str());
   }
 }

@@ -17,7 +17,7 @@ int main() {
     FitOptions fit;
     fit.loader.batch_size = 32;
     trainer.fit(make_synthetic(data), fit);
-    const Distribution step = trainer.step_stats().step();
+    const Distribution step = trainer.measured().stats.step();
     std::printf("warm-up %2lld steps: mean %.3f ms  p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
                 static_cast<long long>(warmup), step.mean_ms, step.p50_ms, step.p90_ms, step.p99_ms,
                 step.max_ms);

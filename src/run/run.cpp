@@ -24,18 +24,18 @@
 #include "fitscope/callbacks/progress_bar.hpp"
 #include "fitscope/callbacks/tensorboard.hpp"
 #include "fitscope/callbacks/terminate_on_nan.hpp"
-#include "fitscope/io/atomic_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
 #include "fitscope/distributed/environment.hpp"
 #include "fitscope/distributed/launcher_channel.hpp"
 #include "fitscope/distributed/restart_history.hpp"
 #include "fitscope/distributed/settings_agreement.hpp"
+#include "fitscope/io/atomic_file.hpp"
 #include "fitscope/models/script_model.hpp"
 #include "fitscope/report/html_report.hpp"
+#include "fitscope/summary/steps_csv.hpp"
+#include "fitscope/summary/trace_writer.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
-#include "fitscope/timing/steps_csv.hpp"
-#include "fitscope/timing/trace_writer.hpp"
 #include "run/run_callbacks.hpp"
 
 namespace fitscope {
@@ -181,17 +181,51 @@ Run::~Run() = default;
 
 int Run::interrupted_by() const { return signals_ ? g_signal.load() : 0; }
 
+void Run::rewrite_configuration(const std::string& configuration) {
+  if (!lock_ || configuration == options_.configuration) return;  // the lock: the chief's, after fit's start
+  write_file_atomically(RunDirectory(directory_).config(), configuration);
+  record_run_file(directory_, RunDirectory::kConfig);
+}
+
 RunSummary Run::fit(Trainer& trainer, const TensorDataset& train, FitOptions fit) {
   return this->fit(trainer, std::make_shared<const TensorDataset>(train), std::move(fit));
 }
 
+/// Where a run starts: its directory, and whether it continues an earlier run from its backups.
+struct Run::Start {
+  fs::path dir;
+  std::string backup_dir;
+  bool chief = false;
+  bool resume = false;
+};
+
 RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions fit) {
-  distributed::Context& ranks = trainer.ranks();
-  const bool chief = ranks.is_chief();
+  check_ranks_agree(trainer, *train, fit);
+  const Start start = prepare_directory(trainer, train, fit);
+  const std::shared_ptr<BackupAndRestore> backup = add_callbacks(fit, start);
+  add_sinks(fit, start, backup);
+  std::optional<GpuUsage> gpu;
+  const c10::Device device = trainer.options().device;
+  if (start.chief && device.is_cuda()) gpu.emplace(nvml_index_of(device.index(), std::getenv("CUDA_VISIBLE_DEVICES")));
+  guarded_fit(trainer, std::move(train), fit, start, backup);
+  GpuUtilization gpu_use;
+  if (gpu) gpu_use = gpu->stop();
+  distributed::Context& ranks = *trainer.options().context;
+  if (!start.chief) {  // the chief writes for every rank, and leaves last (it hosts the rendezvous store)
+    ranks.barrier();
+    return summarize(trainer.measured(), facts_of(trainer, fit, options_.name, options_.async_callbacks));
+  }
+  RunSummary summary = finish(trainer, fit, "");
+  ranks.barrier();
+  return summary;
+}
+
+void Run::check_ranks_agree(Trainer& trainer, const Dataset& train, const FitOptions& fit) {
+  distributed::Context& ranks = *trainer.options().context;
   if (ranks.world_size() > 1) {  // before anything is written, and before training's first collective
     distributed::Settings settings = distributed::settings_of_lines(options_.configuration, options_.rank_local_settings);
     RunFacts facts = facts_of(trainer, fit, options_.name, options_.async_callbacks);
-    facts.settings.insert(facts.settings.end(), {{"data", train->source()}, {"batch_size", std::to_string(fit.loader.batch_size)},
+    facts.settings.insert(facts.settings.end(), {{"data", train.source()}, {"batch_size", std::to_string(fit.loader.batch_size)},
                                                  {"epochs", std::to_string(fit.epochs)}});
     for (auto& setting : facts.settings) {
       const bool named = std::any_of(settings.begin(), settings.end(), [&](const auto& s) { return s.first == setting.first; });
@@ -205,19 +239,21 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   if (options_.resume && options_.run_dir.empty()) {
     throw std::invalid_argument("RunOptions::resume needs the RunOptions::run_dir of the run to continue");
   }
+}
+
+Run::Start Run::prepare_directory(Trainer& trainer, const std::shared_ptr<const Dataset>& train, const FitOptions& fit) {
+  Start start;
+  start.chief = trainer.options().context->is_chief();
+  const bool chief = start.chief;
   // two runs started in one second share a default name: the second gets the next free suffix
   if (options_.run_dir.empty()) {
     for (int n = 2; !earlier_run_files(default_dir_).empty(); ++n) default_dir_ = default_run_dir(options_.name) + "-" + std::to_string(n);
   }
-  const fs::path dir = options_.run_dir.empty() ? default_dir_ : options_.run_dir;
-
-  // the backups and the signal come before the fit's callbacks (a restore happens before the others
-  // begin); the files after them, so they see the keys the fit's callbacks add to the logs (Keras
-  // appends its History and progress bar likewise); the sinks last
-  std::vector<std::shared_ptr<Callback>> first, last;
-  std::shared_ptr<BackupAndRestore> backup;
+  start.dir = options_.run_dir.empty() ? default_dir_ : options_.run_dir;
+  const fs::path& dir = start.dir;
   const RunDirectory files(dir.string());
-  const std::string backup_dir = files.backup();
+  start.backup_dir = files.backup();
+  const std::string& backup_dir = start.backup_dir;
   bool has_backups = !checkpoint_files(*options_.file_system, backup_dir).empty();
   if (options_.resume && !has_backups) {
     throw std::invalid_argument("RunOptions::resume: no checkpoint in " + backup_dir +
@@ -226,10 +262,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   // `fitscope launch --max-restarts` started the group again: it resumes from the newest backup
   const auto launched = distributed::read_environment();
   const int64_t restart = launched ? launched->restart_count : 0;
-  const bool resume = options_.resume || (restart > 0 && has_backups);
+  start.resume = options_.resume || (restart > 0 && has_backups);
   early_warnings_.clear();
   const auto warn = [&](const std::string& text) {  // the fit starts its own list: these are the Run's
-    trainer.warn(text);
+    trainer.context().warn(text);
     early_warnings_.push_back(text);
   };
   if (restart > 0 && !has_backups) {
@@ -249,7 +285,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   // or a restart of this job with nothing to resume from) or refused. The chief judges by the run's
   // files; the other ranks, which write only backups there, by the backups alone (they would take the
   // chief's new files for an earlier run's).
-  if (!resume) {
+  if (!start.resume) {
     std::vector<std::string> earlier;
     if (chief) earlier = earlier_run_files(dir.string());
     else if (has_backups) earlier = {RunDirectory::kBackup};
@@ -263,7 +299,6 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
                                   ", RunOptions::overwrite to replace it, or choose another RunOptions::run_dir");
     }
     if (chief) remove_earlier_run(dir.string(), earlier);  // only what a run wrote, or nothing
-    has_backups = false;
   }
   if (chief) write_run_manifest(dir.string(), /*complete=*/false);  // the run's names are its own from here
   if (chief && !options_.configuration.empty()) write_file_atomically(files.config(), options_.configuration);
@@ -274,12 +309,23 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     model_summary_ = summarize_model(trainer.model(), train->example_shape(), trainer.options().device);
     if (options_.verbose > 0) std::cout << format_model_summary(*model_summary_, options_.name) << std::endl;
   }
-  if (options_.backup || resume) {
+  return start;
+}
+
+std::shared_ptr<BackupAndRestore> Run::add_callbacks(FitOptions& fit, const Start& start) {
+  // the backups and the signal come before the fit's callbacks (a restore happens before the others
+  // begin); the files after them, so they see the keys the fit's callbacks add to the logs (Keras
+  // appends its History and progress bar likewise)
+  std::vector<std::shared_ptr<Callback>> first, last;
+  std::shared_ptr<BackupAndRestore> backup;
+  const bool chief = start.chief;
+  const RunDirectory files(start.dir.string());
+  if (options_.backup || start.resume) {
     BackupAndRestoreOptions b;
-    b.backup_dir = backup_dir;
+    b.backup_dir = start.backup_dir;
     if (options_.backup_every_batches > 0) b.save_freq = options_.backup_every_batches;
     b.delete_checkpoint = true;  // as Keras: a run that ends normally needs no backup
-    b.restore = resume;
+    b.restore = start.resume;
     b.keep = options_.keep;
     b.fs = options_.file_system;
     if (distributed::has_launcher()) b.written = [](int64_t step, const std::string&) { distributed::tell_launcher(distributed::LauncherEvent::backup, step); };
@@ -300,11 +346,11 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     last.push_back(std::make_shared<ProgressBar>(bar));
   }
   if (chief && options_.csv_logger) {  // a resumed run continues the file (Keras users append on resume)
-    last.push_back(std::make_shared<CSVLogger>(files.metrics(), ',', /*append=*/resume));
+    last.push_back(std::make_shared<CSVLogger>(files.metrics(), ',', /*append=*/start.resume));
   }
   if (chief && options_.tensorboard) {
     TensorBoardOptions tb;
-    tb.log_dir = dir.string();
+    tb.log_dir = start.dir.string();
     tb.update_freq = options_.tensorboard_update_freq;
     last.push_back(std::make_shared<TensorBoard>(tb));
   }
@@ -323,8 +369,14 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   }
   fit.callbacks.insert(fit.callbacks.begin(), first.begin(), first.end());
   fit.callbacks.insert(fit.callbacks.end(), last.begin(), last.end());
-  if (chief && options_.steps_csv) fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>(files.steps()));
-  if (chief && options_.trace) {
+  return backup;
+}
+
+void Run::add_sinks(FitOptions& fit, const Start& start, const std::shared_ptr<BackupAndRestore>& backup) {
+  if (!start.chief) return;
+  const RunDirectory files(start.dir.string());
+  if (options_.steps_csv) fit.step_sinks.push_back(std::make_shared<StepsCsvWriter>(files.steps()));
+  if (options_.trace) {
     TraceOptions trace;
     if (backup) {
       trace.more_thread_spans = [backup] {
@@ -337,10 +389,10 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     }
     fit.step_sinks.push_back(std::make_shared<TraceWriter>(files.trace(), trace));
   }
+}
 
-  std::optional<GpuUsage> gpu;
-  const c10::Device device = trainer.options().device;
-  if (chief && device.is_cuda()) gpu.emplace(nvml_index_of(device.index(), std::getenv("CUDA_VISIBLE_DEVICES")));
+void Run::guarded_fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions& fit, const Start& start,
+                      const std::shared_ptr<BackupAndRestore>& backup) {
   history_ = History();
   resumed_from_step_.reset();
   auto note_resume = [&] {
@@ -349,9 +401,9 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
   try {
     history_ = trainer.fit(std::move(train), fit);
   } catch (...) {
-    distributed::tell_launcher(distributed::LauncherEvent::failed, trainer.global_step());
+    distributed::tell_launcher(distributed::LauncherEvent::failed, trainer.context().global_step());
     note_resume();
-    if (chief) {
+    if (start.chief) {
       std::string why = "unknown error";
       try {
         throw;
@@ -360,10 +412,8 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
       } catch (...) {
       }
       // a failed fit runs no on_train_end: the run's callbacks (TensorBoard's event files) close their
-      // files when they go, which must be before the manifest records them
+      // files when they go, which must be before the manifest records them (the backup's are kept)
       fit.callbacks.clear();
-      first.clear();
-      last.clear();
       try {
         finish(trainer, fit, why.substr(0, why.find('\n')));
       } catch (...) {
@@ -373,15 +423,6 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     throw;
   }
   note_resume();
-  GpuUtilization gpu_use;
-  if (gpu) gpu_use = gpu->stop();
-  if (!chief) {  // the chief writes for every rank, and leaves last (it hosts the rendezvous store)
-    ranks.barrier();
-    return summarize(trainer.measured(), facts_of(trainer, fit, options_.name, options_.async_callbacks));
-  }
-  RunSummary summary = finish(trainer, fit, "");
-  ranks.barrier();
-  return summary;
 }
 
 RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::string& failure) {

@@ -17,6 +17,7 @@
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/train/trainer.hpp"
+#include "trainer_context.hpp"
 #include "trainer_support.hpp"
 
 namespace fitscope {
@@ -92,8 +93,15 @@ class FitClock {
 /// fit() is its loop; each member function is one named step of it.
 struct Trainer::Fit {
   Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const FitOptions& o);
+  ~Fit() {  // the hooks see no fit after it
+    c.callbacks = nullptr;
+    c.loader = nullptr;
+  }
+  Fit(const Fit&) = delete;
+  Fit& operator=(const Fit&) = delete;
 
   Trainer& t;
+  Context& c;  // the trainer's context: what the hooks see of the fit
   const FitOptions& o;
   std::shared_ptr<const Dataset> train, validation;
   std::unique_ptr<Loader> loader, validation_loader;
@@ -115,6 +123,9 @@ struct Trainer::Fit {
     pending.clear();
     if (has_callbacks) slow_callbacks->check(callbacks, t.measured_.stats);
   }
+  /// Before an epoch's batches: the metrics (a resumed epoch's as they were), the loader's order, the
+  /// epoch's learning rate, on_epoch_begin. `resumed`: the epoch continues a restored state.
+  void begin_epoch(int64_t epoch, const std::optional<Context::Position>& resumed);
   bool train_step(int64_t epoch, int64_t b, StepContext& context);
   void record_step(const StepRecord& record, int64_t epoch, int64_t b);
   /// None when an interruption cut the validation short: the epoch did not end.
@@ -124,7 +135,8 @@ struct Trainer::Fit {
 };
 
 Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const FitOptions& options)
-    : t(trainer), o(options), train(data), validation(options.validation_data), clock(trainer.measured_.time) {
+    : t(trainer), c(*trainer.context_), o(options), train(data), validation(options.validation_data),
+      clock(trainer.measured_.time) {
   if (!validation && o.validation_split > 0) std::tie(train, validation) = split_dataset(data, o.validation_split);
   loader = std::make_unique<Loader>(train, t.sharded_loader_options(o, /*training=*/true, train->size()));
   if (validation) {
@@ -139,7 +151,7 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
     const int64_t fit_steps = std::min(o.epochs * steps, o.max_steps.value_or(o.epochs * steps));
     schedule_length = s.length.value_or(s.unit == LrSchedule::Unit::step ? fit_steps : o.epochs);
   }
-  t.params_ = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
+  c.fit_params = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
 
   const int64_t epochs_left = std::max<int64_t>(o.epochs - o.initial_epoch, 0);
   t.threads_.plan(std::min(epochs_left * steps, o.max_steps.value_or(epochs_left * steps)));
@@ -172,10 +184,34 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   }
   m.device_timer = t.device_timer_;
   t.clock_.set_listener(t.device_timer_.get());
-  slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { t.warn(text); },
+  slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { c.warn(text); },
                                                          t.options_.slow_callback_threshold);
   if (m.clock_overhead_ns_per_step == 0) m.clock_overhead_ns_per_step = calibrate_clock();  // once per trainer
   pending.reserve(kFoldEvery);
+  c.stop = c.interrupted = false;
+  c.saves.clear();
+  c.last_grad_norm.reset();
+  c.callbacks = &callbacks;
+  c.loader = loader.get();
+}
+
+void Trainer::Fit::begin_epoch(int64_t epoch, const std::optional<Context::Position>& resumed) {
+  t.train_metrics_->reset();
+  if (resumed && !c.resumed_metrics.empty()) t.train_metrics_->load_state(c.resumed_metrics);
+  c.resumed_metrics.clear();
+  // an epoch is a pass over the training set, or with steps_per_epoch a stretch of a continuing
+  // stream of shuffled passes, which the first epoch starts
+  if (resumed) {
+    loader->set_epoch(o.steps_per_epoch ? resumed->pass : epoch, o.steps_per_epoch ? resumed->cursor : resumed->batch);
+  } else if (!o.steps_per_epoch || loader->next_batch() == 0) {
+    loader->set_epoch(epoch);
+  }
+  if (const LrSchedule& s = t.options_.lr_schedule; s && s.unit == LrSchedule::Unit::epoch) {
+    c.set_learning_rate(s.rate(epoch, schedule_length));
+  }
+  Logs logs;
+  callbacks.on_epoch_begin(epoch, logs);
+  clock.loop_begins();
 }
 
 /// One training step: batch hooks, the batch, the user's step, metrics, requested checkpoints, the
@@ -187,19 +223,17 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
   clock_.begin_step(epoch, b, has_callbacks ? Phase::callbacks : Phase::data_wait);
   // the batch's rate before its hooks, as Keras's optimizer evaluates its schedule at `iterations`
   if (const LrSchedule& s = t.options_.lr_schedule; s && s.unit == LrSchedule::Unit::step) {
-    t.set_learning_rate(s.rate(t.global_step_, schedule_length));
+    c.set_learning_rate(s.rate(c.global_step_count, schedule_length));
   }
   Logs logs;
   if (has_callbacks) {
     callbacks.on_train_batch_begin(b, logs);
     clock_.enter(Phase::data_wait);
   }
-  if (t.cursor_ == loader->num_batches()) {  // steps_per_epoch beyond a pass: the next shuffled pass
-    loader->set_epoch(++t.pass_);
-    t.cursor_ = 0;
+  if (loader->next_batch() == loader->num_batches()) {  // steps_per_epoch beyond a pass: the next shuffled pass
+    loader->set_epoch(loader->epoch() + 1);
   }
   Batch batch = loader->next();
-  ++t.cursor_;
   if (transfer) {
     clock_.enter(Phase::h2d);
     batch.inputs = to_device(batch.inputs, t.options_.device);
@@ -215,8 +249,8 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
   }
   context.grad_norm.reset();
   const StepOutput out = t.options_.train_step(batch, context);
-  if (context.grad_norm) t.grad_norm_ = context.grad_norm;
-  ++t.global_step_;  // as Keras's iterations: the batch hooks see this step counted
+  if (context.grad_norm) c.last_grad_norm = context.grad_norm;
+  ++c.global_step_count;  // as Keras's iterations: the batch hooks see this step counted
 
   clock_.enter(Phase::metrics);
   t.train_metrics_->update(out.outputs, batch.targets, out.loss);
@@ -226,19 +260,16 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
       if (context.grad_norm) logs.set("grad_norm", *context.grad_norm);
     }
     clock_.enter(Phase::callbacks);
-    struct Shown {  // the step's loss is the hooks' to read (a pointer: nothing is computed for them)
-      const at::Tensor*& at;
-      ~Shown() { at = nullptr; }
-    } shown{t.step_loss_ = &out.loss};
+    const detail::Shown shown(c.shown_loss, &out.loss);  // the step's loss is the hooks' to read
     callbacks.on_train_batch_end(b, logs);
   }
-  if (!t.saves_.empty()) {  // requested by a callback
+  if (!c.saves.empty()) {  // requested by a callback
     clock_.enter(Phase::checkpoint);
-    t.checkpoint_if_requested(epoch, b + 1);
+    c.checkpoint_if_requested(epoch, b + 1);
   }
-  t.stop_requested_ = ranks->end_step(clock_, t.stop_requested_);
+  c.stop = ranks->end_step(clock_, c.stop);
   record_step(clock_.end_step(), epoch, b);
-  return t.stop_requested_;
+  return c.stop;
 }
 
 /// Feeds a finished step to the thread search, the rank timings, the distributions and the sinks.
@@ -271,9 +302,9 @@ std::optional<Logs> Trainer::Fit::end_epoch(int64_t epoch) {
   if (validates && t.ranks().world_size() > 1) {
     for (const at::Tensor& s : t.train_metrics_->state()) own_metrics.push_back(s.clone());
   }
-  t.stop_requested_ = ranks->end_epoch(t.stop_requested_, *t.train_metrics_, o.step_sinks);
+  c.stop = ranks->end_epoch(c.stop, *t.train_metrics_, o.step_sinks);
   Logs logs = t.train_metrics_->logs();
-  const auto warn = [this](const std::string& text) { t.warn(text); };
+  const auto warn = [this](const std::string& text) { c.warn(text); };
   t.train_metrics_->warn_undefined(warn, "");
   if (validates) {
     clock.validation_begins();
@@ -286,24 +317,19 @@ std::optional<Logs> Trainer::Fit::end_epoch(int64_t epoch) {
     clock.validation_ends();
     if (!validated) {  // a backup asked for now resumes after the epoch's last batch: at its validation
       if (!own_metrics.empty()) t.train_metrics_->load_state(own_metrics);
-      t.checkpoint_if_requested(epoch, steps);
+      c.checkpoint_if_requested(epoch, steps);
       return std::nullopt;
     }
     logs.merge(validated->with_prefix("val_"));
     t.test_metrics_->warn_undefined(warn, "val_");
   }
-  if (t.options_.lr_schedule) logs.set("learning_rate", t.learning_rate());  // as Keras 3's schedulers
+  if (t.options_.lr_schedule) logs.set("learning_rate", c.learning_rate());  // as Keras 3's schedulers
   callbacks.on_epoch_end(epoch, logs);
-  if (!t.saves_.empty() && !o.steps_per_epoch) {  // a resume at the next epoch starts a new pass
-    t.pass_ = epoch + 1;
-    t.cursor_ = 0;
-  }
-  t.checkpoint_if_requested(epoch + 1, 0);
+  c.checkpoint_if_requested(epoch + 1, 0);
   return logs;
 }
 
 void Trainer::Fit::finish() {
-  t.callbacks_ = nullptr;
   t.clock_.set_listener(nullptr);
   fold();
   if (has_callbacks) slow_callbacks->check(callbacks, t.measured_.stats, /*last=*/true);
@@ -355,58 +381,38 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   }
 
   Fit fit(*this, std::move(data), o);
-  Attached attached(fit.callbacks, this);
-  stop_requested_ = interrupted_ = false;
-  saves_.clear();
-  callbacks_ = &fit.callbacks;
-  pass_ = o.steps_per_epoch ? o.initial_epoch : 0;  // a continuing stream of shuffled passes
-  cursor_ = 0;
+  Attached attached(fit.callbacks, context_.get());
   StepContext context{*model_, *optimizer_, options_.loss, clock_};
   context.clipping = options_.clipping;
   context.loss_options = options_.loss_options;
   context.precision = options_.precision;
   clear_gradients(*optimizer_);  // an earlier fit stopped inside an accumulation group leaves its gradients
-  grad_norm_.reset();
   History history;
   try {
     model_->train(true);
     Logs logs;
     fit.callbacks.on_train_begin(logs);
-    const auto resumed = resume_callbacks(fit.callbacks);
+    const std::optional<Context::Position> resumed = context_->resume(fit.callbacks);
     fit.ranks->start(*model_);  // from the chief's weights (after a restore, if any)
     context.reducer = fit.ranks->reducer();
-    const int64_t first_epoch = resumed ? resumed->first : o.initial_epoch;
+    const int64_t first_epoch = resumed ? resumed->epoch : o.initial_epoch;
     // as Keras, the stop is looked at after each batch and each epoch: one asked for in
     // on_train_begin still runs the first batch
     for (int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
       const bool continuing = resumed && epoch == first_epoch;
-      train_metrics_->reset();
-      if (continuing && !resumed_metrics_.empty()) train_metrics_->load_state(resumed_metrics_);
-      resumed_metrics_.clear();
-      if (!o.steps_per_epoch && !continuing) {
-        pass_ = epoch;
-        cursor_ = 0;
-      }
-      if (cursor_ == 0 || continuing) fit.loader->set_epoch(pass_, cursor_);
-      logs = Logs();
-      if (const LrSchedule& s = options_.lr_schedule; s && s.unit == LrSchedule::Unit::epoch) {
-        set_learning_rate(s.rate(epoch, fit.schedule_length));
-      }
-      fit.callbacks.on_epoch_begin(epoch, logs);
-      fit.clock.loop_begins();
-      for (int64_t b = continuing ? resumed->second : 0; b < fit.steps; ++b) {
+      fit.begin_epoch(epoch, continuing ? resumed : std::nullopt);
+      for (int64_t b = continuing ? resumed->batch : 0; b < fit.steps; ++b) {
         if (fit.train_step(epoch, b, context)) break;
         if (o.max_steps && ++fit.steps_run >= *o.max_steps) {  // the same batch on every rank
-          stop_requested_ = true;
+          context_->stop = true;
           break;
         }
       }
       fit.clock.loop_ends();
       const std::optional<Logs> ended = fit.end_epoch(epoch);
       if (!ended) break;
-      logs = *ended;
-      history.append(epoch, logs);
-      if (stop_requested_) break;
+      history.append(epoch, *ended);
+      if (context_->stop) break;
     }
     fit.clock.finish();
     measured_.gradient_buckets = fit.ranks->reducer() ? fit.ranks->reducer()->bucket_bytes() : std::vector<int64_t>{};
@@ -423,30 +429,6 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   if (device_timer_) device_timer_->finish();  // the steps the device had not passed yet: one wait
   fit.finish();
   return history;
-}
-
-std::optional<std::pair<int64_t, int64_t>> Trainer::resume_callbacks(CallbackList& callbacks) {
-  if (!resume_) return std::nullopt;  // restore() was not called: nothing to continue
-  pass_ = resume_->pass;
-  cursor_ = resume_->cursor;
-  const auto& list = callbacks.callbacks();
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const auto it = resume_->callbacks.find(callback_key(*list[i], i));
-    auto* stateful = dynamic_cast<StatefulCallback*>(list[i].get());
-    if (it != resume_->callbacks.end() && stateful) stateful->load_state(it->second);
-  }
-  const std::pair<int64_t, int64_t> position{resume_->epoch, resume_->batch};
-  resumed_metrics_ = std::move(resume_->metrics);
-  resume_.reset();
-  return position;
-}
-
-void Trainer::request_checkpoint(Save save) {
-  if (is_chief() && save) saves_.push_back(std::move(save));
-}
-
-void Trainer::checkpoint_if_requested(int64_t epoch, int64_t batch) {
-  for (Save& save : std::exchange(saves_, {})) save(epoch, batch);
 }
 
 }  // namespace fitscope

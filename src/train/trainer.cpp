@@ -22,6 +22,7 @@
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
 #include "optimizer_state.hpp"
+#include "trainer_context.hpp"
 #include "trainer_support.hpp"
 
 namespace fitscope {
@@ -77,7 +78,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     : model_(std::move(model)),
       options_(std::move(options)),
       threads_(options_.threads, core_share(options_.context ? options_.context->local_world_size() : 1),
-               options_.context ? options_.context->world_size() : 1) {
+               options_.context ? options_.context->world_size() : 1),
+      context_(std::make_unique<Context>(*this)) {
   if (!model_) throw std::invalid_argument("the trainer needs a model, got null");
   if (!options_.context) options_.context = distributed::single_process_context();
   if (!(options_.learning_rate > 0)) {
@@ -120,6 +122,8 @@ int64_t Trainer::warmup_steps() const {
 
 Trainer::~Trainer() = default;
 
+TrainingContext& Trainer::context() { return *context_; }
+
 void Trainer::warn(const std::string& text) {
   measured_.warnings.push_back(text);
   end_progress_line();  // a bar drawn mid-epoch: the warning gets a line of its own
@@ -128,16 +132,6 @@ void Trainer::warn(const std::string& text) {
   } else {
     std::cerr << "fitscope: warning: " << text << "\n";
   }
-}
-
-double Trainer::learning_rate() const { return optimizer_->param_groups().front().options().get_lr(); }
-
-void Trainer::set_learning_rate(double lr) {
-  // 0 is allowed, as in Keras: warm-up schedules start there
-  if (!(lr >= 0) || !std::isfinite(lr)) {
-    throw std::invalid_argument("learning rate must be a finite number >= 0, got " + std::to_string(lr));
-  }
-  for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
 }
 
 History Trainer::fit(const TensorDataset& data, const FitOptions& o) {
@@ -173,103 +167,6 @@ LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training
   return l;
 }
 
-void Trainer::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
-  s.epoch = epoch;
-  s.batch = batch;
-  s.pass = pass_;
-  s.cursor = cursor_;
-  s.global_step = global_step_;
-  s.learning_rate = learning_rate();
-  s.batch_size = params_.batch_size;
-  s.world_size = ranks().world_size();
-  s.optimizer_kind = optimizer_name(options_.optimizer);
-  // the epoch's metrics so far, so a resumed epoch logs what an uninterrupted one would; with several
-  // ranks the chief's alone would be wrong once summed, so they are not kept
-  const std::vector<at::Tensor> metrics =
-      train_metrics_ && ranks().world_size() == 1 ? train_metrics_->state() : std::vector<at::Tensor>{};
-  s.metrics.resize(metrics.size());  // copies: the state goes on changing while the backup is written
-  for (std::size_t i = 0; i < metrics.size(); ++i) detail::copy_into(s.metrics[i], metrics[i]);
-  const auto named = model_->named_state();
-  s.model.resize(named.size());
-  for (std::size_t i = 0; i < named.size(); ++i) {
-    s.model[i].first = named[i].first;
-    detail::copy_into(s.model[i].second, named[i].second);
-  }
-  detail::copy_optimizer_state(*optimizer_, options_.optimizer, s.optimizer, s.optimizer_counts);
-  s.rng = at::detail::getDefaultCPUGenerator().get_state();
-  s.callbacks.clear();
-  if (callbacks_) {
-    for (std::size_t i = 0; i < callbacks_->callbacks().size(); ++i) {
-      const Callback& c = *callbacks_->callbacks()[i];
-      const auto* stateful = dynamic_cast<const StatefulCallback*>(&c);
-      if (!stateful) continue;
-      std::string state = stateful->state();
-      if (!state.empty()) s.callbacks[callback_key(c, i)] = std::move(state);
-    }
-  }
-}
-
-void Trainer::restore(const TrainingState& s) {
-  // everything is checked before anything is copied: a state that does not fit leaves the trainer as it was
-  const std::string kind = optimizer_name(options_.optimizer);
-  if (s.batch_size > 0 && params_.batch_size > 0 && s.batch_size != params_.batch_size) {
-    throw std::invalid_argument("it was written with batch size " + std::to_string(s.batch_size) + ", this fit has " +
-                                std::to_string(params_.batch_size));
-  }
-  if (s.world_size > 0 && s.world_size != ranks().world_size()) {
-    throw std::invalid_argument("it was written by " + std::to_string(s.world_size) + " ranks, this run has " +
-                                std::to_string(ranks().world_size()));
-  }
-  if (!s.optimizer_kind.empty() && s.optimizer_kind != kind) {
-    throw std::invalid_argument("it holds the state of optimizer " + s.optimizer_kind + ", this fit uses " + kind);
-  }
-  const auto named = model_->named_state();
-  if (named.size() != s.model.size()) {
-    throw std::invalid_argument("it holds " + std::to_string(s.model.size()) + " model tensors, the model " +
-                                std::to_string(named.size()) + " (a backup of another model?)");
-  }
-  for (std::size_t i = 0; i < named.size(); ++i) {
-    const at::Tensor& mine = named[i].second;
-    const at::Tensor& theirs = s.model[i].second;
-    if (named[i].first != s.model[i].first || !mine.sizes().equals(theirs.sizes()) || mine.scalar_type() != theirs.scalar_type()) {
-      throw std::invalid_argument("its model tensor " + s.model[i].first + " " + c10::str(theirs.sizes()) + " of " +
-                                  c10::toString(theirs.scalar_type()) + " does not fit the model's " + named[i].first + " " +
-                                  c10::str(mine.sizes()) + " of " + c10::toString(mine.scalar_type()));
-    }
-  }
-  detail::check_optimizer_state(*optimizer_, options_.optimizer, s.optimizer, s.optimizer_counts);
-  if (s.rng.defined()) {
-    const at::Tensor now = at::detail::getDefaultCPUGenerator().get_state();
-    if (s.rng.scalar_type() != now.scalar_type() || s.rng.numel() != now.numel()) {
-      throw std::invalid_argument("field rng holds " + std::to_string(s.rng.numel()) + " elements of " +
-                                  c10::toString(s.rng.scalar_type()) + ", libtorch's CPU generator " +
-                                  std::to_string(now.numel()) + " of " + c10::toString(now.scalar_type()));
-    }
-  }
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < named.size(); ++i) named[i].second.copy_(s.model[i].second);
-  detail::load_optimizer_state(*optimizer_, options_.optimizer, s.optimizer, s.optimizer_counts);
-  set_learning_rate(s.learning_rate);
-  if (s.rng.defined()) {
-    at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the default generator
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(s.rng);
-  }
-  global_step_ = s.global_step;
-  resume_ = s;
-  if (!s.metrics.empty()) {  // states of other metrics (another --metrics) are left out, with a warning
-    const std::vector<at::Tensor> now = train_metrics_ ? train_metrics_->state() : std::vector<at::Tensor>{};
-    bool fits = now.size() == s.metrics.size();
-    for (std::size_t i = 0; fits && i < now.size(); ++i) {
-      fits = now[i].scalar_type() == s.metrics[i].scalar_type();  // sizes: a state starts empty
-    }
-    if (!fits) {
-      warn("the backup's training metrics do not fit this fit's: the resumed epoch's metrics cover the batches after it");
-      resume_->metrics.clear();
-    }
-  }
-}
-
 std::optional<Logs> Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce, bool interruptible) {
   const bool batch_logs = callbacks.reads_batch_logs();
   torch::NoGradGuard no_grad;
@@ -286,17 +183,17 @@ std::optional<Logs> Trainer::run_evaluation(Loader& loader, CallbackList& callba
     test_metrics_->update(outputs, targets, compute_loss(options_.loss, outputs, targets, options_.loss_options));
     logs = batch_logs ? test_metrics_->logs() : Logs();
     callbacks.on_test_batch_end(b, logs);
-    if (interruptible && interrupted_) break;
+    if (interruptible && context_->interrupted) break;
   }
   if (interruptible) {
-    bool interrupted = interrupted_;
+    bool interrupted = context_->interrupted;
     if (reduce && ranks().world_size() > 1) {  // every rank leaves the pass alike, whichever saw the signal
       const at::Tensor flag = at::full({1}, interrupted ? 1.0f : 0.0f);
       ranks().all_reduce(flag);
       interrupted = flag.item<float>() > 0;
     }
     if (interrupted) {
-      interrupted_ = stop_requested_ = true;
+      context_->interrupted = context_->stop = true;
       return std::nullopt;
     }
   }
@@ -319,7 +216,7 @@ Logs Trainer::evaluate(std::shared_ptr<const Dataset> data, const EvaluateOption
   Loader loader(std::move(data), loader_options(fit, /*training=*/false));  // local: the whole set
   loader.set_epoch(0);
   CallbackList callbacks(o.callbacks);
-  Attached attached(callbacks, this);
+  Attached attached(callbacks, context_.get());
   return *run_evaluation(loader, callbacks, /*reduce=*/false, /*interruptible=*/false);
 }
 
@@ -354,7 +251,7 @@ at::Tensor Trainer::predict_batches(int64_t n, const std::function<at::Tensor(in
                                     const PredictOptions& o) {
   require_positive(o.batch_size, "batch size");
   CallbackList callbacks(o.callbacks);
-  Attached attached(callbacks, this);
+  Attached attached(callbacks, context_.get());
   torch::NoGradGuard no_grad;
   model_->train(false);
   std::vector<at::Tensor> outputs;
@@ -366,10 +263,7 @@ at::Tensor Trainer::predict_batches(int64_t n, const std::function<at::Tensor(in
     const int64_t count = std::min(o.batch_size, n - begin);
     outputs.push_back(forward_in(*model_, to_device(preprocess(inputs(begin, count), begin), options_.device), options_.precision));
     logs = Logs();
-    struct Shown {  // the outputs are the hook's to read, and only its
-      const at::Tensor*& at;
-      ~Shown() { at = nullptr; }
-    } shown{batch_outputs_ = &outputs.back()};
+    const detail::Shown shown(context_->shown_outputs, &outputs.back());  // the hook's to read, and only its
     callbacks.on_predict_batch_end(b, logs);
   }
   logs = Logs();

@@ -124,7 +124,7 @@ TEST(HookOrder, StopRequestedInABatchEndsTheEpochAfterThatBatchWithValidationAnd
   auto recorder = std::make_shared<Recorder>();
   LambdaCallback::Hooks hooks;
   hooks.on_train_batch_end = [&trainer](int64_t batch, const Logs&) {
-    if (batch == 1) trainer.request_stop();
+    if (batch == 1) trainer.context().request_stop();
   };
   FitOptions fit;
   fit.epochs = 5;
@@ -146,7 +146,7 @@ TEST(HookOrder, StopRequestedInABatchEndsTheEpochAfterThatBatchWithValidationAnd
   expected.push_back("train_end " + kEpochKeys);
   EXPECT_EQ(recorder->calls, expected);
   EXPECT_EQ(history.epochs(), (std::vector<int64_t>{0}));
-  EXPECT_EQ(trainer.global_step(), 2);
+  EXPECT_EQ(trainer.context().global_step(), 2);
 }
 
 TEST(HookOrder, BatchLogsAreLeftEmptyWhenNoCallbackReadsThem) {
@@ -186,12 +186,12 @@ TEST(HookOrder, AStopAskedInOnTrainBeginStillRunsOneBatchLikeKeras) {
   TinyProblem p;
   Trainer trainer(torch::nn::Linear(4, 3));
   LambdaCallback::Hooks hooks;
-  hooks.on_train_begin = [&trainer](const Logs&) { trainer.request_stop(); };
+  hooks.on_train_begin = [&trainer](const Logs&) { trainer.context().request_stop(); };
   FitOptions fit;
   fit.epochs = 3;
   fit.callbacks = {std::make_shared<LambdaCallback>(hooks)};
   const History history = trainer.fit(p.train, fit);
-  EXPECT_EQ(trainer.global_step(), 1);
+  EXPECT_EQ(trainer.context().global_step(), 1);
   EXPECT_EQ(history.epochs().size(), 1u);  // the stopped epoch still ends: validation and on_epoch_end
 }
 
@@ -200,9 +200,9 @@ TEST(HookOrder, ACallbackCanChangeTheLearningRateAndTheEpochLogsShowIt) {
   Trainer trainer(torch::nn::Linear(4, 3));
   LambdaCallback::Hooks hooks;
   hooks.on_epoch_begin = [&trainer](int64_t epoch, const Logs&) {
-    trainer.set_learning_rate(0.1 / (epoch + 1));
+    trainer.context().set_learning_rate(0.1 / (epoch + 1));
   };
-  hooks.on_epoch_end = [&trainer](int64_t, Logs& logs) { logs.set("learning_rate", trainer.learning_rate()); };
+  hooks.on_epoch_end = [&trainer](int64_t, Logs& logs) { logs.set("learning_rate", trainer.context().learning_rate()); };
   FitOptions fit;
   fit.epochs = 2;
   fit.callbacks = {std::make_shared<LambdaCallback>(hooks)};
@@ -222,9 +222,9 @@ TEST(HookOrder, InitialEpochAndStepsPerEpochFollowKeras) {
   fit.callbacks = {recorder};
   const History history = trainer.fit(p.train, fit);
   EXPECT_EQ(history.epochs(), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(trainer.global_step(), 10);
+  EXPECT_EQ(trainer.context().global_step(), 10);
   EXPECT_EQ(recorder->calls[1], "epoch_begin 1 []");
-  EXPECT_EQ(trainer.params().steps_per_epoch, 5);
+  EXPECT_EQ(trainer.context().params().steps_per_epoch, 5);
 }
 
 TEST(HookOrder, AnAsyncCallbackSeesTheSameCallsInTheSameOrderAsASyncOne) {
@@ -264,7 +264,7 @@ TEST(HookOrder, AnErrorInAnAsyncCallbackFailsTheRunWithTheCallbackAndHookNamed) 
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "SavePredictions.on_train_batch_end failed: cannot write predictions");
   }
-  EXPECT_LE(trainer.global_step(), 5);  // at the latest at the end of the first epoch
+  EXPECT_LE(trainer.context().global_step(), 5);  // at the latest at the end of the first epoch
 }
 
 TEST(CallbackTiming, EveryCallbackAndHookIsCountedByNameAndMode) {

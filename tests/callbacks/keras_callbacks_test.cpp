@@ -29,20 +29,20 @@ Logs& lvalue(Logs&& logs) { return logs; }
 class DrivenContext : public TrainingContext {
  public:
   explicit DrivenContext(Trainer& trainer) : t_(trainer) {}
-  void request_stop() override { t_.request_stop(); }
-  bool stop_requested() const override { return t_.stop_requested(); }
-  double learning_rate() const override { return t_.learning_rate(); }
-  void set_learning_rate(double lr) override { t_.set_learning_rate(lr); }
-  int64_t global_step() const override { return t_.global_step(); }
-  const TrainingParams& params() const override { return t_.params(); }
+  void request_stop() override { t_.context().request_stop(); }
+  bool stop_requested() const override { return t_.context().stop_requested(); }
+  double learning_rate() const override { return t_.context().learning_rate(); }
+  void set_learning_rate(double lr) override { t_.context().set_learning_rate(lr); }
+  int64_t global_step() const override { return t_.context().global_step(); }
+  const TrainingParams& params() const override { return t_.context().params(); }
   Model& model() override { return t_.model(); }
-  const PhaseStats& step_stats() const override { return t_.step_stats(); }
+  const PhaseStats& step_stats() const override { return t_.measured().stats; }
   bool is_chief() const override { return true; }
-  void warn(const std::string& text) override { t_.warn(text); }
+  void warn(const std::string& text) override { t_.context().warn(text); }
   void request_checkpoint(Save save) override { save(epoch_ + 1, 0); }
-  void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override { t_.capture_state(into, epoch, batch); }
-  void restore(const TrainingState& state) override { t_.restore(state); }
-  const at::Tensor* batch_outputs() const override { return t_.batch_outputs(); }
+  void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override { t_.context().capture_state(into, epoch, batch); }
+  void restore(const TrainingState& state) override { t_.context().restore(state); }
+  const at::Tensor* batch_outputs() const override { return t_.context().batch_outputs(); }
   int64_t epoch_ = 0;
 
  private:
@@ -60,7 +60,7 @@ struct Driver {
     for (; epoch < static_cast<int64_t>(values.size()); ++epoch) {
       context.epoch_ = epoch;
       callback.on_epoch_end(epoch, lvalue(Logs{{key, values[epoch]}}));
-      if (trainer.stop_requested()) break;
+      if (trainer.context().stop_requested()) break;
     }
     return epoch;  // the epoch at which a stop was requested, or the count
   }
@@ -111,7 +111,7 @@ TEST(EarlyStopping, RestoresTheBestWeightsAtTheEndOfTrainingStoppedEarlyOrNotLik
     EarlyStoppingOptions o{"val_loss", 0, stops ? 1 : 5};
     o.restore_best_weights = true;
     EarlyStopping es(o);
-    es.set_context(&d.trainer);
+    es.set_context(&d.trainer.context());
     es.on_train_begin(lvalue({}));
     auto weight = d.trainer.model().named_state().front().second;
     auto set_weight = [&](float v) {
@@ -122,7 +122,7 @@ TEST(EarlyStopping, RestoresTheBestWeightsAtTheEndOfTrainingStoppedEarlyOrNotLik
     es.on_epoch_end(0, lvalue(Logs{{"val_loss", 0.5}}));  // best
     set_weight(2);
     es.on_epoch_end(1, lvalue(Logs{{"val_loss", 0.9}}));  // worse: stops with patience 1
-    EXPECT_EQ(d.trainer.stop_requested(), stops);
+    EXPECT_EQ(d.trainer.context().stop_requested(), stops);
     EXPECT_EQ(weight.max().item<float>(), 2.0f) << "the stopping epoch's later callbacks see its own weights";
     es.on_train_end(lvalue({}));
     EXPECT_EQ(weight.min().item<float>(), 1.0f);
@@ -142,19 +142,19 @@ TEST(EarlyStopping, AnImprovementBeatsTheBaselineByMinDeltaToResetTheCount) {
 
 TEST(ReduceLROnPlateau, ReducesAfterPatienceThenCoolsDownAndStopsAtMinLr) {
   Driver d;
-  d.trainer.set_learning_rate(1.0);
+  d.trainer.context().set_learning_rate(1.0);
   ReduceLROnPlateauOptions o;
   o.factor = 0.5;
   o.patience = 1;
   o.cooldown = 2;  // Keras counts the reduction's epoch into the cooldown
   o.min_lr = 0.2;
   ReduceLROnPlateau r(o);
-  r.set_context(&d.trainer);
+  r.set_context(&d.trainer.context());
   r.on_train_begin(lvalue({}));
   std::vector<double> lrs;
   for (int64_t e = 0; e < 7; ++e) {
     r.on_epoch_end(e, lvalue(Logs{{"val_loss", 1.0}}));  // never improves after the first epoch
-    lrs.push_back(d.trainer.learning_rate());
+    lrs.push_back(d.trainer.context().learning_rate());
   }
   EXPECT_EQ(lrs, (std::vector<double>{1.0, 0.5, 0.5, 0.25, 0.25, 0.2, 0.2}));
 }
@@ -203,7 +203,7 @@ TEST(ReduceLROnPlateau, AddsTheLearningRateToTheLogsWhichHaveNoneWithoutIt) {
   o.monitor = "loss";
   FitOptions fit;
   fit.callbacks = {std::make_shared<ReduceLROnPlateau>(o)};
-  EXPECT_EQ(trainer.fit(data, fit).last().get("learning_rate"), trainer.learning_rate());
+  EXPECT_EQ(trainer.fit(data, fit).last().get("learning_rate"), trainer.context().learning_rate());
 }
 
 TEST(TerminateOnNaN, StopsAfterTheBatchWhoseLossIsNotFinite) {
@@ -221,7 +221,7 @@ TEST(TerminateOnNaN, StopsAfterTheBatchWhoseLossIsNotFinite) {
   fit.callbacks = {std::make_shared<TerminateOnNaN>()};
   const TensorDataset data(torch::randn({10, 4}), torch::randint(3, {10}, torch::kLong));
   trainer.fit(data, fit);
-  EXPECT_EQ(trainer.global_step(), 3);
+  EXPECT_EQ(trainer.context().global_step(), 3);
   step = 0;
   fit.callbacks = {std::make_shared<TerminateOnNaN>(/*raise_error=*/true)};
   try {

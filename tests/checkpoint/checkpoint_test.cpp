@@ -384,7 +384,7 @@ TEST_F(Checkpoints, AResumedRunEndsWithTheWeightsOfAnUninterruptedOneBitForBit) 
   const std::vector<at::Tensor> got = resumed.weights();
   ASSERT_EQ(got.size(), expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], expected[i])) << i;
-  EXPECT_EQ(resumed.trainer.global_step(), 60);
+  EXPECT_EQ(resumed.trainer.context().global_step(), 60);
   EXPECT_TRUE(checkpoint_files(*posix_file_system(), dir_).empty());  // delete_checkpoint at the end
 }
 
@@ -409,7 +409,7 @@ TEST_F(Checkpoints, ARetryInTheSameProcessWaitsForTheLastBackupAndResumesFromThe
   const std::vector<at::Tensor> got = run.weights();
   ASSERT_EQ(got.size(), expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], expected[i])) << i;
-  EXPECT_EQ(run.trainer.global_step(), 60);
+  EXPECT_EQ(run.trainer.context().global_step(), 60);
 }
 
 TEST_F(Checkpoints, CallbackCountersTravelWithTheCheckpoint) {

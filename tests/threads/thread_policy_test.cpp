@@ -77,7 +77,7 @@ TEST(ThreadPolicy, AutoWaitsForAFitLongEnoughThenMeasuresTheCandidatesAsWarmupAn
   EXPECT_EQ(trainer.measured().threads.setting, candidates.front());
   EXPECT_GT(trainer.measured().threads.search_needs_steps, 30);
   EXPECT_TRUE(trainer.measured().threads.candidates.empty());
-  EXPECT_EQ(trainer.step_stats().warmup_steps(), 2);
+  EXPECT_EQ(trainer.measured().stats.warmup_steps(), 2);
   // a fit long enough gives the search at most 5% of its steps (and its cool-down 4%)
   fit.steps_per_epoch = 1000;
   trainer.fit(images(1600), fit);
@@ -86,7 +86,7 @@ TEST(ThreadPolicy, AutoWaitsForAFitLongEnoughThenMeasuresTheCandidatesAsWarmupAn
   EXPECT_EQ(choice.search_needs_steps, 0);
   EXPECT_GE(choice.search_steps, search);
   EXPECT_LE(choice.search_steps, 50 + 40);
-  EXPECT_EQ(trainer.step_stats().warmup_steps(), 2 + choice.search_steps);
+  EXPECT_EQ(trainer.measured().stats.warmup_steps(), 2 + choice.search_steps);
   EXPECT_EQ(trainer.warmup_steps(), 2);  // searched once per trainer
   ASSERT_EQ(choice.candidates.size(), candidates.size());
   const auto fastest = std::min_element(choice.candidates.begin(), choice.candidates.end(), [](const auto& a, const auto& b) {

@@ -199,7 +199,7 @@ std::vector<at::Tensor> weights_in(const TrainingState& state) {
 /// `from`'s state at a step given to `to`, which takes the next step: its weights, against `from`'s own
 /// next step.
 ::testing::AssertionResult hands_over(const StatesAt& from, Trainer& to, const TensorDataset& data, FitOptions fit) {
-  to.restore(from.first);
+  to.context().restore(from.first);
   fit.max_steps = 1;
   to.fit(data, fit);
   return agree(weights_in(from.next), weights_of(to));

@@ -67,9 +67,9 @@ TEST(Trainer, EveryStepReachesTheSinksAndTheWarmupIsLeftOutOfTheStatistics) {
   EXPECT_TRUE(sink->finished);
   EXPECT_EQ(sink->records[13].epoch, 1);
   EXPECT_EQ(sink->records[13].batch, 1);
-  EXPECT_EQ(trainer.step_stats().steps(), 24);
-  EXPECT_EQ(trainer.step_stats().measured_steps(), 20);
-  EXPECT_EQ(trainer.step_stats().measured_samples(), 20 * 50);
+  EXPECT_EQ(trainer.measured().stats.steps(), 24);
+  EXPECT_EQ(trainer.measured().stats.measured_steps(), 20);
+  EXPECT_EQ(trainer.measured().stats.measured_samples(), 20 * 50);
   for (const auto& r : sink->records) {
     EXPECT_GT(r.phase(Phase::forward), 0);
     EXPECT_GT(r.phase(Phase::backward), 0);
@@ -109,9 +109,9 @@ TEST(Trainer, ACustomTrainStepRunsInTheSameLoopAndIsTimedByTheSameClock) {
   fit.loader.batch_size = 100;
   trainer.fit(small_synthetic(), fit);
   EXPECT_EQ(calls, 6);
-  EXPECT_EQ(trainer.step_stats().measured_steps(), 6);
-  EXPECT_GT(trainer.step_stats().phase(Phase::forward).mean_ms, 0);
-  EXPECT_GT(trainer.step_stats().phase(Phase::backward).mean_ms, 0);
+  EXPECT_EQ(trainer.measured().stats.measured_steps(), 6);
+  EXPECT_GT(trainer.measured().stats.phase(Phase::forward).mean_ms, 0);
+  EXPECT_GT(trainer.measured().stats.phase(Phase::backward).mean_ms, 0);
 }
 
 TEST(Trainer, ACallbackErrorEndsTheRunAndTheSinksAreStillFlushed) {

@@ -216,7 +216,7 @@ TEST(Optimizers, EachIsBuiltWithItsSettingsAndResumesFromACheckpointWithTheUnint
       EXPECT_EQ(s.weight_decay(), 1e-3);
     }
     Trainer resumed(linear(99), o);  // other initial weights: the state replaces them
-    resumed.restore(state->state);
+    resumed.context().restore(state->state);
     resumed.fit(data, two_epochs_of_six());
     EXPECT_TRUE(at::equal(flat_weights(whole.model()), flat_weights(resumed.model()))) << name;
     // a state of another optimizer is refused, naming both
@@ -225,7 +225,7 @@ TEST(Optimizers, EachIsBuiltWithItsSettingsAndResumesFromACheckpointWithTheUnint
     other.momentum = 0;
     other.nesterov = false;
     Trainer mismatched(linear(7), other);
-    EXPECT_THROW(mismatched.restore(state->state), std::invalid_argument) << name;
+    EXPECT_THROW(mismatched.context().restore(state->state), std::invalid_argument) << name;
   }
 }
 
@@ -261,13 +261,13 @@ TEST(RunLength, MaxStepsAndMaxTimeStopAtABatchEndAndTheEpochStillEnds) {
   fit.max_steps = 6;
   Trainer trainer(linear(7), sgd(0.01));
   const History stopped = trainer.fit(data, fit);
-  EXPECT_EQ(trainer.global_step(), 6);
+  EXPECT_EQ(trainer.context().global_step(), 6);
   EXPECT_EQ(stopped.epochs(), (std::vector<int64_t>{0, 1}));  // the second epoch ended after 2 batches
   fit.max_steps.reset();
   fit.max_time_s = 1e-9;  // past at the first batch end
   Trainer timed(linear(7), sgd(0.01));
   EXPECT_EQ(timed.fit(data, fit).epochs().size(), 1u);
-  EXPECT_EQ(timed.global_step(), 1);
+  EXPECT_EQ(timed.context().global_step(), 1);
   EXPECT_EQ(timed.measured().callbacks.front().name, "TimeLimit");  // its cost is counted like any callback's
   fit.max_time_s = -1;
   EXPECT_THROW(timed.fit(data, fit), std::invalid_argument);

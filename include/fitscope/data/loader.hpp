@@ -33,10 +33,10 @@
 
 #include "fitscope/data/batch.hpp"
 #include "fitscope/data/dataset.hpp"
-#include "fitscope/data/loader_stats.hpp"
 #include "fitscope/data/detail/prefetcher.hpp"
 #include "fitscope/data/sampler.hpp"
 #include "fitscope/data/transforms.hpp"
+#include "fitscope/timing/loader_stats.hpp"
 
 namespace fitscope {
 
@@ -81,6 +81,11 @@ class Loader {
   void set_epoch(int64_t epoch, int64_t first_batch = 0);
   /// Batches per epoch.
   int64_t num_batches() const;
+  /// The epoch set_epoch chose last.
+  int64_t epoch() const { return epoch_; }
+  /// The batch of the epoch that next() hands out next (num_batches() once the epoch is over): with
+  /// epoch(), the position a checkpoint records and set_epoch resumes from.
+  int64_t next_batch() const { return cursor_; }
   /// The next batch of the epoch. Throws std::out_of_range past the end; rethrows a worker's error.
   Batch next();
   /// Abandons the current epoch (workers stop; nothing is left running).
@@ -111,7 +116,8 @@ class Loader {
   int64_t epoch_ = 0;
   std::vector<int64_t> order_;   // the epoch's indices
   int64_t samples_per_epoch_ = 0;
-  int64_t cursor_ = 0;           // next batch (workers = 0)
+  int64_t cursor_ = 0;           // the next batch next() hands out
+  std::vector<int64_t> next_indices_;  // its examples, for Dataset::will_need (workers = 0)
   int64_t handed_out_ = 0;
   // what the workers record: declared before them, so destroyed after they are joined
   std::atomic<int64_t> workers_started_{0};  // numbers the workers 1..W

@@ -28,12 +28,14 @@
 #include "fitscope/data/tensor_dataset.hpp"
 #include "fitscope/run/run_directory.hpp"
 #include "fitscope/run/run_options.hpp"
-#include "fitscope/timing/fit_measurements.hpp"
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/fit_measurements.hpp"
+#include "fitscope/summary/run_summary.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/train/trainer.hpp"
 
 namespace fitscope {
+
+class BackupAndRestore;
 
 class Run {
  public:
@@ -62,9 +64,28 @@ class Run {
   std::optional<int64_t> resumed_from_step() const { return resumed_from_step_; }
   /// The last fit's epoch logs.
   const History& history() const { return history_; }
+  /// After fit, replaces config.toml with `configuration` (say, RunOptions::configuration with the
+  /// values that the fit's `auto` settings chose, so that a repeat is this run) and records it in
+  /// manifest.json. Nothing on ranks other than the chief, before fit, or when it is unchanged.
+  void rewrite_configuration(const std::string& configuration);
 
  private:
   struct Signals;
+  struct Start;  // where the run starts: its directory, the chief or not, resumed or not
+  // Run::fit's steps, in order:
+  /// In a data-parallel run, every rank has the same settings (else every rank throws, naming one).
+  void check_ranks_agree(Trainer& trainer, const Dataset& train, const FitOptions& fit);
+  /// Locks the directory, continues, replaces or refuses an earlier run's files, writes the incomplete
+  /// manifest and config.toml, and prints the model's summary.
+  Start prepare_directory(Trainer& trainer, const std::shared_ptr<const Dataset>& train, const FitOptions& fit);
+  /// The run's callbacks around the fit's own (backups, signals, progress bar, files); the backups'.
+  std::shared_ptr<BackupAndRestore> add_callbacks(FitOptions& fit, const Start& start);
+  /// steps.csv and trace.json.
+  void add_sinks(FitOptions& fit, const Start& start, const std::shared_ptr<BackupAndRestore>& backup);
+  /// Trainer::fit; when it throws, the chief writes the files of the steps it ran before rethrowing.
+  void guarded_fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions& fit, const Start& start,
+                   const std::shared_ptr<BackupAndRestore>& backup);
+  /// Writes the weights, summary.json, the report and the complete manifest; returns the summary.
   RunSummary finish(Trainer& trainer, const FitOptions& fit, const std::string& failure);
 
   RunOptions options_;

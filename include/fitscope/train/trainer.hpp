@@ -4,8 +4,8 @@
 /// The Trainer owns the optimizer, the metrics and the step clock, and shares ownership of the model.
 /// fit() runs the loop on the calling thread (the training thread); callbacks are called there, with
 /// Keras's semantics (see callback.hpp), and reach the fit through the TrainingContext the Trainer
-/// implements. After fit(), step_stats() holds the distributions of the run's steps (warm-up
-/// excluded) and measured() everything else the fit measured; Run (run/run.hpp) turns them into the
+/// keeps as a private part (context()). After fit(), measured() holds what the fit measured: the
+/// distributions of its steps (warm-up excluded) and the rest; Run (run/run.hpp) turns them into the
 /// run directory. Not thread-safe: one fit/evaluate/predict at a time, from one thread.
 
 #include <ATen/core/Tensor.h>
@@ -32,8 +32,9 @@
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/metrics/metric_spec.hpp"
 #include "fitscope/threads/trainer_threads.hpp"
+#include "fitscope/timing/detail/slow_hook.hpp"
 #include "fitscope/timing/device_timer.hpp"
-#include "fitscope/timing/fit_measurements.hpp"
+#include "fitscope/summary/fit_measurements.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/step_sink.hpp"
@@ -88,7 +89,7 @@ struct TrainerOptions {
   int64_t accumulate = 1;
   bool timing = true;                          ///< read the step clock (off only to measure its cost)
   /// A batch hook whose p50 reaches this fraction of the step's p50 gets a slow-callback warning.
-  double slow_callback_threshold = 0.1;
+  double slow_callback_threshold = detail::kSlowHookShare;
   /// Receives warnings (slow callbacks, ...); empty = print "fitscope: warning: ..." to stderr.
   std::function<void(const std::string&)> warn;
   /// The ranks of a data-parallel run (distributed::context_from_environment()); null = this process alone.
@@ -144,7 +145,7 @@ struct PredictOptions {
   std::vector<std::shared_ptr<Callback>> callbacks;  ///< get the on_predict_* hooks
 };
 
-class Trainer : public TrainingContext {
+class Trainer {
  public:
   /// Throws std::invalid_argument for bad options (naming the field and value).
   explicit Trainer(std::shared_ptr<Model> model, TrainerOptions options = {});
@@ -152,7 +153,7 @@ class Trainer : public TrainingContext {
   template <typename M, typename = std::enable_if_t<!std::is_convertible_v<M, std::shared_ptr<Model>>>>
   explicit Trainer(M module, TrainerOptions options = {})
       : Trainer(make_model(std::move(module)), std::move(options)) {}
-  ~Trainer() override;
+  ~Trainer();
 
   /// Trains; returns the epoch logs. Throws std::invalid_argument for bad options; a callback's or
   /// sink's exception ends the run and propagates (sinks are flushed first).
@@ -170,40 +171,29 @@ class Trainer : public TrainingContext {
   /// file and the tensor when a model tensor is missing from it or differs in shape.
   void load_weights(const std::string& path);
 
-  // The running fit, as callbacks see it (training_context.hpp).
-  void request_stop() override { stop_requested_ = true; }
-  void interrupt() override { stop_requested_ = interrupted_ = true; }
-  bool stop_requested() const override { return stop_requested_; }
-  double learning_rate() const override;
-  void set_learning_rate(double lr) override;
-  int64_t global_step() const override { return global_step_; }
-  const TrainingParams& params() const override { return params_; }
-  Model& model() override { return *model_; }
-  const PhaseStats& step_stats() const override { return measured_.stats; }
-  bool is_chief() const override { return options_.context->is_chief(); }
-  void warn(const std::string& text) override;
-  void request_checkpoint(Save save) override;
-  void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override;
-  void restore(const TrainingState& state) override;
-  const at::Tensor* batch_outputs() const override { return batch_outputs_; }
-  const at::Tensor* step_loss() const override { return step_loss_; }
-  std::optional<double> grad_norm() const override { return grad_norm_; }
-
-  /// Turns the step clock on or off for the next fit (TrainerOptions::timing).
-  void set_timing(bool on) { options_.timing = on; }
-  /// The run's ranks (a single-process context when none was given).
-  distributed::Context& ranks() const { return *options_.context; }
+  /// The trainer as its callbacks see it (training_context.hpp): the model, stopping, the learning
+  /// rate, the global step, the step timings so far, warnings, and a checkpoint of "now" to capture or
+  /// to restore (before fit, to resume). A private part of the trainer, alive as long as it.
+  TrainingContext& context();
+  /// The model being trained.
+  Model& model() { return *model_; }
+  /// The optimizer (a FusedOptimizer where TrainerOptions::fused_optimizer applies, else torch::optim's).
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  /// The options, validated (context set: a single-process one when none was given).
   const TrainerOptions& options() const { return options_; }
   /// Steps the next fit leaves out of its statistics: TrainerOptions::warmup_steps plus what is left of
   /// the thread search.
   int64_t warmup_steps() const;
-  /// What the last fit measured besides step_stats(): every rank's steps, communication, device
-  /// timing, callbacks, loader, threads, CPU, warnings, and its wall time around the steps.
+  /// What the last fit measured: the step distributions (warm-up excluded), every rank's steps,
+  /// communication, device timing, callbacks, loader, threads, CPU, warnings, and its wall time
+  /// around the steps.
   const FitMeasurements& measured() const { return measured_; }
 
  private:
-  struct Fit;  // one fit's running state and the named steps of its loop (trainer.cpp)
+  class Context;  // the TrainingContext (trainer_context.hpp)
+  struct Fit;     // one fit's running state and the named steps of its loop (fit.cpp)
+  /// Reports a warning: kept in measured() and printed (or handed to TrainerOptions::warn).
+  void warn(const std::string& text);
   /// `inputs` (examples first, first..) after TrainerOptions::preprocessing.
   at::Tensor preprocess(at::Tensor inputs, int64_t first) const;
   /// The outputs for `n` examples, `inputs` giving those of each batch.
@@ -212,16 +202,12 @@ class Trainer : public TrainingContext {
   /// The metrics of a pass over `loader`, summed over the ranks with `reduce` (each holds a shard); none when `interruptible`
   /// and interrupt() was called on any rank (the pass then ends at the next batch).
   std::optional<Logs> run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce, bool interruptible);
-  /// Runs the checkpoints callbacks requested, if any, at position (epoch, batch).
-  void checkpoint_if_requested(int64_t epoch, int64_t batch);
-  /// Gives the callbacks their states from the checkpoint restore() took, and sets the loader position.
-  /// Returns the (epoch, batch) to continue from, or nothing when not resuming.
-  std::optional<std::pair<int64_t, int64_t>> resume_callbacks(CallbackList& callbacks);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
   LoaderOptions loader_options(const FitOptions& fit, bool training) const;
   /// loader_options reading this rank's shard of the `size` examples in a data-parallel run (fit's
   /// loaders; evaluate() stays local).
   LoaderOptions sharded_loader_options(const FitOptions& fit, bool training, int64_t size) const;
+  distributed::Context& ranks() const { return *options_.context; }
 
   std::shared_ptr<Model> model_;
   TrainerOptions options_;
@@ -231,20 +217,9 @@ class Trainer : public TrainingContext {
   StepClock clock_;
   std::shared_ptr<DeviceTimer> device_timer_;
   FitMeasurements measured_;
-  TrainingParams params_;
-  int64_t global_step_ = 0;
-  bool stop_requested_ = false;
-  bool interrupted_ = false;
-  std::vector<Save> saves_;                    // checkpoints requested by callbacks, not yet taken
-  std::optional<TrainingState> resume_;        // set by restore(), consumed by fit
-  std::vector<at::Tensor> resumed_metrics_;    // the resumed epoch's metric states, loaded when it starts
-  CallbackList* callbacks_ = nullptr;          // the running fit's callbacks
-  const at::Tensor* batch_outputs_ = nullptr;  // predict's batch, during on_predict_batch_end
-  const at::Tensor* step_loss_ = nullptr;      // the step's loss, during on_train_batch_end
-  std::optional<double> grad_norm_;            // the last update's norm before clipping (clipping on)
-  int64_t pass_ = 0, cursor_ = 0;              // the running fit's loader position
   TrainerThreads threads_;
   CpuUsage cpu_;
+  std::unique_ptr<Context> context_;
 };
 
 }  // namespace fitscope
