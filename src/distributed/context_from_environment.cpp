@@ -15,6 +15,9 @@ std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds time
   if (backend == Backend::automatic) backend = cuda_device && nccl_available() ? Backend::nccl : Backend::gloo;
   if (backend == Backend::gloo) return make_gloo_context(*env, timeout);
   if (!cuda_device) throw std::invalid_argument("the NCCL backend needs a GPU per rank, but this rank trains on the CPU");
+  if (!nccl_available()) {
+    throw std::invalid_argument("Backend::nccl: this build of fitscope has no NCCL (expected Backend::gloo or Backend::automatic)");
+  }
   return make_nccl_context(*env, *cuda_device, timeout);
 }
 

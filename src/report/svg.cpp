@@ -6,6 +6,8 @@
 #include <limits>
 #include <sstream>
 
+#include "fitscope/summary/detail/percent.hpp"
+
 namespace fitscope::svg {
 namespace {
 
@@ -81,11 +83,7 @@ std::vector<double> ticks(double lo, double hi, int target) {
   return out;
 }
 
-std::string format_percent(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
-  return buf;
-}
+std::string format_percent(double share) { return detail::format_percent(share, 1); }
 
 std::string format_number(double value) {
   const double a = std::abs(value);

@@ -2,11 +2,16 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
+#include "fitscope/data/dataset.hpp"
+#include "fitscope/run/run_directory.hpp"
+#include "fitscope/train/trainer.hpp"
 
 namespace fitscope {
 
@@ -19,6 +24,18 @@ void write_evaluation(const std::string& path, const Logs& logs, const std::stri
   j["logs"] = nlohmann::ordered_json::object();
   for (const auto& [key, value] : logs) j["logs"][key] = value;
   write_output_file(path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+std::string write_run_evaluation(const std::string& run_dir, const Logs& logs, const std::string& data, int64_t examples,
+                                 const std::string& weights) {
+  const std::string path = RunDirectory(run_dir).evaluation();
+  write_evaluation(path, logs, data, examples, weights);
+  record_run_file(run_dir, RunDirectory::kEvaluation);
+  return path;
+}
+
+void check_evaluation_path(const std::string& name, const std::string& path) {
+  check_output_path(name, path, {RunDirectory::kEvaluation});
 }
 
 void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, const std::string& csv_path,
@@ -54,6 +71,23 @@ void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, con
   NamedTensors tensors = {{"outputs", scores}, {"predicted", predicted}};
   if (with_targets) tensors.emplace_back("targets", labels);
   write_output_file(tensor_path, weights_pickle(tensors));
+}
+
+void write_predictions(Trainer& trainer, const Dataset& examples, const PredictOptions& options,
+                       const std::string& csv_path, const std::string& tensor_path) {
+  // a part of the examples at a time, keeping their targets: each image decoded once, in bounded memory
+  const int64_t part = 64 * std::max<int64_t>(options.batch_size, 1);
+  std::vector<at::Tensor> outputs, targets;
+  for (int64_t begin = 0; begin < examples.size(); begin += part) {
+    std::vector<int64_t> indices(static_cast<std::size_t>(std::min(part, examples.size() - begin)));
+    std::iota(indices.begin(), indices.end(), begin);
+    const Batch batch = examples.get_batch(indices);
+    outputs.push_back(trainer.predict(batch.inputs, options));
+    targets.push_back(batch.targets);
+  }
+  std::vector<std::string> names(static_cast<std::size_t>(examples.size()));
+  for (int64_t i = 0; i < examples.size(); ++i) names[static_cast<std::size_t>(i)] = examples.example_name(i);
+  write_predictions(at::cat(outputs), examples.labeled() ? at::cat(targets) : at::Tensor(), csv_path, tensor_path, names);
 }
 
 }  // namespace fitscope

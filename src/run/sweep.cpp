@@ -9,7 +9,7 @@
 #include "fitscope/report/html_report.hpp"
 #include "fitscope/run/run_directory.hpp"
 #include "fitscope/run/run_options.hpp"
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/run_summary.hpp"
 #include "fitscope/timing/step_sink.hpp"
 
 namespace fitscope {
@@ -28,7 +28,7 @@ class WindowSink final : public StepSink {
     if (steps_seen_++ == 0) start_ns_ = r.start_ns;
     end_ns_ = r.start_ns + r.step_ns;
     samples_ += r.samples;
-    if (steps_seen_ >= steps_ && end_ns_ - start_ns_ >= seconds_ns_) trainer_.request_stop();
+    if (steps_seen_ >= steps_ && end_ns_ - start_ns_ >= seconds_ns_) trainer_.context().request_stop();
   }
 
   SweepWindow window(int64_t batch_size, int64_t round) const {

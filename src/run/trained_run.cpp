@@ -5,7 +5,7 @@
 
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/data/transforms.hpp"
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/run_summary.hpp"
 #include "script_file.hpp"
 
 namespace fitscope {

@@ -21,7 +21,7 @@
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/training_state.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/run_summary.hpp"
 #include "process.hpp"
 
 using fitscope::testing::ProcessResult;

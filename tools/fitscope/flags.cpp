@@ -254,6 +254,10 @@ void check_flag_relations(const TrainCommandOptions& o) {
   } else if (o.reduce_lr_on_plateau > 0) {
     throw std::invalid_argument("--lr-schedule and --reduce-lr-on-plateau: choose one (both set the learning rate)");
   }
+  if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
+    throw std::invalid_argument("--lr-schedule " + o.lr_schedule + " needs --lr-decay-every N (the interval, in " +
+                                o.lr_schedule_unit + "s)");
+  }
   if (o.reduce_lr_on_plateau == 0 && o.reduce_lr_factor != defaults.reduce_lr_factor) {
     throw std::invalid_argument("--reduce-lr-factor needs --reduce-lr-on-plateau PATIENCE");
   }

@@ -16,9 +16,9 @@ enum class Command { train, sweep };
 /// validation, schedule, checkpoints or output files (sweep's own flags are added by main).
 void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which);
 
-/// Throws std::invalid_argument for flags whose values contradict each other or that set what
-/// nothing uses (--lr-warmup without --lr-schedule): checked on the values, so a config file that
-/// writes every default does not trip it.
+/// Throws std::invalid_argument for flags whose values contradict each other, that set what nothing
+/// uses (--lr-warmup without --lr-schedule) or that another needs (--lr-schedule step without
+/// --lr-decay-every): checked on the values, so a config file that writes every default does not trip it.
 void check_flag_relations(const TrainCommandOptions& o);
 
 }  // namespace fitscope::cli

@@ -19,6 +19,7 @@
 #include "fitscope/run/run_directory.hpp"
 #include "flags.hpp"
 #include "help.hpp"
+#include "model_commands.hpp"
 #include "train_command.hpp"
 
 namespace {

@@ -1,15 +1,11 @@
 #include "train_command.hpp"
 
-#include <ATen/ATen.h>
-#include <torch/cuda.h>
 #include <torch/utils.h>
 
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <iostream>
-#include <numeric>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -41,9 +37,6 @@ std::shared_ptr<distributed::Context> process_context(const TrainCommandOptions&
     throw std::invalid_argument("--dist-backend nccl needs a GPU per rank, but --device " + o.device +
                                 " trains on the CPU (expected --device cuda, or --dist-backend gloo)");
   }
-  if (env && o.dist_backend == "nccl" && !distributed::nccl_available()) {
-    throw std::invalid_argument("--dist-backend nccl: this build of fitscope has no NCCL (expected gloo or auto)");
-  }
   const distributed::Backend backend = o.dist_backend == "nccl"   ? distributed::Backend::nccl
                                       : o.dist_backend == "gloo" ? distributed::Backend::gloo
                                                                  : distributed::Backend::automatic;
@@ -52,7 +45,8 @@ std::shared_ptr<distributed::Context> process_context(const TrainCommandOptions&
              device.is_cuda() ? std::optional<int64_t>(device.index()) : std::nullopt);
 }
 
-/// The trainer's options of the command line, training on `device` with `ranks`.
+}  // namespace
+
 TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& device,
                                std::shared_ptr<distributed::Context> ranks) {
   TrainerOptions options = o.trainer;
@@ -61,17 +55,15 @@ TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& 
   options.warn = [quiet = o.run.verbose == 0](const std::string& text) {  // quiet: summary.json keeps them
     if (!quiet) std::cerr << "fitscope: warning: " << in_flags(text) << "\n";
   };
-  if (!o.lr_schedule.empty()) {
-    if ((o.lr_schedule == "step" || o.lr_schedule == "exponential") && o.lr_decay_every < 1) {
-      throw std::invalid_argument("--lr-schedule " + o.lr_schedule + " needs --lr-decay-every N (the interval, in " +
-                                  o.lr_schedule_unit + "s)");
-    }
+  if (!o.lr_schedule.empty()) {  // check_flag_relations has checked its parameters
     options.lr_schedule = make_lr_schedule(o.lr_schedule, options.learning_rate, o.lr_decay_every, o.lr_decay_factor,
                                            o.lr_warmup, o.lr_schedule_unit == "epoch" ? LrSchedule::Unit::epoch
                                                                                       : LrSchedule::Unit::step);
   }
   return options;
 }
+
+namespace {
 
 /// What train and sweep share: the process settings, the data, and a trainer per run.
 struct Session {
@@ -143,15 +135,9 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
   const Session session(o, process_context(o, device), device);
   auto trainer = session.make_trainer(o);
   const RunSummary summary = run.fit(*trainer, session.data.train, session.fit_options(o));
-  if (trainer->is_chief() && o.used_configuration) {  // the settings it chose, so that a repeat is this run
-    const std::string used = o.used_configuration(summary);
-    if (used != o.run.configuration) {
-      write_file_atomically(RunDirectory(run.directory()).config(), used);
-      record_run_file(run.directory(), RunDirectory::kConfig);
-    }
-  }
-  if (o.run.verbose > 0 && !trainer->is_chief()) {  // the chief reports for every rank
-    out << "rank " << trainer->ranks().rank() << " of " << trainer->ranks().world_size() << " finished: "
+  if (o.used_configuration) run.rewrite_configuration(o.used_configuration(summary));  // the chief's; a repeat is this run
+  if (o.run.verbose > 0 && !trainer->context().is_chief()) {  // the chief reports for every rank
+    out << "rank " << trainer->options().context->rank() << " of " << trainer->options().context->world_size() << " finished: "
         << summary.measured_steps << " measured steps, step p50 " << summary.step_ms.p50 << " ms\n";
   } else if (o.run.verbose > 0) {
     out << "\n" << in_flags(format_summary(summary));
@@ -159,109 +145,6 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
     out << "Run directory: " << run.directory() << "\n";
   }
   return run.interrupted_by() ? 128 + run.interrupted_by() : 0;
-}
-
-namespace {
-
-/// A run directory's trained model and the examples it is judged on.
-struct TrainedModel {
-  TrainedRun run;
-  JudgedData judged;
-};
-
-/// The run's model and data, or --data; for predict (`to_predict`) --data may have no labels.
-TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o, bool to_predict) {
-  if (!m.data.empty()) {  // other data for the run's model: its test part, else all of it
-    o.spec.data = m.data;
-    o.spec.validation_data.clear();
-    o.spec.unlabeled = to_predict;
-  }
-  o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
-  const RunSpec spec = o.run_spec();
-  const c10::Device device = resolve_device(o.device, 0);
-  TrainedModel t{open_trained_run(RunDirectory(m.run_dir), spec, trainer_options(o, device, distributed::single_process_context()),
-                                  m.weights == "best"),
-                 {}};
-  for (const std::string& w : t.run.data.warnings) std::cerr << "fitscope: warning: " << in_flags(w) << "\n";
-  if (!m.data.empty()) {
-    const RunData& data = t.run.data;
-    t.judged = {data.test ? data.test : data.train, "--data " + m.data + (data.test ? " (its test part)" : "")};
-  } else {
-    try {
-      t.judged = judged_data(spec, t.run.data);
-    } catch (const std::invalid_argument&) {
-      throw std::invalid_argument(m.run_dir + ": the run had no validation data (no --validation-data, test files or "
-                                  "--validation-split): pass --data SPEC");
-    }
-  }
-  return t;
-}
-
-}  // namespace
-
-void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
-  if (!m.out.empty()) check_output_path("--out", m.out, {RunDirectory::kEvaluation});
-  TrainedModel t = load_trained_model(m, run, /*to_predict=*/false);
-  EvaluateOptions options;
-  options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
-  const Logs logs = t.run.trainer->evaluate(t.judged.examples, options);
-  const std::string path = m.out.empty() ? RunDirectory(m.run_dir).evaluation() : m.out;
-  write_evaluation(path, logs, t.judged.name, t.judged.examples->size(), t.run.weights);
-  if (m.out.empty()) record_run_file(m.run_dir, RunDirectory::kEvaluation);
-  out << "Evaluated " << t.run.weights << " on " << t.judged.examples->size() << " examples of " << t.judged.name << ":\n";
-  for (const auto& [key, value] : logs) out << "  " << key << " " << value << "\n";
-  out << "Written: " << path << "\n";
-}
-
-void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
-  if (m.out.size() < 5 || m.out.substr(m.out.size() - 4) != ".csv") {
-    throw std::invalid_argument("--out " + m.out + ": expected FILE.csv (the tensors go beside it, as FILE.pt)");
-  }
-  const std::string tensors = m.out.substr(0, m.out.size() - 4) + ".pt";
-  check_output_path("--out", m.out);
-  check_output_path("--out " + m.out + ": its tensors' file", tensors);
-  TrainedModel t = load_trained_model(m, run, /*to_predict=*/true);
-  PredictOptions options;
-  options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
-  // a part of the examples at a time, keeping their targets: each image decoded once, in bounded memory
-  std::vector<at::Tensor> outputs, targets;
-  for (int64_t begin = 0; begin < t.judged.examples->size(); begin += 64 * options.batch_size) {
-    std::vector<int64_t> part(static_cast<std::size_t>(std::min(64 * options.batch_size, t.judged.examples->size() - begin)));
-    std::iota(part.begin(), part.end(), begin);
-    const Batch batch = t.judged.examples->get_batch(part);
-    outputs.push_back(t.run.trainer->predict(batch.inputs, options));
-    targets.push_back(batch.targets);
-  }
-  std::vector<std::string> names(static_cast<std::size_t>(t.judged.examples->size()));
-  for (int64_t i = 0; i < t.judged.examples->size(); ++i) names[static_cast<std::size_t>(i)] = t.judged.examples->example_name(i);
-  write_predictions(at::cat(outputs), t.judged.examples->labeled() ? at::cat(targets) : at::Tensor(), m.out, tensors, names);
-  out << "Predicted " << t.judged.examples->size() << " examples of " << t.judged.name << " with " << t.run.weights << ":\n"
-      << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";
-}
-
-void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
-  // images made and written at a time: a large folder, or large images, in bounded memory (64 MiB of
-  // float pixels a part, at most 1000 images)
-  const int64_t side = std::max(m.height, m.width);
-  const int64_t kPart = std::clamp<int64_t>((int64_t{64} << 20) / (side * side * 4), 1, 1000);
-  ImageFolderWriteOptions write = m.write;
-  write.classes = m.classes;
-  for (int64_t first = 0; first < m.count; first += kPart) {
-    SyntheticOptions s;
-    s.size = std::min(kPart, m.count - first);
-    s.seed = m.seed * 1000003 + static_cast<uint64_t>(first / kPart);  // distinct parts, distinct seeds
-    s.classes = m.classes;
-    s.image_size = side;
-    s.max_shift = std::min<int64_t>(s.max_shift, (side - 1) / 4);  // small images shift less
-    TensorDataset data = make_synthetic(s);
-    if (m.height != m.width) {  // the square set, resized
-      data = TensorDataset(at::upsample_bilinear2d(data.inputs(), {m.height, m.width}, /*align_corners=*/false), data.targets());
-    }
-    write.first_index = first;
-    write_image_folder(m.dir, data, write);
-  }
-  out << "Wrote " << m.count << " " << m.height << "x" << m.width << " " << (m.write.channels == 1 ? "grayscale " : "")
-      << m.write.format << " images in " << m.classes << " class folders under " << m.dir << "\n";
 }
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +14,7 @@
 #include "fitscope/run/run_options.hpp"
 #include "fitscope/run/run_spec.hpp"
 #include "fitscope/run/sweep.hpp"
-#include "fitscope/timing/run_summary.hpp"
+#include "fitscope/summary/run_summary.hpp"
 #include "fitscope/train/trainer.hpp"
 
 namespace fitscope::cli {
@@ -62,24 +63,10 @@ struct SweepCommandOptions {
   SweepOptions sweep;  ///< --batch-sizes --windows --window-seconds --steps
 };
 
-/// `fitscope evaluate` and `fitscope predict`: a run directory's trained model on a data set.
-struct ModelCommandOptions {
-  std::string run_dir;     ///< RUN_DIR: a run of fitscope train (config.toml, model.weights.pt or model.pt)
-  std::string data;        ///< --data SPEC; empty = the run's validation data
-  std::string out;         ///< --out: evaluate's JSON (default RUN_DIR/evaluation.json); predict's FILE.csv
-  int64_t batch_size = 0;  ///< --batch-size; 0 = the run's
-  std::string weights = "final";  ///< --weights: final (the run's last) or best (its best checkpoint's)
-};
-
-/// `fitscope make-images`: the built-in data set written as an image folder.
-struct MakeImagesOptions {
-  std::string dir;                ///< DIR
-  int64_t count = 2000;           ///< --count
-  int64_t height = 64, width = 64;  ///< --size H,W
-  int64_t classes = 10;           ///< --classes
-  uint64_t seed = 0;              ///< --seed
-  ImageFolderWriteOptions write{"jpg", 90, 3};  ///< --format --quality --channels (RGB by default)
-};
+/// The trainer's options of the command line, training on `device` with `ranks`; its warnings go to
+/// stderr in flags unless --quiet.
+TrainerOptions trainer_options(const TrainCommandOptions& o, const c10::Device& device,
+                               std::shared_ptr<distributed::Context> ranks);
 
 /// Runs `train`; writes progress and the report to `out`. Returns the exit code: 0, or 128 + the
 /// signal (SIGINT, SIGTERM) that finished the run early. Throws std::invalid_argument for bad input
@@ -87,13 +74,5 @@ struct MakeImagesOptions {
 int run_train(const TrainCommandOptions& options, std::ostream& out);
 /// Runs `sweep` likewise.
 void run_sweep(const SweepCommandOptions& options, std::ostream& out);
-/// Writes the image folder of `m`; prints what it wrote.
-void run_make_images(const MakeImagesOptions& m, std::ostream& out);
-/// Evaluates the model of `m.run_dir`, trained with `run` (its config.toml), prints the logs to `out`
-/// and writes them as JSON. Throws std::invalid_argument for a directory without a finished run.
-void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out);
-/// Writes the outputs of the model of `m.run_dir` for every example: `m.out` (CSV) and beside it the
-/// same with the extension .pt (for torch.load).
-void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out);
 
 }  // namespace fitscope::cli

@@ -17,8 +17,8 @@ enum class Backend { automatic, gloo, nccl };
 /// single_process_context() when not launched, or launched as a world of one (unless `backend` is
 /// nccl: then a world of one goes through NCCL too); otherwise the c10d context of `backend`.
 /// `cuda_device`: the GPU this rank trains on (none: the CPU). Throws std::invalid_argument for NCCL
-/// without a GPU or without NCCL in this build, PeerFailure when the rendezvous does not complete
-/// within `timeout`.
+/// without a GPU or without NCCL in this build (naming Backend::nccl), PeerFailure when the rendezvous
+/// does not complete within `timeout`. Each call makes a new context (and rendezvous).
 std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout = kDefaultTimeout,
                                                   Backend backend = Backend::automatic,
                                                   std::optional<int64_t> cuda_device = std::nullopt);

@@ -15,10 +15,21 @@
 
 namespace fitscope {
 
+class Dataset;
+class Trainer;
+struct PredictOptions;
+
 /// {"data": data, "examples": examples, "weights": weights, "logs": {"loss": ..., "accuracy": ...}}
 /// at `path` (Keras's evaluate returns these keys, without val_).
 void write_evaluation(const std::string& path, const Logs& logs, const std::string& data, int64_t examples,
                       const std::string& weights);
+/// write_evaluation at the run's own file, `run_dir`/evaluation.json, recorded by its manifest.json;
+/// returns its path.
+std::string write_run_evaluation(const std::string& run_dir, const Logs& logs, const std::string& data, int64_t examples,
+                                 const std::string& weights);
+/// check_output_path (naming `name`) for an evaluation written elsewhere: a run's evaluation.json may
+/// be written over, none of its other files.
+void check_evaluation_path(const std::string& name, const std::string& path);
 
 /// `outputs` [examples x outputs] as CSV at `csv_path`: a header `index,example,target,predicted,output_0,...`
 /// (example where `names` names each example, quoted; target where `targets` holds one class index per
@@ -27,5 +38,11 @@ void write_evaluation(const std::string& path, const Logs& logs, const std::stri
 /// predicted (int64) and targets where given.
 void write_predictions(const at::Tensor& outputs, const at::Tensor& targets, const std::string& csv_path,
                        const std::string& tensor_path, const std::vector<std::string>& names = {});
+
+/// The outputs of `trainer`'s model for every example of `examples`, written as above with their
+/// targets (when labeled) and names (Dataset::example_name). Predicted a part of 64 batches at a time,
+/// each example read once: an image folder in bounded memory. The trainer is used from this thread.
+void write_predictions(Trainer& trainer, const Dataset& examples, const PredictOptions& options,
+                       const std::string& csv_path, const std::string& tensor_path);
 
 }  // namespace fitscope

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fitscope/io/file_system.hpp"
-#include "fitscope/timing/advice.hpp"
+#include "fitscope/summary/advice.hpp"
 
 namespace fitscope {
 

@@ -6,7 +6,7 @@
 /// --threads auto the threads are chosen once, by the middle batch size's search in a window of its own
 /// before the rounds (not counted), and held for every batch size: the curve is the batch size's, not
 /// the thread choice's. The rows (the windows' median throughput and their
-/// range), the fit of step time against batch size and the knee with its resolution (report/sweep.hpp)
+/// range), the fit of step time against batch size and the knee with its resolution (summary/sweep.hpp)
 /// are written to the sweep's directory as sweep.json, sweep.csv and report.html. Not thread-safe.
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fitscope/data/dataset.hpp"
-#include "fitscope/report/sweep.hpp"
+#include "fitscope/summary/sweep.hpp"
 #include "fitscope/train/trainer.hpp"
 
 namespace fitscope {

@@ -1,5 +1,5 @@
 #pragma once
-// Internal (timing/ and report/ use it; not in fitscope.hpp): JSON read from a file a user may have
+// Internal (summary/ and report/ use it; not in fitscope.hpp): JSON read from a file a user may have
 // edited (summary.json, sweep.json): nesting is bounded, so a crafted file cannot exhaust the stack of
 // the code that walks or prints it, and every error is std::invalid_argument naming the file.
 

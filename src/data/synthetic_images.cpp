@@ -1,0 +1,40 @@
+#include "fitscope/data/synthetic_images.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "fitscope/data/synthetic.hpp"
+
+namespace fitscope {
+
+void write_synthetic_images(const std::string& dir, const SyntheticImagesOptions& o) {
+  if (o.count < 1) throw std::invalid_argument("SyntheticImagesOptions::count must be >= 1, got " + std::to_string(o.count));
+  if (o.height < 8 || o.width < 8) {
+    throw std::invalid_argument("SyntheticImagesOptions::height and width must be >= 8, got " + std::to_string(o.height) +
+                                "x" + std::to_string(o.width));
+  }
+  // images made and written at a time: a large folder, or large images, in bounded memory (64 MiB of
+  // float pixels a part, at most 1000 images)
+  const int64_t side = std::max(o.height, o.width);
+  const int64_t part = std::clamp<int64_t>((int64_t{64} << 20) / (side * side * 4), 1, 1000);
+  ImageFolderWriteOptions write = o.write;
+  write.classes = o.classes;
+  for (int64_t first = 0; first < o.count; first += part) {
+    SyntheticOptions s;
+    s.size = std::min(part, o.count - first);
+    s.seed = o.seed * 1000003 + static_cast<uint64_t>(first / part);  // distinct parts, distinct seeds
+    s.classes = o.classes;
+    s.image_size = side;
+    s.max_shift = std::min<int64_t>(s.max_shift, (side - 1) / 4);  // small images shift less
+    TensorDataset data = make_synthetic(s);
+    if (o.height != o.width) {  // the square set, resized
+      data = TensorDataset(at::upsample_bilinear2d(data.inputs(), {o.height, o.width}, /*align_corners=*/false), data.targets());
+    }
+    write.first_index = first;
+    write_image_folder(dir, data, write);
+  }
+}
+
+}  // namespace fitscope

@@ -1,0 +1,84 @@
+#include "model_commands.hpp"
+
+#include <iostream>
+#include <ostream>
+#include <stdexcept>
+
+#include "fitscope/fitscope.hpp"
+#include "help.hpp"
+
+namespace fitscope::cli {
+namespace {
+
+/// A run directory's trained model and the examples it is judged on.
+struct TrainedModel {
+  TrainedRun run;
+  JudgedData judged;
+};
+
+/// The run's model and data, or --data; for predict (`to_predict`) --data may have no labels.
+TrainedModel load_trained_model(const ModelCommandOptions& m, TrainCommandOptions o, bool to_predict) {
+  if (!m.data.empty()) {  // other data for the run's model: its test part, else all of it
+    o.spec.data = m.data;
+    o.spec.validation_data.clear();
+    o.spec.unlabeled = to_predict;
+  }
+  o.run.verbose = 1;  // the run's --quiet does not silence this command's warnings
+  const RunSpec spec = o.run_spec();
+  const c10::Device device = resolve_device(o.device, 0);
+  TrainedModel t{open_trained_run(RunDirectory(m.run_dir), spec, trainer_options(o, device, distributed::single_process_context()),
+                                  m.weights == "best"),
+                 {}};
+  for (const std::string& w : t.run.data.warnings) std::cerr << "fitscope: warning: " << in_flags(w) << "\n";
+  if (!m.data.empty()) {
+    const RunData& data = t.run.data;
+    t.judged = {data.test ? data.test : data.train, "--data " + m.data + (data.test ? " (its test part)" : "")};
+  } else {
+    try {
+      t.judged = judged_data(spec, t.run.data);
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument(m.run_dir + ": the run had no validation data (no --validation-data, test files or "
+                                  "--validation-split): pass --data SPEC");
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+void run_evaluate(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
+  if (!m.out.empty()) check_evaluation_path("--out", m.out);
+  TrainedModel t = load_trained_model(m, run, /*to_predict=*/false);
+  EvaluateOptions options;
+  options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
+  const Logs logs = t.run.trainer->evaluate(t.judged.examples, options);
+  const std::string path = m.out.empty() ? write_run_evaluation(m.run_dir, logs, t.judged.name, t.judged.examples->size(), t.run.weights)
+                                          : m.out;
+  if (!m.out.empty()) write_evaluation(m.out, logs, t.judged.name, t.judged.examples->size(), t.run.weights);
+  out << "Evaluated " << t.run.weights << " on " << t.judged.examples->size() << " examples of " << t.judged.name << ":\n";
+  for (const auto& [key, value] : logs) out << "  " << key << " " << value << "\n";
+  out << "Written: " << path << "\n";
+}
+
+void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, std::ostream& out) {
+  if (m.out.size() < 5 || m.out.substr(m.out.size() - 4) != ".csv") {
+    throw std::invalid_argument("--out " + m.out + ": expected FILE.csv (the tensors go beside it, as FILE.pt)");
+  }
+  const std::string tensors = m.out.substr(0, m.out.size() - 4) + ".pt";
+  check_output_path("--out", m.out);
+  check_output_path("--out " + m.out + ": its tensors' file", tensors);
+  TrainedModel t = load_trained_model(m, run, /*to_predict=*/true);
+  PredictOptions options;
+  options.batch_size = m.batch_size > 0 ? m.batch_size : run.fit.loader.batch_size;
+  write_predictions(*t.run.trainer, *t.judged.examples, options, m.out, tensors);
+  out << "Predicted " << t.judged.examples->size() << " examples of " << t.judged.name << " with " << t.run.weights << ":\n"
+      << "Written: " << m.out << " (one row per example), " << tensors << " (torch.load)\n";
+}
+
+void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
+  write_synthetic_images(m.dir, m);
+  out << "Wrote " << m.count << " " << m.height << "x" << m.width << " " << (m.write.channels == 1 ? "grayscale " : "")
+      << m.write.format << " images in " << m.classes << " class folders under " << m.dir << "\n";
+}
+
+}  // namespace fitscope::cli
