@@ -9,10 +9,10 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_PACKAGES := clang libclang-rt-14-dev protobuf-compiler libprotobuf-dev
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := idx cifar10 csv image checkpoint
+FUZZ_TARGETS := idx cifar10 csv image checkpoint tfrecord tar
 
 ASAN_DIR ?= build-asan
 ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
@@ -76,7 +76,8 @@ bench: build
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
 
 # libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer) of the IDX, CIFAR-10 and CSV
-# parsers and the image header checks and decoders (libtorch-free sources), and of checkpoint decoding (linked with libtorch; its unpickler leaks
+# parsers, the TFRecord framing and tf.train.Example parser, and the image header checks and decoders
+# (libtorch-free sources), and of checkpoint decoding (linked with libtorch; its unpickler leaks
 # on some refused inputs, so leak detection is off), each run for FUZZ_SECONDS from the seed corpus in
 # tests/fuzz/corpus; libFuzzer prints the executions it ran.
 FUZZ_SOURCES_idx := src/data/idx_format.cpp
@@ -84,9 +85,17 @@ FUZZ_SOURCES_cifar10 := src/data/cifar10_format.cpp
 FUZZ_SOURCES_csv := src/data/csv_format.cpp
 FUZZ_SOURCES_image := src/data/image_codec.cpp -lturbojpeg -lpng
 FUZZ_SOURCES_checkpoint := src/checkpoint/training_state.cpp src/checkpoint/pickle_archive.cpp src/checkpoint/checkpoint_file.cpp -ltorch -ltorch_cpu -lc10 -lz
+# the TFRecord framing and the tf.train.Example parser, with the Example messages generated into
+# $(FUZZ_DIR) by protoc first (FUZZ_PREPARE_<target> runs before a target's compile)
+FUZZ_PREPARE_tfrecord := protoc --proto_path=proto --cpp_out=$(FUZZ_DIR) proto/tf_example.proto;
+FUZZ_SOURCES_tfrecord := src/data/tfrecord_format.cpp src/data/tf_example.cpp $(FUZZ_DIR)/tf_example.pb.cc -I$(FUZZ_DIR) \
+  -lprotobuf -lz
+# the tar reader (ustar, GNU and pax headers) and the grouping of members into WebDataset samples
+FUZZ_SOURCES_tar := src/data/tar_format.cpp
 fuzz: fuzz-deps
 	@mkdir -p $(FUZZ_DIR)
 	@set -e; $(foreach t,$(FUZZ_TARGETS), \
+	  $(FUZZ_PREPARE_$(t)) \
 	  clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
 	    tests/fuzz/$(t)_fuzz.cpp $(FUZZ_SOURCES_$(t)) -o $(FUZZ_DIR)/$(t)_fuzz; \
 	  rm -rf $(FUZZ_DIR)/corpus-$(t) && cp -r tests/fuzz/corpus/$(t) $(FUZZ_DIR)/corpus-$(t); \

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "fitscope/callbacks/tensorboard.hpp"
+#include "fitscope/data/tfrecord_format.hpp"
 #include "tensorboard_event.pb.h"
 
 namespace fitscope::detail {
@@ -54,18 +55,7 @@ void EventFile::scalars(int64_t step, const std::vector<std::pair<std::string, d
 }
 
 void EventFile::write(const std::string& data) {
-  // TFRecord: uint64 length, masked CRC-32C of the length, the data, masked CRC-32C of the data
-  char header[12];
-  const uint64_t length = data.size();
-  for (int i = 0; i < 8; ++i) header[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
-  const uint32_t length_crc = masked_crc32c(header, 8);
-  for (int i = 0; i < 4; ++i) header[8 + i] = static_cast<char>((length_crc >> (8 * i)) & 0xFF);
-  const uint32_t data_crc = masked_crc32c(data.data(), data.size());
-  char footer[4];
-  for (int i = 0; i < 4; ++i) footer[i] = static_cast<char>((data_crc >> (8 * i)) & 0xFF);
-  out_.write(header, sizeof header);
-  out_.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out_.write(footer, sizeof footer);
+  write_tfrecord(out_, data);  // TensorBoard reads event files as TFRecord files
   if (!out_) throw std::runtime_error("TensorBoard: cannot write " + path_);
 }
 

@@ -1,6 +1,5 @@
 #include "fitscope/callbacks/tensorboard.hpp"
 
-#include <array>
 #include <stdexcept>
 
 #include "fitscope/timing/phase.hpp"
@@ -8,32 +7,6 @@
 #include "event_file.hpp"
 
 namespace fitscope {
-namespace {
-
-std::array<uint32_t, 256> make_table() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0x82F63B78u ^ (c >> 1) : c >> 1;  // reflected Castagnoli
-    table[i] = c;
-  }
-  return table;
-}
-
-}  // namespace
-
-uint32_t crc32c(const void* data, std::size_t size) {
-  static const std::array<uint32_t, 256> table = make_table();
-  uint32_t c = 0xFFFFFFFFu;
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (std::size_t i = 0; i < size; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-uint32_t masked_crc32c(const void* data, std::size_t size) {
-  const uint32_t c = crc32c(data, size);
-  return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
-}
 
 TensorBoard::TensorBoard(TensorBoardOptions options) : options_(std::move(options)) {
   if (options_.log_dir.empty()) throw std::invalid_argument("TensorBoard needs a log_dir");

@@ -50,8 +50,4 @@ class TensorBoard : public Callback {
   int64_t step_ = 0;
 };
 
-/// CRC-32C (Castagnoli) of `data`, and TFRecord's masked form of a CRC.
-uint32_t crc32c(const void* data, std::size_t size);
-uint32_t masked_crc32c(const void* data, std::size_t size);
-
 }  // namespace fitscope
