@@ -8,45 +8,14 @@
 #include <stdexcept>
 
 #include "fitscope/data/file_sources.hpp"
+#include "data_files_test.hpp"
 
 using namespace fitscope;
 namespace fs = std::filesystem;
 
 namespace {
 
-class FileSources : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fitscope-files-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path(name), std::ios::binary) << bytes;
-  }
-  void write_gz(const std::string& name, const std::string& bytes) const {
-    gzFile f = gzopen(path(name).c_str(), "wb");
-    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
-    gzclose(f);
-  }
-  /// The error message of `f`, which must throw std::invalid_argument.
-  template <typename F>
-  std::string error_of(F f) const {
-    try {
-      f();
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected std::invalid_argument";
-    return {};
-  }
-
-  fs::path dir_;
-};
+class FileSources : public DataFilesTest {};
 
 std::string be32(uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};

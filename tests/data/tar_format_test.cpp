@@ -11,26 +11,15 @@
 #include <vector>
 
 #include "fitscope/data/tar_format.hpp"
+#include "data_files_test.hpp"
 
 using namespace fitscope;
 namespace fs = std::filesystem;
 
 namespace {
 
-class TarFormat : public ::testing::Test {
+class TarFormat : public DataFilesTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fitscope-tar-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path(name), std::ios::binary) << bytes;
-  }
   void write_bytes(const fs::path& file, const std::string& bytes) const {
     fs::create_directories(file.parent_path());
     std::ofstream(file, std::ios::binary) << bytes;
@@ -42,19 +31,6 @@ class TarFormat : public ::testing::Test {
     while (reader.next(member)) out.push_back(member);
     return out;
   }
-  /// The error message of `f`, which must throw std::invalid_argument.
-  template <typename F>
-  static std::string error_of(F f) {
-    try {
-      f();
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected std::invalid_argument";
-    return {};
-  }
-
-  fs::path dir_;
 };
 
 /// An archive of `members` (name, bytes) as the writer writes it, ended with its two zero blocks.

@@ -11,32 +11,15 @@
 
 #include "fitscope/data/tf_example.hpp"
 #include "fitscope/data/tfrecord_format.hpp"
+#include "data_files_test.hpp"
 
 using namespace fitscope;
 namespace fs = std::filesystem;
 
 namespace {
 
-class TfRecord : public ::testing::Test {
+class TfRecord : public DataFilesTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fitscope-tfrecord-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path(name), std::ios::binary) << bytes;
-  }
-  void write_gz(const std::string& name, const std::string& bytes) const {
-    gzFile f = gzopen(path(name).c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
-    ASSERT_EQ(gzclose(f), Z_OK);
-  }
   std::string read_file(const std::string& name) const {
     std::ifstream in(path(name), std::ios::binary);
     std::ostringstream s;
@@ -50,19 +33,6 @@ class TfRecord : public ::testing::Test {
     while (reader.next(record)) out.emplace_back(reader.offset(), record);
     return out;
   }
-  /// The error message of `f`, which must throw std::invalid_argument.
-  template <typename F>
-  static std::string error_of(F f) {
-    try {
-      f();
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected std::invalid_argument";
-    return {};
-  }
-
-  fs::path dir_;
 };
 
 std::string framed(const std::vector<std::string>& records) {

@@ -9,23 +9,9 @@
 #include <string>
 
 #include "fitscope/summary/steps_csv.hpp"
+#include "../timing/step_records.hpp"
 
 using namespace fitscope;
-
-namespace {
-
-StepRecord record(int64_t forward_ns, int64_t data_ns, int64_t other_ns, int64_t batch = 0) {
-  StepRecord r;
-  r.batch = batch;
-  r.samples = 32;
-  r.phase_ns[static_cast<std::size_t>(Phase::forward)] = forward_ns;
-  r.phase_ns[static_cast<std::size_t>(Phase::data_wait)] = data_ns;
-  r.phase_ns[static_cast<std::size_t>(Phase::other)] = other_ns;
-  r.step_ns = forward_ns + data_ns + other_ns;
-  return r;
-}
-
-}  // namespace
 
 TEST(StepsCsvWriter, WritesTheHeaderAndOneRowPerStep) {
   const auto path = std::filesystem::temp_directory_path() / "fitscope_steps_test.csv";

@@ -7,23 +7,9 @@
 
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
+#include "step_records.hpp"
 
 using namespace fitscope;
-
-namespace {
-
-StepRecord record(int64_t forward_ns, int64_t data_ns, int64_t other_ns, int64_t batch = 0) {
-  StepRecord r;
-  r.batch = batch;
-  r.samples = 32;
-  r.phase_ns[static_cast<std::size_t>(Phase::forward)] = forward_ns;
-  r.phase_ns[static_cast<std::size_t>(Phase::data_wait)] = data_ns;
-  r.phase_ns[static_cast<std::size_t>(Phase::other)] = other_ns;
-  r.step_ns = forward_ns + data_ns + other_ns;
-  return r;
-}
-
-}  // namespace
 
 TEST(StreamingQuantiles, StaysWithinOnePercentOfTheExactOrderStatistic) {
   std::mt19937_64 rng(42);
