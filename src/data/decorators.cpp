@@ -85,15 +85,6 @@ Batch SubsetDataset::get_batch(const std::vector<int64_t>& indices) const {
   return base_->get_batch(shifted);
 }
 
-void SubsetDataset::will_need(const std::vector<int64_t>& indices) const {
-  std::vector<int64_t> shifted;
-  shifted.reserve(indices.size());
-  for (const int64_t i : indices) {
-    if (i >= 0 && i < size()) shifted.push_back(i + begin_);
-  }
-  base_->will_need(shifted);
-}
-
 std::pair<std::shared_ptr<const Dataset>, std::shared_ptr<const Dataset>> split_dataset(
     const std::shared_ptr<const Dataset>& data, double fraction) {
   require_base(data, "split_dataset");

@@ -234,13 +234,7 @@ Batch Loader::next() {
                               std::to_string(num_batches()));
     }
     ++handed_out_;
-    Batch batch = build(cursor_++, nullptr);
-    if (cursor_ < num_batches()) {  // the next batch's examples start coming while this one trains
-      const int64_t begin = cursor_ * options_.batch_size;
-      next_indices_.assign(order_.begin() + begin, order_.begin() + std::min(begin + options_.batch_size, samples_per_epoch_));
-      data_->will_need(next_indices_);
-    }
-    return batch;
+    return build(cursor_++, nullptr);
   }
   const int64_t asked = tuner_ ? now_ns() : 0;
   Batch batch = prefetcher_->next();

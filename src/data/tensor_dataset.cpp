@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -70,20 +69,6 @@ Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
   }
   if (consecutive) return {inputs_.narrow(0, indices[0], n), targets_.narrow(0, indices[0], n)};
   return {gather_rows(inputs_, indices), gather_rows(targets_, indices)};
-}
-
-void TensorDataset::will_need(const std::vector<int64_t>& indices) const {
-  if (!inputs_.defined() || !inputs_.is_cpu() || !inputs_.is_contiguous() || inputs_.layout() != at::kStrided) return;
-  // every cache line of each row: a line at a time, the hardware's own prefetchers would still wait
-  // for memory at each row's start (a shuffled batch is rows scattered over the whole set)
-  constexpr std::size_t kLine = 64;
-  const auto row_bytes = static_cast<std::size_t>(inputs_.numel() / std::max<int64_t>(inputs_.size(0), 1)) * inputs_.element_size();
-  const auto* base = static_cast<const char*>(inputs_.data_ptr());
-  for (const int64_t i : indices) {
-    if (i < 0 || i >= size()) continue;
-    const char* row = base + static_cast<std::size_t>(i) * row_bytes;
-    for (std::size_t at = 0; at < row_bytes; at += kLine) __builtin_prefetch(row + at, /*read*/ 0, /*keep*/ 3);
-  }
 }
 
 std::vector<int64_t> TensorDataset::example_shape() const {

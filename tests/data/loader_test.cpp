@@ -335,47 +335,23 @@ TEST(Transforms, NormalizeUsesOneMeanAndStdPerChannel) {
   }
 }
 
-namespace {
-
-/// A data set in memory that records the indices it is told it will need, shifted by a subset or not.
-class NeedsRecorder : public TensorDataset {
- public:
-  explicit NeedsRecorder(int64_t n) : TensorDataset(*numbered(n)) {}
-  void will_need(const std::vector<int64_t>& indices) const override { needed.push_back(indices); }
-  mutable std::vector<std::vector<int64_t>> needed;
-};
-
-}  // namespace
-
-TEST(Loader, BuildingOnTheTrainingThreadAnnouncesTheNextBatchOfTheEpochAndNoFurther) {
-  auto data = std::make_shared<NeedsRecorder>(10);
-  LoaderOptions o;
-  o.batch_size = 4;
-  o.workers = 0;
-  o.shuffle = true;
-  o.seed = 5;
-  Loader loader(data, o);
-  loader.set_epoch(1);
-  const Batch first = loader.next();
-  const Batch second = loader.next();
-  const Batch last = loader.next();  // 2 examples
-  ASSERT_EQ(data->needed.size(), 2u);  // after the first and the second: the last batch has no next one
-  const auto indices = [](const Batch& b) {
-    std::vector<int64_t> out;
-    for (int64_t i = 0; i < b.targets.size(0); ++i) out.push_back(b.targets[i].item<int64_t>());
-    return out;
-  };
-  EXPECT_EQ(data->needed[0], indices(second));
-  EXPECT_EQ(data->needed[1], indices(last));
-  EXPECT_EQ(loader.next_batch(), 3);
-  EXPECT_EQ(loader.epoch(), 1);
-  (void)first;
-}
-
-TEST(Loader, ASubsetAnnouncesItsBasesIndicesAndLeavesOutThoseOutsideIt) {
-  auto base = std::make_shared<NeedsRecorder>(10);
-  const SubsetDataset subset(base, 6, 10);
-  subset.will_need({0, 3, 4, -1});
-  ASSERT_EQ(base->needed.size(), 1u);
-  EXPECT_EQ(base->needed[0], (std::vector<int64_t>{6, 9}));
+TEST(Loader, KnowsItsEpochAndTheNextBatchItHandsOutWithOrWithoutWorkers) {
+  for (const int workers : {0, 2}) {
+    SCOPED_TRACE(workers);
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.workers = workers;
+    o.shuffle = false;
+    Loader loader(numbered(10), o);
+    loader.set_epoch(3, 1);
+    EXPECT_EQ(loader.epoch(), 3);
+    EXPECT_EQ(loader.next_batch(), 1);
+    EXPECT_EQ(loader.next().targets[0].item<int64_t>(), 4);
+    EXPECT_EQ(loader.next_batch(), 2);
+    loader.next();
+    EXPECT_EQ(loader.next_batch(), loader.num_batches());
+    loader.set_epoch(4);
+    EXPECT_EQ(loader.epoch(), 4);
+    EXPECT_EQ(loader.next_batch(), 0);
+  }
 }

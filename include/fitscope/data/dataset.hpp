@@ -48,11 +48,6 @@ class Dataset {
   /// code): a batch of such data is cheap to build and free of side effects, so a loader whose workers
   /// are LoaderOptions::kAuto may time some and build them on the training thread. Default false.
   virtual bool in_memory() const { return false; }
-  /// A hint that the examples at `indices` are read soon (a loader that builds batches on the training
-  /// thread gives the next batch's while the current one trains, as madvise's MADV_WILLNEED): data in
-  /// memory may start bringing them into the CPU's caches. Never blocks, changes nothing, may be
-  /// ignored; out-of-range indices are ignored. Default: nothing.
-  virtual void will_need(const std::vector<int64_t>& /*indices*/) const {}
   /// What names example `index` for a person (predict's rows): its file, its line; default its index.
   virtual std::string example_name(int64_t index) const { return std::to_string(index); }
 };

@@ -117,7 +117,6 @@ class Loader {
   std::vector<int64_t> order_;   // the epoch's indices
   int64_t samples_per_epoch_ = 0;
   int64_t cursor_ = 0;           // the next batch next() hands out
-  std::vector<int64_t> next_indices_;  // its examples, for Dataset::will_need (workers = 0)
   int64_t handed_out_ = 0;
   // what the workers record: declared before them, so destroyed after they are joined
   std::atomic<int64_t> workers_started_{0};  // numbers the workers 1..W

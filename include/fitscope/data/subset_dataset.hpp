@@ -21,7 +21,6 @@ class SubsetDataset : public Dataset {
   std::vector<std::string> skipped() const override { return base_->skipped(); }
   bool labeled() const override { return base_->labeled(); }
   bool in_memory() const override { return base_->in_memory(); }
-  void will_need(const std::vector<int64_t>& indices) const override;
   std::string example_name(int64_t index) const override { return base_->example_name(begin_ + index); }
 
  private:

@@ -31,8 +31,6 @@ class TensorDataset : public Dataset {
   static TensorDataset unlabeled(at::Tensor inputs, std::string source = "tensors");
   bool labeled() const override { return labeled_; }
   bool in_memory() const override { return true; }
-  /// Prefetches the rows of `indices` into the CPU's caches (contiguous CPU inputs only).
-  void will_need(const std::vector<int64_t>& indices) const override;
   /// Names the examples by their lines in the source file ("line 12"), one per example, before the
   /// data set is shared; by their index without.
   void name_by_lines(std::vector<int64_t> lines);
