@@ -32,7 +32,7 @@ const ThreadCandidate* measured(const ThreadChoice& t, const ThreadSetting& sett
   return nullptr;
 }
 
-/// "set by --threads" or what the warm-up measured for the chosen setting against one thread.
+/// "set by ThreadOptions::intra_op" or what the warm-up measured for the chosen setting against one thread.
 std::string how_chosen(const ThreadChoice& t) {
   if (t.chosen_by != "auto") return "set by ThreadOptions::intra_op";
   if (t.search_needs_steps > 0) return "the default: the run was too short to measure others";
