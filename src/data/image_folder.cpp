@@ -13,6 +13,7 @@
 #include "fitscope/data/sample_random.hpp"
 #include "error_context.hpp"
 #include "image_codec.hpp"
+#include "image_tensor.hpp"
 
 namespace fitscope {
 namespace {
@@ -259,27 +260,44 @@ void ImageFolderDataset::decode_into(int64_t index, at::Tensor out) const {
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("image folder " + dir_ + ": " + e.what());
   }
-  // channels first while still bytes (a quarter of the memory traffic), then to [0, 1] floats in one pass
-  const at::Tensor chw =
-      at::from_blob(pixels.data.data(), {pixels.height, pixels.width, pixels.channels}, at::kByte).permute({2, 0, 1}).contiguous();
-  const at::Tensor scale = at::scalar_tensor(1.0f / 255, at::kFloat);
-  if (pixels.height == height_ && pixels.width == width_) {
-    at::mul_out(out, chw, scale);
-  } else {  // bilinear, antialiased when it shrinks (as PIL)
-    const at::Tensor image = at::mul(chw, scale).unsqueeze(0);
-    const bool shrinks = pixels.height > height_ || pixels.width > width_;
-    out.copy_((shrinks ? at::_upsample_bilinear2d_aa(image, {height_, width_}, /*align_corners=*/false)
-                       : at::upsample_bilinear2d(image, {height_, width_}, /*align_corners=*/false))
-                  .squeeze(0));
-  }
+  detail::pixels_to_tensor(pixels, out);
 }
 
-void write_image_folder(const std::string& dir, const TensorDataset& data, const ImageFolderWriteOptions& options) {
+namespace detail {
+
+ImageFormat checked_file_format(const ImageFolderWriteOptions& options) {
   const ImageFormat format = options.format == "jpg" ? ImageFormat::jpeg : options.format == "png" ? ImageFormat::png : ImageFormat::unknown;
   if (format == ImageFormat::unknown) throw std::invalid_argument("image format " + options.format + " (expected jpg or png)");
   if (options.quality < 1 || options.quality > 100) {
     throw std::invalid_argument("JPEG quality " + std::to_string(options.quality) + " (expected 1 to 100)");
   }
+  if (options.channels != 0 && options.channels != 1 && options.channels != 3) {
+    throw std::invalid_argument("channels " + std::to_string(options.channels) + " (expected 1 or 3)");
+  }
+  return format;
+}
+
+std::string encode_image_file(const at::Tensor& input, int64_t number, int64_t channels, ImageFormat format, int quality) {
+  at::Tensor image = input.clamp(0, 1);  // [C, H, W]
+  if (image.size(0) == 1 && channels == 3) {
+    const auto t = tint(number);
+    image = image.repeat({3, 1, 1}).mul(at::tensor({t[0], t[1], t[2]}).view({3, 1, 1}));
+  } else if (image.size(0) == 3 && channels == 1) {
+    image = image.mean(0, /*keepdim=*/true);
+  }
+  const at::Tensor bytes = image.mul(255).round_().to(at::kByte).permute({1, 2, 0}).contiguous();
+  Pixels pixels;
+  pixels.height = bytes.size(0);
+  pixels.width = bytes.size(1);
+  pixels.channels = channels;
+  pixels.data.assign(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
+  return encode(pixels, format, quality);
+}
+
+}  // namespace detail
+
+void write_image_folder(const std::string& dir, const TensorDataset& data, const ImageFolderWriteOptions& options) {
+  const ImageFormat format = detail::checked_file_format(options);
   const at::Tensor inputs = data.inputs();
   if (inputs.dim() != 4 || (inputs.size(1) != 1 && inputs.size(1) != 3)) {
     throw std::invalid_argument("images of shape " + c10::str(inputs.sizes()) + " (expected [N, 1 or 3, H, W])");
@@ -295,22 +313,10 @@ void write_image_folder(const std::string& dir, const TensorDataset& data, const
   }
   for (int64_t i = 0; i < inputs.size(0); ++i) {
     const int64_t target = targets[i].item<int64_t>();
-    at::Tensor image = inputs[i].clamp(0, 1);  // [C, H, W]
-    if (image.size(0) == 1 && channels == 3) {
-      const auto t = tint(options.first_index + i);
-      image = image.repeat({3, 1, 1}).mul(at::tensor({t[0], t[1], t[2]}).view({3, 1, 1}));
-    } else if (image.size(0) == 3 && channels == 1) {
-      image = image.mean(0, /*keepdim=*/true);
-    }
-    const at::Tensor bytes = image.mul(255).round_().to(at::kByte).permute({1, 2, 0}).contiguous();
-    detail::Pixels pixels;
-    pixels.height = bytes.size(0);
-    pixels.width = bytes.size(1);
-    pixels.channels = channels;
-    pixels.data.assign(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
     std::snprintf(name, sizeof name, "class_%02lld/%06lld.%s", static_cast<long long>(target),
                   static_cast<long long>(options.first_index + i), options.format.c_str());
-    const std::string path = (fs::path(dir) / name).string(), encoded = detail::encode(pixels, format, options.quality);
+    const std::string path = (fs::path(dir) / name).string();
+    const std::string encoded = detail::encode_image_file(inputs[i], options.first_index + i, channels, format, options.quality);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);  // a test set: no fsync per image
     out.write(encoded.data(), static_cast<std::streamsize>(encoded.size()));
     if (!out.flush()) throw std::runtime_error(path + ": cannot be written");

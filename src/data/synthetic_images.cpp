@@ -6,21 +6,25 @@
 #include <stdexcept>
 
 #include "fitscope/data/synthetic.hpp"
+#include "synthetic_parts.hpp"
 
 namespace fitscope {
+namespace detail {
 
-void write_synthetic_images(const std::string& dir, const SyntheticImagesOptions& o) {
+void check_synthetic_images_options(const SyntheticImagesOptions& o) {
   if (o.count < 1) throw std::invalid_argument("SyntheticImagesOptions::count must be >= 1, got " + std::to_string(o.count));
   if (o.height < 8 || o.width < 8) {
     throw std::invalid_argument("SyntheticImagesOptions::height and width must be >= 8, got " + std::to_string(o.height) +
                                 "x" + std::to_string(o.width));
   }
+}
+
+void for_each_synthetic_part(const SyntheticImagesOptions& o, const std::function<void(int64_t, const TensorDataset&)>& write) {
+  check_synthetic_images_options(o);
   // images made and written at a time: a large folder, or large images, in bounded memory (64 MiB of
   // float pixels a part, at most 1000 images)
   const int64_t side = std::max(o.height, o.width);
   const int64_t part = std::clamp<int64_t>((int64_t{64} << 20) / (side * side * 4), 1, 1000);
-  ImageFolderWriteOptions write = o.write;
-  write.classes = o.classes;
   for (int64_t first = 0; first < o.count; first += part) {
     SyntheticOptions s;
     s.size = std::min(part, o.count - first);
@@ -32,9 +36,19 @@ void write_synthetic_images(const std::string& dir, const SyntheticImagesOptions
     if (o.height != o.width) {  // the square set, resized
       data = TensorDataset(at::upsample_bilinear2d(data.inputs(), {o.height, o.width}, /*align_corners=*/false), data.targets());
     }
-    write.first_index = first;
-    write_image_folder(dir, data, write);
+    write(first, data);
   }
+}
+
+}  // namespace detail
+
+void write_synthetic_images(const std::string& dir, const SyntheticImagesOptions& o) {
+  ImageFolderWriteOptions write = o.write;
+  write.classes = o.classes;
+  detail::for_each_synthetic_part(o, [&](int64_t first, const TensorDataset& part) {
+    write.first_index = first;
+    write_image_folder(dir, part, write);
+  });
 }
 
 }  // namespace fitscope

@@ -789,6 +789,36 @@ TEST(DataCommand, ABadImageExitsTwoNamingTheFileAndSkipBadFilesGoesOnWithAWarnin
   expect_usage_error({"train", "--cache-budget", "12Q"}, "--cache-budget: expected a size in bytes such as 1048576, 512M or 2G, got '12Q'");
 }
 
+TEST(DataCommand, MakeImagesWritesTfRecordAndTarShardsAndRefusesShardFlagsItCannotUse) {
+  TempDir tmp;
+  const std::string records = tmp.path() + "/records", tars = tmp.path() + "/tars", none = tmp.path() + "/none";
+  const auto names_in = [](const std::string& dir) {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
+    return names;
+  };
+  const ProcessResult made = run_fitscope({"make-images", records, "--count", "40", "--size", "16", "--layout", "tfrecord", "--shards", "4"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.out.rfind("Wrote 40 16x16 jpg images in 10 classes as 4 TFRecord shards under " + records +
+                               ": train-00000-of-00004.tfrecord to train-00003-of-00004.tfrecord, 10 images each, ", 0), 0u) << made.out;
+  EXPECT_EQ(names_in(records), (std::set<std::string>{"train-00000-of-00004.tfrecord", "train-00001-of-00004.tfrecord",
+                                                       "train-00002-of-00004.tfrecord", "train-00003-of-00004.tfrecord"}));
+  const ProcessResult packed = run_fitscope({"make-images", tars, "--count", "5", "--size", "16", "--layout", "tar", "--shards", "2"});
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  EXPECT_NE(packed.out.find("as 2 WebDataset tar shards under " + tars + ": shard-00000.tar to shard-00001.tar, 2 to 3 images each"),
+            std::string::npos) << packed.out;
+  EXPECT_EQ(names_in(tars), (std::set<std::string>{"shard-00000.tar", "shard-00001.tar"}));
+
+  expect_usage_error({"make-images", none, "--layout", "tfrecord", "--shards", "0"}, "--shards: expected an integer in [1, 100000000], got '0'");
+  expect_usage_error({"make-images", none, "--layout", "nope"}, "--layout: nope not in {folder,tfrecord,tar}");
+  expect_usage_error({"make-images", none, "--shards", "2"}, "--shards 2: expected --layout tfrecord or tar (a folder is not sharded)");
+  expect_usage_error({"make-images", none, "--gzip"}, "--gzip: expected --layout tfrecord");
+  expect_usage_error({"make-images", none, "--layout", "tar", "--gzip"}, "--gzip: expected --layout tfrecord (tar shards are written plain)");
+  expect_usage_error({"make-images", none, "--layout", "tar", "--count", "3", "--shards", "4"},
+                     "--shards 4: expected at most --count (3) so that every shard holds an image");
+  EXPECT_FALSE(std::filesystem::exists(none));
+}
+
 TEST(Cli, SaysItsVersionAndPrintsItsUsageWhenCalledBare) {
   const ProcessResult flag = run_fitscope({"--version"}), word = run_fitscope({"version"}), bare = run_fitscope({});
   EXPECT_EQ(flag.exit_code, 0) << flag.err;

@@ -141,17 +141,26 @@ int main(int argc, char** argv) {
 
   MakeImagesOptions make_images_options;
   CLI::App* make_images = app.add_subcommand(
-      "make-images", "Write the built-in data set as an image folder (DIR/class_NN/NNNNNN.jpg) for --data images:DIR");
+      "make-images", "Write the built-in data set as an image folder (DIR/class_NN/NNNNNN.jpg) for --data images:DIR, or as "
+                     "TFRecord or WebDataset tar shards");
   make_images->add_option("DIR", make_images_options.dir, "The folder to write into")->required()->type_name("DIR");
   make_images->add_option("--count", make_images_options.count, "Images")->check(integer_in(1, 100'000'000))->capture_default_str();
   add_size_flag(make_images, "--size", make_images_options.height, make_images_options.width, 8,
                 "HEIGHT,WIDTH (one number for a square)")->default_str("64,64");
   make_images->add_option("--classes", make_images_options.classes, "Classes (folders)")->check(integer_in(2, 1000))->capture_default_str();
-  make_images->add_option("--format", make_images_options.write.format, "jpg or png")->check(CLI::IsMember({"jpg", "png"}))->capture_default_str();
+  make_images->add_option("--format", make_images_options.write.format, "The image files: jpg or png (in every --layout)")->check(CLI::IsMember({"jpg", "png"}))->capture_default_str();
   make_images->add_option("--quality", make_images_options.write.quality, "JPEG quality")->check(integer_in(1, 100))->capture_default_str();
   make_images->add_option("--channels", make_images_options.write.channels, "1 (grayscale) or 3 (RGB: each image tinted at random)")
       ->check(CLI::IsMember({1, 3}))->capture_default_str();
   make_images->add_option("--seed", make_images_options.seed, "Seed of the images")->capture_default_str();
+  make_images->add_option("--layout", make_images_options.layout,
+                          "folder (a class folder per class), tfrecord (tf.train.Example records in train-00000-of-0000N.tfrecord) "
+                          "or tar (WebDataset's shard-00000.tar: NNNNNN.jpg and NNNNNN.cls per image)")
+      ->check(CLI::IsMember({"folder", "tfrecord", "tar"}))->capture_default_str();
+  make_images->add_option("--shards", make_images_options.shards,
+                          "Files of --layout tfrecord or tar, each a contiguous run of the images (default 1)")
+      ->check(integer_in(1, 100'000'000));
+  make_images->add_flag("--gzip", make_images_options.gzip, "Gzip each TFRecord file whole (.tfrecord.gz, TensorFlow's GZIP)");
   make_images->callback([&] { run_make_images(make_images_options, std::cout); });
 
   std::string report_dir, report_out;

@@ -1,8 +1,11 @@
 #include "model_commands.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <ostream>
 #include <stdexcept>
+#include <vector>
 
 #include "fitscope/fitscope.hpp"
 #include "help.hpp"
@@ -76,9 +79,43 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
 }
 
 void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
-  write_synthetic_images(m.dir, m);
-  out << "Wrote " << m.count << " " << m.height << "x" << m.width << " " << (m.write.channels == 1 ? "grayscale " : "")
-      << m.write.format << " images in " << m.classes << " class folders under " << m.dir << "\n";
+  const std::string images = std::to_string(m.count) + " " + std::to_string(m.height) + "x" + std::to_string(m.width) + " " +
+                             (m.write.channels == 1 ? "grayscale " : "") + m.write.format + " images";
+  if (m.layout == "folder") {
+    if (m.shards != 0) {
+      throw std::invalid_argument("--shards " + std::to_string(m.shards) + ": expected --layout tfrecord or tar (a folder is not sharded)");
+    }
+    if (m.gzip) throw std::invalid_argument("--gzip: expected --layout tfrecord (a folder's images are written as files)");
+    write_synthetic_images(m.dir, m);
+    out << "Wrote " << images << " in " << m.classes << " class folders under " << m.dir << "\n";
+    return;
+  }
+  if (m.gzip && m.layout != "tfrecord") {
+    throw std::invalid_argument("--gzip: expected --layout tfrecord (tar shards are written plain)");
+  }
+  SyntheticShardsOptions s;
+  static_cast<SyntheticImagesOptions&>(s) = m;
+  s.format = m.layout == "tar" ? ShardFormat::kTar : ShardFormat::kTfRecord;
+  s.shards = m.shards != 0 ? m.shards : 1;
+  s.gzip = m.gzip;
+  if (s.shards > m.count) {
+    throw std::invalid_argument("--shards " + std::to_string(s.shards) + ": expected at most --count (" + std::to_string(m.count) +
+                                ") so that every shard holds an image");
+  }
+  const std::vector<WrittenShard> shards = write_synthetic_shards(m.dir, s);
+  int64_t bytes = 0, fewest = m.count, most = 0;
+  for (const WrittenShard& shard : shards) {
+    bytes += shard.bytes;
+    fewest = std::min(fewest, shard.images);
+    most = std::max(most, shard.images);
+  }
+  const auto name = [](const WrittenShard& shard) { return std::filesystem::path(shard.path).filename().string(); };
+  out << "Wrote " << images << " in " << m.classes << " classes as " << shards.size() << " "
+      << (s.format == ShardFormat::kTar ? "WebDataset tar" : s.gzip ? "gzip TFRecord" : "TFRecord")
+      << (shards.size() == 1 ? " shard" : " shards") << " under " << m.dir << ": " << name(shards.front())
+      << (shards.size() == 1 ? "" : " to " + name(shards.back())) << ", "
+      << (fewest == most ? std::to_string(most) : std::to_string(fewest) + " to " + std::to_string(most)) << " images"
+      << (shards.size() == 1 ? "" : " each") << ", " << bytes << " bytes in all\n";
 }
 
 }  // namespace fitscope::cli

@@ -20,13 +20,18 @@ struct ModelCommandOptions {
   std::string weights = "final";  ///< --weights: final (the run's last) or best (its best checkpoint's)
 };
 
-/// `fitscope make-images`: the built-in data set written as an image folder: --count, --size H,W,
-/// --classes, --seed, and write's --format --quality --channels (RGB by default).
+/// `fitscope make-images`: the built-in data set written as an image folder or as shards: --count,
+/// --size H,W, --classes, --seed, write's --format --quality --channels (RGB by default), and --layout,
+/// --shards, --gzip.
 struct MakeImagesOptions : SyntheticImagesOptions {
-  std::string dir;  ///< DIR
+  std::string dir;                ///< DIR
+  std::string layout = "folder";  ///< --layout: folder, tfrecord or tar
+  int64_t shards = 0;             ///< --shards; 0 = not given (1 for tfrecord and tar, refused with folder)
+  bool gzip = false;              ///< --gzip: TFRecord files gzip-compressed
 };
 
-/// Writes the image folder of `m`; prints what it wrote.
+/// Writes the image folder or the shards of `m`; prints what it wrote. Throws std::invalid_argument
+/// naming the flag for --shards or --gzip that the layout does not take, or more shards than images.
 void run_make_images(const MakeImagesOptions& m, std::ostream& out);
 /// Evaluates the model of `m.run_dir`, trained with `run` (its config.toml), prints the logs to `out`
 /// and writes them as JSON. Throws std::invalid_argument for a directory without a finished run.
