@@ -8,6 +8,8 @@ its warm-up, and the ratios are printed per round and as medians:
                 (bench_fit_vs_handwritten simplest)
   Python        the same simplest loop in Python (PyTorch from Debian: the same libtorch kernels)
   TorchScript   `fitscope train --model mlp.pt` (the MLP scripted from Python)
+  in order      `fitscope train --model mlp --batch-size 32 --no-shuffle`: reads the rows in order as the
+                two simplest loops do, so its ratio to Python shows what the shuffled gather costs
 
 Goals: fitscope / hand-written >= 1.0, fitscope / Python >= 2.0, TorchScript / Python >= 1.6.
 
@@ -29,9 +31,9 @@ from make_model import Mlp  # noqa: E402
 BATCH, STEPS, WARMUP = 32, 1875, 5
 
 
-def fitscope_run(cli, model, run_dir):
+def fitscope_run(cli, model, run_dir, *extra):
     subprocess.run([cli, "train", "--model", model, "--batch-size", str(BATCH), "--epochs", "1",
-                    "--synthetic-size", str(BATCH * STEPS), "--validation-split", "0", "--run-dir", run_dir],
+                    "--synthetic-size", str(BATCH * STEPS), "--validation-split", "0", "--run-dir", run_dir, *extra],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
@@ -71,7 +73,7 @@ def main():
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     cli = os.path.join(build, "tools", "fitscope", "fitscope")
     bench = os.path.join(build, "bench", "bench_fit_vs_handwritten")
-    sides = ["fitscope", "hand-written", "Python", "TorchScript"]
+    sides = ["fitscope", "hand-written", "Python", "TorchScript", "in order"]
     speeds = {side: [] for side in sides}
     threads = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,6 +84,7 @@ def main():
             "hand-written": lambda r: handwritten_run(bench),
             "Python": lambda r: python_run(),
             "TorchScript": lambda r: fitscope_run(cli, scripted, os.path.join(tmp, f"script{r}")),
+            "in order": lambda r: fitscope_run(cli, "mlp", os.path.join(tmp, f"inorder{r}"), "--no-shuffle"),
         }
         for r in range(rounds):
             order = sides if r % 2 == 0 else list(reversed(sides))  # each side early and late in turn
@@ -101,6 +104,7 @@ def main():
     print(f"  fitscope / hand-written  x{ratio('fitscope', 'hand-written'):.2f}  (goal >= 1.0)")
     print(f"  fitscope / Python        x{ratio('fitscope', 'Python'):.2f}  (goal >= 2.0)")
     print(f"  TorchScript / Python     x{ratio('TorchScript', 'Python'):.2f}  (goal >= 1.6)")
+    print(f"  in order / Python        x{ratio('in order', 'Python'):.2f}  (no goal: fitscope without its shuffled gather)")
 
 
 if __name__ == "__main__":
