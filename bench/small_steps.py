@@ -1,4 +1,4 @@
-"""Small steps (issue 35): the seed MLP at batch 32, trained four ways as a new user would, each with
+"""Small steps (issue 35): the seed MLP at batch 32, trained five ways as a new user would, each with
 its own defaults, in alternating rounds of one run; every side reports samples/s over its steps after
 its warm-up, and the ratios are printed per round and as medians:
 
