@@ -93,16 +93,7 @@ std::array<float, 3> tint(int64_t index) {
 ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions options)
     : dir_(std::move(dir)), options_(std::move(options)) {
   const std::string where = "image folder " + dir_;
-  if ((options_.height > 0) != (options_.width > 0) || options_.height < 0 || options_.width < 0) {
-    throw std::invalid_argument(where + ": size " + std::to_string(options_.height) + "x" + std::to_string(options_.width) +
-                                " (expected both sides > 0, or both 0 for the images' own)");
-  }
-  if (options_.channels != 0 && options_.channels != 1 && options_.channels != 3) {
-    throw std::invalid_argument(where + ": channels " + std::to_string(options_.channels) + " (expected 1, 3 or 0)");
-  }
-  if (options_.max_pixels < 0) {
-    throw std::invalid_argument(where + ": max_pixels " + std::to_string(options_.max_pixels) + " (expected >= 0, 0 = no budget)");
-  }
+  detail::check_image_read_options(where, options_.height, options_.width, options_.channels, options_.max_pixels);
   std::error_code ec;
   if (!fs::is_directory(dir_, ec)) throw std::invalid_argument(where + ": not a directory");
   std::vector<std::string> folders;

@@ -2,7 +2,23 @@
 
 #include <ATen/ATen.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace fitscope::detail {
+
+void check_image_read_options(const std::string& where, int64_t height, int64_t width, int64_t channels, int64_t max_pixels) {
+  if ((height > 0) != (width > 0) || height < 0 || width < 0) {
+    throw std::invalid_argument(where + ": size " + std::to_string(height) + "x" + std::to_string(width) +
+                                " (expected both sides > 0, or both 0 for the images' own)");
+  }
+  if (channels != 0 && channels != 1 && channels != 3) {
+    throw std::invalid_argument(where + ": channels " + std::to_string(channels) + " (expected 1, 3 or 0)");
+  }
+  if (max_pixels < 0) {
+    throw std::invalid_argument(where + ": max_pixels " + std::to_string(max_pixels) + " (expected >= 0, 0 = no budget)");
+  }
+}
 
 void pixels_to_tensor(Pixels& pixels, at::Tensor out) {
   const int64_t height = out.size(1), width = out.size(2);

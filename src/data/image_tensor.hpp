@@ -17,6 +17,11 @@ namespace fitscope::detail {
 /// resized bilinearly (antialiased when it shrinks, as PIL) when their size differs from out's.
 void pixels_to_tensor(Pixels& pixels, at::Tensor out);
 
+/// Checks the options that read images, as ImageFolderOptions and RecordDecoderOptions spell them: a
+/// size of both sides > 0 or both 0, channels 0, 1 or 3, max_pixels >= 0. Throws
+/// std::invalid_argument naming `where`, the option, its value and what is expected.
+void check_image_read_options(const std::string& where, int64_t height, int64_t width, int64_t channels, int64_t max_pixels);
+
 /// The format write_image_folder writes with `options`; throws std::invalid_argument for a format,
 /// quality or channel count it cannot write.
 ImageFormat checked_file_format(const ImageFolderWriteOptions& options);

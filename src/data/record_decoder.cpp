@@ -144,16 +144,7 @@ RecordFeatures RecordFeatures::parse(const std::string& text) {
 
 RecordDecoder::RecordDecoder(RecordDecoderOptions options) : options_(std::move(options)) {
   const std::string where = "record decoder";
-  if ((options_.height > 0) != (options_.width > 0) || options_.height < 0 || options_.width < 0) {
-    throw std::invalid_argument(where + ": size " + std::to_string(options_.height) + "x" + std::to_string(options_.width) +
-                                " (expected both sides > 0, or both 0 for the images' own)");
-  }
-  if (options_.channels != 0 && options_.channels != 1 && options_.channels != 3) {
-    throw std::invalid_argument(where + ": channels " + std::to_string(options_.channels) + " (expected 1, 3 or 0)");
-  }
-  if (options_.max_pixels < 0) {
-    throw std::invalid_argument(where + ": max_pixels " + std::to_string(options_.max_pixels) + " (expected >= 0, 0 = no budget)");
-  }
+  detail::check_image_read_options(where, options_.height, options_.width, options_.channels, options_.max_pixels);
   if (options_.classes < 0) {
     throw std::invalid_argument(where + ": classes " + std::to_string(options_.classes) + " (expected >= 0, 0 = not known)");
   }
