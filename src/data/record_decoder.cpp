@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdio>
 #include <stdexcept>
 #include <vector>
 
 #include "fitscope/data/tf_example.hpp"
 #include "image_codec.hpp"
 #include "image_tensor.hpp"
+#include "quoted_bytes.hpp"
 
 namespace fitscope {
 namespace {
@@ -56,21 +56,8 @@ std::string some_names(const Map& names) {
   return list;
 }
 
-/// `bytes` readable in a message: printable ASCII as is, other bytes as \xNN, cut at kQuotedBytes.
-std::string quoted(const std::string& bytes) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < bytes.size() && i < kQuotedBytes; ++i) {
-    const unsigned char c = static_cast<unsigned char>(bytes[i]);
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02X", c);
-      out += hex;
-    }
-  }
-  return out + (bytes.size() > kQuotedBytes ? "\"..." : "\"");
-}
+/// `bytes` readable in a message: in double quotes, cut at kQuotedBytes.
+std::string quoted(const std::string& bytes) { return detail::quoted_bytes(bytes, '"', kQuotedBytes); }
 
 /// The list's kind with its article, for messages: "an int64_list", "a feature with no list".
 std::string kind_phrase(const ExampleFeature& feature) {

@@ -10,6 +10,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "quoted_bytes.hpp"
+
 namespace fitscope {
 namespace {
 
@@ -24,22 +26,6 @@ constexpr std::size_t kChecksum = 148, kChecksumLength = 8;
 constexpr std::size_t kTypeflag = 156;
 constexpr std::size_t kMagic = 257;
 constexpr std::size_t kPrefix = 345, kPrefixLength = 155;
-
-/// The bytes of `text` for a message, in quotes, with anything but printable ASCII as \xNN.
-std::string single_quoted(std::string_view text) {
-  std::string out = "'";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '\\') {
-      out += c;
-    } else {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", u);
-      out += escaped;
-    }
-  }
-  return out + "'";
-}
 
 /// A header field: its bytes up to the first NUL.
 std::string_view field(const char* header, std::size_t at, std::size_t length) {
@@ -101,7 +87,7 @@ void put_octal(char* out, std::size_t length, uint64_t value) {  // length - 1 d
 
 void write_tar_member(std::ostream& out, std::string_view name, std::string_view bytes) {
   const auto refuse = [&](const std::string& why) {
-    throw std::invalid_argument("cannot write the tar member " + single_quoted(name) + ": " + why);
+    throw std::invalid_argument("cannot write the tar member " + detail::quoted_bytes(name) + ": " + why);
   };
   if (name.empty()) refuse("a member needs a name");
   if (name.find('\0') != std::string_view::npos) refuse("a name cannot hold a NUL byte");
@@ -256,7 +242,7 @@ bool TarReader::next(TarMember& member) {
     const auto [unsigned_sum, signed_sum] = checksums(header);
     if (!stored || (static_cast<int64_t>(*stored) != unsigned_sum && static_cast<int64_t>(*stored) != signed_sum)) {
       fail(at, "the header", "its checksum field (at byte offset " + std::to_string(at + static_cast<int64_t>(kChecksum)) + ") reads " +
-                                 single_quoted(checksum_field) + (stored ? " (" + std::to_string(*stored) + ")" : " (not an octal number)") +
+                                 detail::quoted_bytes(checksum_field) + (stored ? " (" + std::to_string(*stored) + ")" : " (not an octal number)") +
                                  ", expected " + std::to_string(unsigned_sum) +
                                  " (the sum of the header's bytes with that field as spaces; " +
                                  std::to_string(signed_sum) + " summed as signed bytes): the archive is corrupt, or "
@@ -266,7 +252,7 @@ bool TarReader::next(TarMember& member) {
     const std::optional<uint64_t> header_size = parse_number(size_field);
     if (!header_size) {
       fail(at, "the header", "its size field (at byte offset " + std::to_string(at + static_cast<int64_t>(kSize)) + ") reads " +
-                                 single_quoted(size_field) + ", expected octal digits or a positive base-256 number");
+                                 detail::quoted_bytes(size_field) + ", expected octal digits or a positive base-256 number");
     }
     const char type = header[kTypeflag];
     switch (type) {
@@ -293,14 +279,14 @@ bool TarReader::next(TarMember& member) {
           if (i == p || i >= data.size() || data[i] != ' ' || equals == std::string::npos || equals >= p + length ||
               data[p + length - 1] != '\n') {
             fail(at, "the pax extended header", "its record at data byte " + std::to_string(p) + " (" +
-                                                    single_quoted(data.substr(p, 40)) +
+                                                    detail::quoted_bytes(data.substr(p, 40)) +
                                                     ") is not 'LENGTH KEY=VALUE\\n' with LENGTH its size in bytes");
           }
           const std::string key = data.substr(i + 1, equals - i - 1);
           const std::string value = data.substr(equals + 1, p + length - 1 - equals - 1);
           if (key == "path") {
             if (value.find('\0') != std::string::npos) {
-              fail(at, "the pax extended header", "its path " + single_quoted(value) + " holds a NUL byte");
+              fail(at, "the pax extended header", "its path " + detail::quoted_bytes(value) + " holds a NUL byte");
             }
             if (value.empty()) pax_path.reset(); else pax_path = value;
           } else if (key == "size") {
@@ -310,7 +296,7 @@ bool TarReader::next(TarMember& member) {
               ok = ok && c >= '0' && c <= '9';
               if (ok) v = v * 10 + static_cast<uint64_t>(c - '0');
             }
-            if (!ok) fail(at, "the pax extended header", "its size " + single_quoted(value) + " is not a decimal number of bytes");
+            if (!ok) fail(at, "the pax extended header", "its size " + detail::quoted_bytes(value) + " is not a decimal number of bytes");
             pax_size = v;
             has_pax_size = true;
           } else if (key.rfind("GNU.sparse.", 0) == 0) {
@@ -336,16 +322,16 @@ bool TarReader::next(TarMember& member) {
     }
     const int64_t entry = first >= 0 ? first : at;
     const bool regular = type == '0' || type == '\0' || type == '7';
-    if (type == 'S') fail(entry, "the member " + single_quoted(name), "a GNU sparse file is not supported");
+    if (type == 'S') fail(entry, "the member " + detail::quoted_bytes(name), "a GNU sparse file is not supported");
     if (!regular || (!name.empty() && name.back() == '/')) {
       // links, devices, directories and FIFOs have no data (whatever size they declare); other entries'
       // data is skipped
       const bool no_data = type >= '1' && type <= '6';
       if (!no_data) {
         if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - kBlock)) {
-          fail(entry, "the entry " + single_quoted(name), "it declares " + std::to_string(size) + " data bytes, more than a file holds");
+          fail(entry, "the entry " + detail::quoted_bytes(name), "it declares " + std::to_string(size) + " data bytes, more than a file holds");
         }
-        skip(static_cast<int64_t>(size + padding(size)), entry, "the entry " + single_quoted(name), "its data and padding");
+        skip(static_cast<int64_t>(size + padding(size)), entry, "the entry " + detail::quoted_bytes(name), "its data and padding");
       }
       first = -1;
       long_name.reset();
@@ -353,7 +339,7 @@ bool TarReader::next(TarMember& member) {
       has_pax_size = false;
       continue;
     }
-    const std::string subject = "the member " + single_quoted(name);
+    const std::string subject = "the member " + detail::quoted_bytes(name);
     if (name.empty()) fail(entry, "the member", "a regular file without a name");
     if (size > static_cast<uint64_t>(options_.max_member_bytes)) {
       fail(entry, subject, "it declares " + std::to_string(size) + " data bytes, more than " +
@@ -441,7 +427,7 @@ TarSampleReader::TarSampleReader(TarReader reader, TarSampleOptions options)
       const std::size_t bar = std::min(entry.find('|', p), entry.size());
       alternatives.push_back(entry.substr(p, bar - p));
       if (alternatives.back().empty()) {
-        throw std::invalid_argument("TarSampleOptions::required: " + single_quoted(entry) +
+        throw std::invalid_argument("TarSampleOptions::required: " + detail::quoted_bytes(entry) +
                                     " holds an empty extension (expected extensions separated by '|', as 'jpg|png')");
       }
       if (bar == entry.size()) break;
@@ -453,7 +439,7 @@ TarSampleReader::TarSampleReader(TarReader reader, TarSampleOptions options)
 
 void TarSampleReader::fail(const TarSample& sample, const std::string& what) const {
   throw std::invalid_argument(reader_.source() + ": the sample at byte offset " + std::to_string(sample.offset) +
-                              " (key " + single_quoted(sample.key) + ") " + what);
+                              " (key " + detail::quoted_bytes(sample.key) + ") " + what);
 }
 
 bool TarSampleReader::next(TarSample& sample) {
@@ -482,8 +468,8 @@ bool TarSampleReader::next(TarSample& sample) {
     has_pending_ = false;
     if (sample.parts.count(pending_name_.extension) != 0) {
       if (repeated.empty()) {
-        repeated = "has the extension " + single_quoted(pending_name_.extension) + " twice: the member " +
-                   single_quoted(pending_.name) + " at byte offset " + std::to_string(pending_.offset) +
+        repeated = "has the extension " + detail::quoted_bytes(pending_name_.extension) + " twice: the member " +
+                   detail::quoted_bytes(pending_.name) + " at byte offset " + std::to_string(pending_.offset) +
                    " repeats it (a sample holds one member per extension)";
       }
       continue;
@@ -507,8 +493,8 @@ bool TarSampleReader::next(TarSample& sample) {
       continue;
     }
     std::string wanted, has;
-    for (const std::string& e : alternatives) wanted += (wanted.empty() ? "" : " or ") + single_quoted(e);
-    for (const auto& part : sample.parts) has += (has.empty() ? "" : ", ") + single_quoted(part.first);
+    for (const std::string& e : alternatives) wanted += (wanted.empty() ? "" : " or ") + detail::quoted_bytes(e);
+    for (const auto& part : sample.parts) has += (has.empty() ? "" : ", ") + detail::quoted_bytes(part.first);
     fail(sample, "has no " + wanted + " part (its parts: " + has + "): every sample needs one");
   }
   return true;
