@@ -6,14 +6,13 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
-#include <system_error>
 
 #include "fitscope/data/tar_format.hpp"
+#include "fitscope/io/file_system.hpp"
 #include "fitscope/data/tf_example.hpp"
 #include "fitscope/data/tfrecord_format.hpp"
 #include "image_tensor.hpp"
@@ -24,29 +23,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// One shard being written: a temporary file beside the shard's name, renamed to it by commit(), and
-/// removed when the ShardFile is dropped before (a failed write leaves no partial file named as a
-/// shard). Not fsynced: a generated test set, as the folder writer's images. gzip: deflated as it goes,
-/// one gzip member for the whole file, which TF's GZIP reader and gunzip read.
+/// One shard being written through io/'s FileSystem: a temporary file beside the shard's name, renamed
+/// to it by commit(), and removed when the ShardFile is dropped before (a failed write leaves no
+/// partial file named as a shard). Not fsynced: a generated test set, as the folder writer's images.
+/// gzip: deflated as it goes, one gzip member for the whole file, which TF's GZIP reader and gunzip read.
 class ShardFile {
  public:
   ShardFile(std::string path, bool gzip)
-      : path_(std::move(path)), temporary_(path_ + ".tmp." + std::to_string(::getpid())), gzip_(gzip) {
+      : files_(posix_file_system()), path_(std::move(path)), temporary_(path_ + ".tmp." + std::to_string(::getpid())), gzip_(gzip) {
     if (gzip_ && deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
       throw std::runtime_error(path_ + ": zlib cannot start compressing");
     }
-    out_.open(temporary_, std::ios::binary | std::ios::trunc);
-    if (!out_) {
+    try {
+      out_ = files_->create(temporary_);
+    } catch (const std::exception& e) {
       if (gzip_) deflateEnd(&z_);
-      throw std::runtime_error(temporary_ + ": cannot be created (for " + path_ + ")");
+      throw std::runtime_error(temporary_ + ": cannot be created (for " + path_ + "): " + e.what());
     }
   }
   ~ShardFile() {
     if (gzip_) deflateEnd(&z_);
     if (!committed_) {
-      out_.close();
-      std::error_code ignored;
-      fs::remove(temporary_, ignored);
+      try {
+        out_->close();
+        files_->remove(temporary_);
+      } catch (const std::exception&) {  // best effort: the shard's own name was never written
+      }
     }
   }
   ShardFile(const ShardFile&) = delete;
@@ -57,20 +59,19 @@ class ShardFile {
   /// Ends the file and renames it to its name; returns its size on disk.
   int64_t commit() {
     if (gzip_) deflate_out({}, Z_FINISH);
-    out_.close();
-    if (!out_) throw std::runtime_error(temporary_ + ": cannot be written (for " + path_ + ")");
-    std::error_code error;
-    fs::rename(temporary_, path_, error);
-    if (error) throw std::runtime_error(path_ + ": cannot be renamed into place from " + temporary_ + " (" + error.message() + ")");
+    out_->close();
+    try {
+      files_->rename(temporary_, path_);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path_ + ": cannot be renamed into place from " + temporary_ + " (" + e.what() + ")");
+    }
     committed_ = true;
     return written_;
   }
 
  private:
   void write_out(std::string_view bytes) {
-    if (!out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-      throw std::runtime_error(temporary_ + ": cannot be written (for " + path_ + ")");
-    }
+    out_->append(bytes);
     written_ += static_cast<int64_t>(bytes.size());
   }
   void deflate_out(std::string_view bytes, int flush) {
@@ -87,9 +88,10 @@ class ShardFile {
     } while (z_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
   }
 
+  std::shared_ptr<FileSystem> files_;
   std::string path_, temporary_;
   bool gzip_;
-  std::ofstream out_;
+  std::unique_ptr<WritableFile> out_;
   z_stream z_{};
   int64_t written_ = 0;
   bool committed_ = false;
