@@ -36,6 +36,7 @@
 #include "fitscope/data/sample_random.hpp"
 #include "fitscope/data/sampler.hpp"
 #include "fitscope/data/shard_stream.hpp"
+#include "fitscope/data/stream_dataset.hpp"
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/data/synthetic.hpp"
 #include "fitscope/data/synthetic_images.hpp"

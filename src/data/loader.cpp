@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -19,8 +21,23 @@
 #include "error_context.hpp"
 #include "fitscope/data/cached_dataset.hpp"
 #include "fitscope/data/loader_tuner.hpp"
+#include "fitscope/data/stream_dataset.hpp"
 
 namespace fitscope {
+
+struct Loader::Stream {
+  explicit Stream(const StreamDataset& d) : data(d), reader(d.open_stream()) {}
+  const StreamDataset& data;
+  // the workers' (one reads at a time, in batch order)
+  std::mutex mutex;
+  std::condition_variable read;        // a batch's records were read
+  ShardStream reader;
+  int64_t next_read = 0;               // the batch whose records are read next
+  std::map<int64_t, StreamPosition> after;  // the position after batch b, until b is handed out
+  // the consumer's
+  StreamPosition handed;               // after the last batch handed out
+};
+
 namespace {
 
 thread_local int64_t t_worker = 0;  // the loader worker this thread is (1..W), for its track in the trace
@@ -83,6 +100,16 @@ Loader::Loader(std::shared_ptr<const Dataset> data, LoaderOptions options)
   }
   for (const auto& t : options_.transforms) {
     if (!t) throw std::invalid_argument("the loader was given a null transform");
+  }
+  if (const auto* stream = dynamic_cast<const StreamDataset*>(data_.get())) {
+    if (options_.cache || options_.sampler) {
+      throw std::invalid_argument(std::string("LoaderOptions::") + (options_.cache ? "cache" : "sampler") + ": " +
+                                  stream->source() + " is a stream, read in order (expected no " +
+                                  (options_.cache ? "cache" : "sampler") + " for a StreamDataset)");
+    }
+    stream_ = std::make_unique<Stream>(*stream);
+    stream_->handed = stream_->reader.position();
+    options_.sampler = std::make_shared<SequentialSampler>(data_->size());  // the stream's positions, 0..n-1
   }
   if (options_.cache) data_ = std::make_shared<CachedDataset>(data_, options_.cache_max_bytes);
   if (!options_.sampler) {
@@ -157,12 +184,33 @@ int64_t Loader::num_batches() const {
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
-void Loader::set_epoch(int64_t epoch, int64_t first_batch) {
+void Loader::set_epoch(int64_t epoch, int64_t first_batch, const std::string& stream_position) {
   if (first_batch < 0 || first_batch > num_batches()) {
     throw std::out_of_range("first batch " + std::to_string(first_batch) + " outside an epoch of " +
                             std::to_string(num_batches()) + " batches");
   }
-  if (prefetcher_) prefetcher_->cancel();  // nothing may read order_ while it changes
+  if (prefetcher_) prefetcher_->cancel();  // nothing may read order_ (or the stream) while it changes
+  if (stream_) {
+    Stream& s = *stream_;
+    s.after.clear();
+    if (!stream_position.empty()) {
+      const StreamPosition position = StreamPosition::decode(stream_position);
+      if (position.epoch != epoch) {
+        throw std::invalid_argument("a stream position of epoch " + std::to_string(position.epoch) + " to resume epoch " +
+                                    std::to_string(epoch) + " of " + data_->source() + " (expected the same epoch)");
+      }
+      s.reader.restore(position);
+    } else {
+      s.reader.set_epoch(epoch);
+      ShardRecord skipped;
+      const int64_t records = std::min(first_batch * options_.batch_size, samples_per_epoch_);
+      for (int64_t r = 0; r < records; ++r) {
+        if (!s.data.next_record(s.reader, skipped)) throw std::logic_error(data_->source() + ": the stream ended early");
+      }
+    }
+    s.next_read = first_batch;
+    s.handed = s.reader.position();
+  }
   epoch_ = epoch;
   options_.sampler->set_epoch(epoch);
   order_ = options_.sampler->indices();
@@ -206,10 +254,11 @@ Batch Loader::build(int64_t batch, const StopToken* stop) const {
   const std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
   Batch out;
   try {
-    out = data_->get_batch(indices);
+    out = stream_ ? build_from_stream(batch, stop) : data_->get_batch(indices);
   } catch (...) {
     detail::rethrow_with_context("batch " + std::to_string(batch) + ": ");
   }
+  if (!out.inputs.defined()) return {};  // a stream's pass abandoned while the batch waited its turn
   const BatchContext context{options_.seed, epoch_, &indices};
   for (const auto& transform : options_.transforms) {
     try {
@@ -227,17 +276,69 @@ Batch Loader::build(int64_t batch, const StopToken* stop) const {
   return out;
 }
 
+Batch Loader::build_from_stream(int64_t batch, const StopToken* stop) const {
+  Stream& s = *stream_;
+  const int64_t count = std::min(options_.batch_size, samples_per_epoch_ - batch * options_.batch_size);
+  std::vector<ShardRecord> records(static_cast<std::size_t>(count));
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    // the batches are built in order of their index (the prefetcher hands them out so), so the batch
+    // before this one is being read or was: a short wait, which a cancelled pass cuts short
+    while (s.next_read != batch) {
+      if (!stop) throw std::logic_error("batch " + std::to_string(batch) + " of a stream built out of turn");
+      if (stop->stop_requested()) return {};
+      s.read.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    const auto turn_over = [&] {
+      ++s.next_read;
+      s.read.notify_all();
+    };
+    try {
+      for (ShardRecord& record : records) {
+        if (!s.data.next_record(s.reader, record)) {
+          throw std::logic_error(data_->source() + ": the stream ended after " + std::to_string(s.reader.position().draws) +
+                                 " records of epoch " + std::to_string(epoch_) + ", before the " +
+                                 std::to_string(samples_per_epoch_) + " counted (did a shard change?)");
+        }
+      }
+    } catch (...) {
+      turn_over();
+      throw;
+    }
+    s.after.emplace(batch, s.reader.position());
+    turn_over();
+  }
+  std::vector<Example> examples;
+  examples.reserve(records.size());
+  for (const ShardRecord& record : records) examples.push_back(s.data.decode(record));
+  return collate(examples);
+}
+
+std::string Loader::stream_position() const { return stream_ ? stream_->handed.encode() : std::string(); }
+
 Batch Loader::next() {
+  const auto note_stream_position = [this](int64_t handed) {
+    if (!stream_) return;
+    std::lock_guard<std::mutex> lock(stream_->mutex);
+    const auto it = stream_->after.find(handed);
+    if (it == stream_->after.end()) return;  // its read failed: the error is what is handed out
+    stream_->handed = std::move(it->second);
+    stream_->after.erase(it);
+  };
   if (!prefetcher_) {
     if (cursor_ >= num_batches()) {
       throw std::out_of_range("batch " + std::to_string(cursor_) + " requested from an epoch of " +
                               std::to_string(num_batches()));
     }
     ++handed_out_;
-    return build(cursor_++, nullptr);
+    const int64_t b = cursor_++;
+    Batch batch = build(b, nullptr);
+    note_stream_position(b);
+    return batch;
   }
   const int64_t asked = tuner_ ? now_ns() : 0;
   Batch batch = prefetcher_->next();
+  note_stream_position(cursor_);
   ++cursor_;
   ++handed_out_;
   if (tuner_) {
@@ -305,6 +406,7 @@ void Loader::record_change(int64_t now, std::string why) {
 
 void Loader::stop() {
   if (prefetcher_) prefetcher_->cancel();
+  if (stream_) stream_->after.clear();
   cursor_ = num_batches();
 }
 

@@ -68,7 +68,8 @@ std::string kind_phrase(const ExampleFeature& feature) {
 
 /// Decodes an encoded image as ImageFolderDataset::decode_into does (the same codec call, then
 /// detail::pixels_to_tensor), so a file's bytes give the same tensor from a folder and from a shard. `where` names the record and feature in errors.
-at::Tensor decode_image(const std::string& bytes, const std::string& where, const RecordDecoderOptions& options) {
+/// With `with_pixels` false only the header is read and checked (RecordDecoder::check): no tensor.
+at::Tensor decode_image(const std::string& bytes, const std::string& where, const RecordDecoderOptions& options, bool with_pixels) {
   // The header first: a record has no scan, so channels 0 means this image's own, and the pixel budget
   // is checked here, before the decoder allocates, with this option's name in the message.
   const detail::ImageHeader header = detail::read_header(bytes, where);
@@ -77,6 +78,7 @@ at::Tensor decode_image(const std::string& bytes, const std::string& where, cons
                                 std::to_string(header.height * header.width) + " pixels, above the budget of " +
                                 std::to_string(options.max_pixels) + " pixels an image (RecordDecoderOptions::max_pixels)");
   }
+  if (!with_pixels) return {};
   const int64_t channels = options.channels != 0 ? options.channels : header.channels;
   const int64_t height = options.height > 0 ? options.height : header.height;
   const int64_t width = options.width > 0 ? options.width : header.width;
@@ -116,10 +118,25 @@ RecordFeatures RecordFeatures::parse(const std::string& text) {
   const std::size_t comma = text.find(',');
   const std::string context = "features " + quoted(text);
   if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos) {
-    throw std::invalid_argument(context + " (expected INPUT,TARGET: two names separated by one comma, such as "
-                                          "image/encoded,image/class/label or, for tar shards, png,cls)");
+    throw std::invalid_argument(context + " (expected image=KEY,label=KEY or INPUT,TARGET: two names separated by one "
+                                          "comma, such as image/encoded,image/class/label or, for tar shards, png,cls)");
   }
   RecordFeatures features{trim(text.substr(0, comma)), trim(text.substr(comma + 1))};
+  // DESIGN's spelling names each: image=KEY,label=KEY (either order; input= and target= too)
+  if (features.input.find('=') != std::string::npos || features.target.find('=') != std::string::npos) {
+    RecordFeatures named;
+    for (const std::string& part : {features.input, features.target}) {
+      const std::size_t equals = part.find('=');
+      const std::string role = trim(part.substr(0, equals));
+      std::string* into = role == "image" || role == "input" ? &named.input : role == "label" || role == "target" ? &named.target : nullptr;
+      if (equals == std::string::npos || into == nullptr || !into->empty()) {
+        throw std::invalid_argument(context + " (expected image=KEY,label=KEY, each once, such as "
+                                              "image=image/encoded,label=image/class/label)");
+      }
+      *into = trim(part.substr(equals + 1));
+    }
+    features = named;
+  }
   if (features.input.empty() || features.target.empty()) {
     throw std::invalid_argument(context + ": no " + (features.input.empty() ? "input" : "target") +
                                 " name (expected INPUT,TARGET, both named, such as png,cls)");
@@ -152,10 +169,14 @@ RecordDecoder::RecordDecoder(RecordDecoderOptions options) : options_(std::move(
 }
 
 Example RecordDecoder::decode(const ShardRecord& record, const std::string& shard_path) const {
-  return options_.format == ShardFormat::kTar ? decode_tar(record, shard_path) : decode_tfrecord(record, shard_path);
+  return options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, true) : decode_tfrecord(record, shard_path, true);
 }
 
-Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::string& shard_path) const {
+void RecordDecoder::check(const ShardRecord& record, const std::string& shard_path) const {
+  (void)(options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, false) : decode_tfrecord(record, shard_path, false));
+}
+
+Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images) const {
   const ExampleFeatures example = parse_example(record.bytes, shard_path, record.offset);
   const std::string at = shard_path + ": the record at byte offset " + std::to_string(record.offset);
   const auto find = [&](const std::vector<std::string>& names, const std::string& spec, const char* expected) {
@@ -170,12 +191,12 @@ Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::str
   Example out;
   const auto input = find(input_names_, options_.features.input, "the input: an encoded image or a float_list");
   const std::string input_at = at + ", feature " + input->first;
-  if (const auto* images = std::get_if<std::vector<std::string>>(&input->second)) {
-    if (images->size() != 1) {
-      throw std::invalid_argument(input_at + ": a bytes_list of " + std::to_string(images->size()) +
+  if (const auto* encoded = std::get_if<std::vector<std::string>>(&input->second)) {
+    if (encoded->size() != 1) {
+      throw std::invalid_argument(input_at + ": a bytes_list of " + std::to_string(encoded->size()) +
                                   " elements (expected exactly one: the encoded JPEG or PNG)");
     }
-    out.data = decode_image(images->front(), input_at, options_);
+    out.data = decode_image(encoded->front(), input_at, options_, images);
   } else if (const auto* values = std::get_if<std::vector<float>>(&input->second)) {
     if (values->empty()) throw std::invalid_argument(input_at + ": an empty float_list (expected a feature vector of at least one value)");
     out.data = at::empty({static_cast<int64_t>(values->size())}, at::kFloat);
@@ -199,7 +220,7 @@ Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::str
   return out;
 }
 
-Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& shard_path) const {
+Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& shard_path, bool images) const {
   const std::string at = shard_path + ": the sample " + record.key + " at byte offset " + std::to_string(record.offset);
   const auto find = [&](const std::vector<std::string>& names, const std::string& spec, const char* expected) {
     const auto it = find_first(record.parts, names);
@@ -211,7 +232,7 @@ Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& 
 
   Example out;
   const auto input = find(input_names_, options_.features.input, "the input: a JPEG or PNG");
-  out.data = decode_image(input->second, at + ", part " + input->first, options_);
+  out.data = decode_image(input->second, at + ", part " + input->first, options_, images);
 
   const auto target = find(target_names_, options_.features.target, "the target: the class index as decimal text");
   const std::string target_at = at + ", part " + target->first;

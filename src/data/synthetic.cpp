@@ -41,10 +41,12 @@ TensorDataset make_synthetic(const SyntheticOptions& o) {
   const int64_t n = o.size, s = o.image_size;
   const double margin = o.max_shift + 2.0;
 
-  // class prototypes: three strokes each, endpoints inside the margin
+  // class prototypes: three strokes each, endpoints inside the margin (drawn first, from the examples'
+  // generator unless they have a seed of their own)
+  auto prototype_gen = o.prototype_seed && *o.prototype_seed != o.seed ? at::make_generator<at::CPUGeneratorImpl>(*o.prototype_seed) : gen;
   std::vector<at::Tensor> prototypes;
   for (int64_t c = 0; c < o.classes; ++c) {
-    auto segments = at::rand({3, 4}, gen) * (s - 1 - 2 * margin) + margin;
+    auto segments = at::rand({3, 4}, prototype_gen) * (s - 1 - 2 * margin) + margin;
     prototypes.push_back(render_strokes(segments, s, 1.1));
   }
   const auto protos = at::stack(prototypes);  // [C, S, S]

@@ -28,7 +28,8 @@ void for_each_synthetic_part(const SyntheticImagesOptions& o, const std::functio
   for (int64_t first = 0; first < o.count; first += part) {
     SyntheticOptions s;
     s.size = std::min(part, o.count - first);
-    s.seed = o.seed * 1000003 + static_cast<uint64_t>(first / part);  // distinct parts, distinct seeds
+    s.seed = o.seed * 1000003 + static_cast<uint64_t>(first / part);  // distinct parts, distinct seeds,
+    s.prototype_seed = o.seed * 1000003;                               // the same classes (part 0's)
     s.classes = o.classes;
     s.image_size = side;
     s.max_shift = std::min<int64_t>(s.max_shift, (side - 1) / 4);  // small images shift less

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "fitscope/data/file_sources.hpp"
+#include "fitscope/data/stream_dataset.hpp"
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/data/synthetic.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
@@ -57,10 +58,34 @@ std::string reason_of(const std::exception& e) {
 
 /// The data set `spec` (`data`'s syntax) named `name`, drawn from `seed`; an image folder's classes
 /// are `classes` when given (a validation folder takes the training folder's).
-RunData load_one(const RunSpec& s, const std::string& spec, const std::string& name, uint64_t seed,
-                 const std::vector<std::string>& classes = {}) {
+RunData load_one(const RunSpec& s, const std::string& spec, const std::string& name, uint64_t seed, int64_t rank,
+                 int64_t world_size, const std::vector<std::string>& classes = {}) {
   RunData out;
   try {
+    for (const auto& [prefix, format] : {std::pair{"tfrecord", ShardFormat::kTfRecord}, std::pair{"tar", ShardFormat::kTar}}) {
+      const auto pattern = after_prefix(spec, prefix);
+      if (!pattern) continue;
+      StreamDatasetOptions options;
+      options.format = format;
+      if (!s.features.empty()) options.decoder.features = RecordFeatures::parse(s.features);
+      options.decoder.height = s.images.height;
+      options.decoder.width = s.images.width;
+      options.decoder.channels = s.images.channels;
+      options.decoder.max_pixels = s.images.max_pixels;
+      options.decoder.classes = s.num_classes.value_or(10);
+      options.shuffle_buffer = s.shuffle_buffer;
+      options.seed = seed;
+      options.skip_bad_records = s.images.skip_bad_files;
+      options.rank = rank;
+      options.world_size = world_size;
+      auto stream = std::make_shared<StreamDataset>(*pattern, options);
+      if (stream->skipped_count() > 0) {
+        out.warnings.push_back(name + " " + spec + ": " + std::to_string(stream->skipped_count()) +
+                               " bad records left out (ImageFolderOptions::skip_bad_files), the first: " + stream->skipped().front());
+      }
+      out.train = stream;
+      return out;
+    }
     if (auto dir = after_prefix(spec, "images")) {
       ImageFolderOptions options = s.images;
       options.seed = seed;
@@ -100,7 +125,8 @@ RunData load_one(const RunSpec& s, const std::string& spec, const std::string& n
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(name + " " + spec + ": " + e.what());
   }
-  throw std::invalid_argument(name + " " + spec + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
+  throw std::invalid_argument(name + " " + spec + ": unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE, "
+                              "images:DIR, tfrecord:GLOB or tar:GLOB)");
 }
 
 /// Classes of the data: num_classes, else 10, or the largest label + 1 when larger (CSV).
@@ -180,6 +206,8 @@ RunSpec RunSpec::from_config(const std::string& run_dir) {
     else if (name == "synthetic-size") spec.synthetic_size = count(v);
     else if (name == "seed") spec.seed = whole(v);
     else if (name == "num-classes") spec.num_classes = count(v);
+    else if (name == "shuffle-buffer") spec.shuffle_buffer = count(v);
+    else if (name == "features") spec.features = v;
     else if (name == "max-image-pixels") spec.images.max_pixels = count(v);
     else if (name == "skip-bad-files") spec.images.skip_bad_files = v == "true";
     else if (name == "color-mode") spec.images.channels = color_mode_channels(v);
@@ -201,11 +229,11 @@ RunSpec RunSpec::from_config(const std::string& run_dir) {
   return spec;
 }
 
-RunData load_run_data(const RunSpec& spec) {
-  RunData data = load_one(spec, spec.data, "RunSpec::data", spec.seed);
+RunData load_run_data(const RunSpec& spec, int64_t rank, int64_t world_size) {
+  RunData data = load_one(spec, spec.data, "RunSpec::data", spec.seed, rank, world_size);
   if (!spec.validation_data.empty()) {
     const auto* images = dynamic_cast<const ImageFolderDataset*>(data.train.get());
-    RunData v = load_one(spec, spec.validation_data, "RunSpec::validation_data", spec.seed + 1,
+    RunData v = load_one(spec, spec.validation_data, "RunSpec::validation_data", spec.seed + 1, rank, world_size,
                          images ? images->classes() : std::vector<std::string>{});
     data.test = v.test ? v.test : v.train;
     data.warnings.insert(data.warnings.end(), v.warnings.begin(), v.warnings.end());
@@ -239,7 +267,8 @@ std::shared_ptr<Model> make_run_model(const RunSpec& spec, const RunData& data) 
 
 void check_model_takes_data(Trainer& trainer, const RunSpec& spec, const RunData& data) {
   const std::string model = "RunSpec::model " + spec.model, examples = "RunSpec::data " + spec.data;
-  const at::Tensor one = data.train->get_batch({0}).inputs.to(trainer.options().device);
+  const auto* stream = dynamic_cast<const StreamDataset*>(data.train.get());
+  const at::Tensor one = (stream ? stream->first().data.unsqueeze(0) : data.train->get_batch({0}).inputs).to(trainer.options().device);
   at::Tensor out;
   try {
     torch::NoGradGuard no_grad;
@@ -274,12 +303,13 @@ JudgedData judged_data(const RunSpec& spec, const RunData& data) {
   if (data.test) {
     return {data.test, spec.validation_data.empty() ? "the test part of " + spec.data : spec.validation_data};
   }
-  if (spec.validation_split > 0) {
+  if (spec.validation_split > 0 && !dynamic_cast<const StreamDataset*>(data.train.get())) {
     auto held_out = split_dataset(data.train, spec.validation_split).second;
     const std::string name = "the validation split (the last " + std::to_string(held_out->size()) + " examples of " + spec.data + ")";
     return {std::move(held_out), name};
   }
-  throw std::invalid_argument("the run had no validation data (no RunSpec::validation_data, test files or validation split)");
+  throw std::invalid_argument("the run had no validation data (no RunSpec::validation_data, test files or validation split; "
+                              "a stream has no split)");
 }
 
 }  // namespace fitscope

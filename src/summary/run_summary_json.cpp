@@ -58,6 +58,14 @@ std::string RunSummary::to_json() const {
                    {"steps_resolved_in_loop", device_timing->steps_resolved_in_loop},
                    {"steps_resolved_at_end", device_timing->steps_resolved_at_end}};
   }
+  json streams_json = nullptr;
+  if (streams) {
+    json ranks_json = json::array();
+    for (const StreamsSummary::Rank& r : streams->ranks) ranks_json.push_back({{"rank", r.rank}, {"shards", r.shards}, {"records", r.records}});
+    streams_json = {{"source", streams->source}, {"shards", streams->shards}, {"shuffle_buffer", streams->shuffle_buffer},
+                    {"records_per_epoch", streams->records_per_epoch}, {"skipped_records", streams->skipped_records},
+                    {"ranks", ranks_json}};
+  }
   json restarts_json = nullptr;
   if (restarts) {
     json events = json::array();
@@ -163,6 +171,7 @@ std::string RunSummary::to_json() const {
       {"communication", communication_json},
       {"device_timing", device_json},
       {"restarts", restarts_json},
+      {"streams", streams_json},
       {"clock_overhead_ns_per_step", clock_overhead_ns_per_step},
       {"verdict",
        {{"bound", verdict.bound},
@@ -410,6 +419,22 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
     t.job_wall_s = k->get<double>("job_wall_s");
     t.lost_fraction = k->get<double>("lost_fraction");
     s.restarts = t;
+  }
+  if (r.raw().contains("streams")) {  // from before them: none
+    if (const auto k = r.nullable_object("streams")) {
+      StreamsSummary t;
+      t.source = k->get<std::string>("source");
+      t.shards = k->get<int64_t>("shards");
+      t.shuffle_buffer = k->get<int64_t>("shuffle_buffer");
+      t.records_per_epoch = k->get<int64_t>("records_per_epoch");
+      t.skipped_records = k->get<int64_t>("skipped_records");
+      const json& ranks = k->array("ranks");
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        const Reader e = k->element(ranks[i], i, "ranks");
+        t.ranks.push_back({e.get<int64_t>("rank"), e.get<std::vector<std::string>>("shards"), e.get<int64_t>("records")});
+      }
+      s.streams = t;
+    }
   }
   s.clock_overhead_ns_per_step = r.get<double>("clock_overhead_ns_per_step");
   const Reader verdict = r.object("verdict");

@@ -14,6 +14,7 @@
 #include "data_parallel_fit.hpp"
 #include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loader.hpp"
+#include "fitscope/data/stream_dataset.hpp"
 #include "fitscope/data/subset_dataset.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -137,10 +138,24 @@ struct Trainer::Fit {
 Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const FitOptions& options)
     : t(trainer), c(*trainer.context_), o(options), train(data), validation(options.validation_data),
       clock(trainer.measured_.time) {
-  if (!validation && o.validation_split > 0) std::tie(train, validation) = split_dataset(data, o.validation_split);
-  loader = std::make_unique<Loader>(train, t.sharded_loader_options(o, /*training=*/true, train->size()));
+  if (!validation && o.validation_split > 0) {
+    if (dynamic_cast<const StreamDataset*>(data.get())) {  // as Keras refuses validation_split for a tf.data.Dataset
+      throw std::invalid_argument("FitOptions::validation_split " + std::to_string(o.validation_split) + ": " + data->source() +
+                                  " is a stream, which has no last examples to hold out (expected FitOptions::validation_data, "
+                                  "or validation_split 0)");
+    }
+    std::tie(train, validation) = split_dataset(data, o.validation_split);
+  }
+  if (const auto* stream = dynamic_cast<const StreamDataset*>(train.get()); stream && t.ranks().world_size() > 1) {
+    // each rank reads its own shards: all run the steps of the fewest records any rank holds, so that no
+    // rank waits in a collective for one that has finished its epoch
+    const at::Tensor records = t.ranks().all_gather(at::full({1}, stream->records(), at::kLong));
+    const int64_t fewest = records.min().item<int64_t>();
+    if (fewest < stream->size()) train = stream->limited_to(fewest);
+  }
+  loader = std::make_unique<Loader>(train, t.sharded_loader_options(o, /*training=*/true, *train));
   if (validation) {
-    validation_loader = std::make_unique<Loader>(validation, t.sharded_loader_options(o, /*training=*/false, validation->size()));
+    validation_loader = std::make_unique<Loader>(validation, t.sharded_loader_options(o, /*training=*/false, *validation));
   }
   if (loader->num_batches() == 0) {
     throw std::invalid_argument("a training set of " + std::to_string(train->size()) + " examples gives no batch of " +
@@ -202,7 +217,10 @@ void Trainer::Fit::begin_epoch(int64_t epoch, const std::optional<Context::Posit
   // an epoch is a pass over the training set, or with steps_per_epoch a stretch of a continuing
   // stream of shuffled passes, which the first epoch starts
   if (resumed) {
-    loader->set_epoch(o.steps_per_epoch ? resumed->pass : epoch, o.steps_per_epoch ? resumed->cursor : resumed->batch);
+    const int64_t first_batch = o.steps_per_epoch ? resumed->cursor : resumed->batch;
+    // a stream's position stands after batch first_batch - 1 of the loader's pass (none at a pass's start)
+    loader->set_epoch(o.steps_per_epoch ? resumed->pass : epoch, first_batch,
+                      first_batch > 0 && resumed->cursor == first_batch ? resumed->stream_position : std::string());
   } else if (!o.steps_per_epoch || loader->next_batch() == 0) {
     loader->set_epoch(epoch);
   }

@@ -18,6 +18,7 @@
 #include "fitscope/callbacks/progress_bar.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
 #include "fitscope/data/loader.hpp"
+#include "fitscope/data/stream_dataset.hpp"
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
@@ -152,10 +153,11 @@ LoaderOptions Trainer::loader_options(const FitOptions& o, bool training) const 
   return l;
 }
 
-LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training, int64_t size) const {
+LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training, const Dataset& data) const {
   LoaderOptions l = loader_options(o, training);
   const distributed::Context& ranks = this->ranks();
-  if (ranks.world_size() == 1) return l;
+  // a stream holds this rank's shards already (StreamDatasetOptions::rank)
+  if (ranks.world_size() == 1 || dynamic_cast<const StreamDataset*>(&data)) return l;
   DistributedSamplerOptions shard;
   shard.rank = ranks.rank();
   shard.world_size = ranks.world_size();
@@ -163,7 +165,7 @@ LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training
   shard.seed = o.loader.seed;
   shard.drop_last = l.drop_last;
   shard.even = training;  // equal step counts for training; each example once for validation
-  l.sampler = std::make_shared<DistributedSampler>(size, shard);
+  l.sampler = std::make_shared<DistributedSampler>(data.size(), shard);
   return l;
 }
 

@@ -43,6 +43,8 @@ void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t ba
   s.batch = batch;
   s.pass = loader ? loader->epoch() : 0;
   s.cursor = loader ? loader->next_batch() : 0;
+  // a stream's position is the chief's own; with several ranks each resumes by reading its records again
+  s.stream_position = loader && t_.ranks().world_size() == 1 ? loader->stream_position() : std::string();
   s.global_step = global_step_count;
   s.learning_rate = learning_rate();
   s.batch_size = fit_params.batch_size;
@@ -145,7 +147,7 @@ std::optional<Trainer::Context::Position> Trainer::Context::resume(CallbackList&
     auto* stateful = dynamic_cast<StatefulCallback*>(all[i].get());
     if (it != resume_->callbacks.end() && stateful) stateful->load_state(it->second);
   }
-  const Position position{resume_->epoch, resume_->batch, resume_->pass, resume_->cursor};
+  const Position position{resume_->epoch, resume_->batch, resume_->pass, resume_->cursor, resume_->stream_position};
   resumed_metrics = std::move(resume_->metrics);
   resume_.reset();
   return position;

@@ -40,9 +40,11 @@ class Trainer::Context final : public TrainingContext {
   /// Runs the checkpoints callbacks requested, if any, at position (epoch, batch).
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
 
-  /// Where a resumed fit continues: the batch (epoch, batch) and the training loader's (pass, cursor).
+  /// Where a resumed fit continues: the batch (epoch, batch) and the training loader's (pass, cursor,
+  /// and for a stream its position then, when the backup holds it).
   struct Position {
     int64_t epoch = 0, batch = 0, pass = 0, cursor = 0;
+    std::string stream_position;
   };
   /// Gives `callbacks` their states from the checkpoint restore() took and forgets it. Returns where
   /// to continue, or nothing when restore() was not called.

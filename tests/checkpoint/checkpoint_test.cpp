@@ -107,8 +107,10 @@ struct CrashAt : Callback {
 }  // namespace
 
 TEST_F(Checkpoints, AStateRoundTripsThroughTheFileFormat) {
-  const TrainingState s = small_state(42, 0.5f);
+  TrainingState s = small_state(42, 0.5f);
+  s.stream_position = "fitscope-shard-stream-position 1 seed=3 shards=2 buffer=1 epoch=0 shard=1:40 draws=7 skipped=0 0:120";
   const TrainingState back = decode_state(unframe_checkpoint(frame_checkpoint(encode_state(s)), "x"), "x");
+  EXPECT_EQ(back.stream_position, s.stream_position);
   EXPECT_EQ(back.global_step, 42);
   EXPECT_EQ(back.batch, 3);
   EXPECT_EQ(back.model[0].first, "dense.weight");

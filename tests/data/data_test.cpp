@@ -26,6 +26,27 @@ TEST(Synthetic, IsDeterminedByItsSeed) {
   EXPECT_FALSE(at::equal(a.inputs(), make_synthetic(o).inputs()));
 }
 
+TEST(Synthetic, SetsOfOtherSeedsAroundOnePrototypeSeedShareTheirClasses) {
+  // without noise or shifts an example is its class's prototype times a brightness: scaled to a peak
+  // of 1, the examples of one class are the prototype, whichever set they come from
+  const auto class_image = [](uint64_t seed, std::optional<uint64_t> prototype_seed, int64_t label) {
+    SyntheticOptions o;
+    o.size = 100;
+    o.seed = seed;
+    o.prototype_seed = prototype_seed;
+    o.noise = 0;
+    o.max_shift = 0;
+    const TensorDataset d = make_synthetic(o);
+    const at::Tensor image = d.inputs()[at::nonzero(d.targets().eq(label)).flatten()[0].item<int64_t>()];
+    return image / image.max();
+  };
+  for (int64_t label : {0, 7}) {
+    EXPECT_TRUE(at::allclose(class_image(1, 5, label), class_image(2, 5, label), 1e-5, 1e-6)) << label;
+    EXPECT_TRUE(at::allclose(class_image(5, std::nullopt, label), class_image(2, 5, label), 1e-5, 1e-6)) << label;
+    EXPECT_FALSE(at::allclose(class_image(1, std::nullopt, label), class_image(2, std::nullopt, label), 1e-3, 1e-3)) << label;
+  }
+}
+
 TEST(Synthetic, GivesGrayscaleImagesAndLabelsOfEveryClass) {
   SyntheticOptions o;
   o.size = 1000;

@@ -364,7 +364,7 @@ TEST_F(RecordDecoderTest, BadOptionsAreRefusedWhenTheDecoderIsMade) {
   expect_contains(refused(empty_alternative), "input feature: an empty name in \"a||b\"");
 }
 
-TEST_F(RecordDecoderTest, FeaturesParseInputCommaTargetAndRefuseAnythingElse) {
+TEST_F(RecordDecoderTest, FeaturesParseNamedOrInputCommaTargetAndRefuseAnythingElse) {
   const RecordFeatures tf = RecordFeatures::parse("image/encoded,image/class/label");
   EXPECT_EQ(tf.input, "image/encoded");
   EXPECT_EQ(tf.target, "image/class/label");
@@ -377,13 +377,21 @@ TEST_F(RecordDecoderTest, FeaturesParseInputCommaTargetAndRefuseAnythingElse) {
   const auto refused = [](const std::string& text) { return error_of([&] { RecordFeatures::parse(text); }); };
   for (const std::string text : {"", "png", "a,b,c"}) {
     const std::string message = refused(text);
-    expect_contains(message, "features \"" + text + "\" (expected INPUT,TARGET: two names separated by one comma");
+    expect_contains(message, "features \"" + text + "\" (expected image=KEY,label=KEY or INPUT,TARGET: two names separated by one comma");
     expect_contains(message, "image/encoded,image/class/label");
   }
   expect_contains(refused(",cls"), "features \",cls\": no input name (expected INPUT,TARGET, both named");
   expect_contains(refused("png, "), "features \"png, \": no target name");
   expect_contains(refused("png||jpg,cls"), "features \"png||jpg,cls\": an empty name in \"png||jpg\"");
   expect_contains(refused("png,cls|"), "an empty name in \"cls|\"");
+  // DESIGN's spelling, each named, in either order
+  const RecordFeatures named = RecordFeatures::parse("label=y , image=pixels");
+  EXPECT_EQ(named.input, "pixels");
+  EXPECT_EQ(named.target, "y");
+  EXPECT_EQ(RecordFeatures::parse("input=a,target=b").target, "b");
+  for (const std::string text : {"image=a,image=b", "image=a,b", "picture=a,label=b"}) {
+    expect_contains(refused(text), "features \"" + text + "\" (expected image=KEY,label=KEY, each once");
+  }
 }
 
 TEST_F(RecordDecoderTest, OneDecoderServesManyThreadsAtOnce) {

@@ -187,6 +187,45 @@ TEST(Distributed, AccumulatingRanksUpdateAsOneLargeBatchAndSumTheGradientsOnce) 
   EXPECT_EQ(sums, read_file(accumulated.path() + "/rank1.sums"));
 }
 
+TEST(Distributed, TwoRanksOverFourShardsEachReadTheirTwoAndRunEqualSteps) {
+  TempDir dir;
+  const std::string shards = dir.path() + "/shards", run = dir.path() + "/run";
+  // 403 images: shards of 100, 101, 101, 101 records, so rank 0 holds 201 and rank 1 202
+  ASSERT_EQ(run_process({FITSCOPE_CLI, "make-images", shards, "--count", "403", "--size", "16", "--layout", "tfrecord",
+                         "--shards", "4"}).exit_code, 0);
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--data",
+                                                 "tfrecord:" + shards + "/*.tfrecord", "--batch-size", "20", "--run-dir", run,
+                                                 "--dist-timeout", "20", "--quiet"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
+  const auto& streams = summary.at("streams");
+  EXPECT_EQ(streams.at("shards"), 4);
+  ASSERT_EQ(streams.at("ranks").size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto& read = streams.at("ranks").at(rank);
+    EXPECT_EQ(read.at("rank"), rank);
+    EXPECT_EQ(read.at("shards"), nlohmann::json::array({shards + "/train-0000" + std::to_string(rank) + "-of-00004.tfrecord",
+                                                         shards + "/train-0000" + std::to_string(rank + 2) + "-of-00004.tfrecord"}));
+    EXPECT_EQ(read.at("records"), 201 + rank);
+  }
+  EXPECT_EQ(streams.at("records_per_epoch"), 201);  // the fewest: 11 batches of 20 on each rank, each epoch
+  EXPECT_EQ(summary.at("steps"), 22);
+}
+
+TEST(Distributed, OneShardForTwoRanksExitsTwoOnEachRankNamingTheCounts) {
+  TempDir dir;
+  const std::string shards = dir.path() + "/shards";
+  ASSERT_EQ(run_process({FITSCOPE_CLI, "make-images", shards, "--count", "50", "--size", "16", "--layout", "tar"}).exit_code, 0);
+  const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1", "--data",
+                                                 "tar:" + shards + "/*.tar", "--dist-timeout", "20", "--quiet"}));
+  EXPECT_EQ(r.exit_code, 1);  // the launcher's: its ranks exited 2, bad input, not restarted
+  for (const char* rank : {"[rank 0]", "[rank 1]"}) {
+    EXPECT_NE(r.err.find(std::string(rank) + " fitscope: --data tar:" + shards + "/*.tar: 1 shard for 2 ranks: each rank "
+                                             "needs at least one shard"),
+              std::string::npos) << r.err;
+  }
+}
+
 TEST(Distributed, BackupsWithoutARunDirectoryAreRefusedOnEveryRank) {
   const ProcessResult r = run_process(launch(2, {FITSCOPE_CLI, "train", "--checkpoint-every", "epoch", "--epochs", "1"}));
   EXPECT_EQ(r.exit_code, 1);

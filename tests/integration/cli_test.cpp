@@ -209,7 +209,8 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
   expect_usage_error({"train", "--data", "idx:/no/such/dir"},
                      "--data idx:/no/such/dir: IDX directory /no/such/dir: does not exist");
   expect_usage_error({"train", "--data", "parquet:x"},
-                     "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
+                     "--data parquet:x: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE, "
+                     "images:DIR, tfrecord:GLOB or tar:GLOB)");
   expect_usage_error({"train", "--augment", "rotate"},
                      "--augment: 'rotate': unknown augmentation 'rotate' (expected flip, brightness, crop)");
   expect_usage_error({"train", "--workers", "-1"}, "--workers: expected auto or a worker count in [0, 256], got '-1'");
@@ -225,7 +226,8 @@ TEST(TrainCommand, BadFlagsAndValuesExitTwoNamingTheFlagAndWhatIsAllowed) {
                      "--lr-schedule and --reduce-lr-on-plateau: choose one (both set the learning rate)");
   expect_usage_error({"train", "--max-time", "10x"}, "--max-time: expected a duration > 0 such as 90, 90s, 10m or 2h, got '10x'");
   expect_usage_error({"train", "--validation-data", "mnist"},
-                     "--validation-data mnist: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR)");
+                     "--validation-data mnist: unknown data set (expected synthetic, idx:DIR, cifar10:DIR, csv:FILE, "
+                     "images:DIR, tfrecord:GLOB or tar:GLOB)");
   expect_usage_error({"train", "--loss", "hinge"}, "--loss: hinge not in {cross-entropy,mse,mae,huber,bce-with-logits}");
   expect_usage_error({"train", "--class-weight", "1,2"},
                      "--class-weight: 2 weights, but --data synthetic has 10 classes (expected one weight per class)");

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <stdexcept>
 
+#include "fitscope/data/record_decoder.hpp"
 #include "fitscope/data/transforms.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/run/run.hpp"
@@ -41,11 +42,13 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   command->option_defaults()->group("Data");
   command->add_option("--data", o.spec.data,
                       "synthetic (built-in), idx:DIR (MNIST-style train-/t10k- files, raw or .gz), cifar10:DIR "
-                      "(data_batch_*.bin, test_batch.bin), csv:FILE or images:DIR (DIR/<class>/<image>.jpg|.png, decoded "
-                      "in the loader's workers); a test set in the files is the validation set")
+                      "(data_batch_*.bin, test_batch.bin), csv:FILE, images:DIR (DIR/<class>/<image>.jpg|.png, decoded "
+                      "in the loader's workers), or sharded record files streamed, each rank reading its own shards: "
+                      "tfrecord:GLOB (tf.train.Example records, plain or gzip) or tar:GLOB (WebDataset samples: "
+                      "000123.jpg + 000123.cls); a test set in the files is the validation set")
       ->type_name("SPEC")->capture_default_str();
   add_size_flag(command, "--image-size", o.spec.images.height, o.spec.images.width, 1,
-                "images:DIR: resize every image to HEIGHT,WIDTH (bilinear; one number for a square; default: the images' "
+                "images:DIR and streams: resize every image to HEIGHT,WIDTH (bilinear; one number for a square; default: the images' "
                 "own size, which must then be one)");
   command->add_option_function<std::string>("--color-mode", [&o](const std::string& v) {
         o.spec.images.channels = color_mode_channels(v);
@@ -53,7 +56,17 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
       ->check(CLI::IsMember({"auto", "grayscale", "rgb"}))->default_str("auto");
   command->add_flag("--skip-bad-files", o.spec.images.skip_bad_files,
                     "images:DIR: leave out the files that are not whole JPEG or PNG images, or fail to decode during "
-                    "training (and empty class folders), counted in summary.json, instead of stopping");
+                    "training (and empty class folders); streams: the bad records (a wrong CRC, a malformed Example, a "
+                    "missing feature, a tar member without its pair); counted in summary.json, instead of stopping");
+  command->add_option("--shuffle-buffer", o.spec.shuffle_buffer,
+                      "tfrecord: and tar: streams: records held for tf.data's shuffle(buffer_size), with a seeded shard "
+                      "order per epoch (0 or 1: records in file order, shards in name order)")
+      ->check(integer_in(0, 100'000'000))->capture_default_str();
+  command->add_option("--features", o.spec.features,
+                      "tfrecord: and tar: streams: the features holding input and label, image=KEY,label=KEY (default "
+                      "image=image/encoded,label=image/class/label; tar: image=jpg|jpeg|png,label=cls); a float_list "
+                      "input is a feature vector")
+      ->check(parsed_by(RecordFeatures::parse, "image=KEY,label=KEY"));
   command->add_option("--max-image-pixels", o.spec.images.max_pixels,
                       "images:DIR: the most pixels an image may declare in its header, checked before decoding (0 = no "
                       "limit; PIL's MAX_IMAGE_PIXELS)")
@@ -168,8 +181,11 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
     command->add_option_function<std::string>("--max-time", [&o](const std::string& v) { o.fit.max_time_s = parse_duration_s(v); },
                                               "Stop at the first batch end after this long: 90, 90s, 10m or 2h")
         ->check(parsed_by([](const std::string& v) { parse_duration_s(v); }, "DURATION"));
-    command->add_option("--validation-split", o.fit.validation_split, "Fraction of the data held out for validation (its end)")
-        ->check(number_above(0, true, "a fraction in [0, 1)", 1 - 1e-12))->capture_default_str();
+    command->add_option("--validation-split", o.fit.validation_split,
+                        "Fraction of the data held out for validation (its end); not for a stream, which validates on "
+                        "--validation-data only")
+        ->check(number_above(0, true, "a fraction in [0, 1)", 1 - 1e-12))->capture_default_str()
+        ->each([&o](const std::string&) { o.validation_split_given = true; });
     command->add_option("--validation-data", o.spec.validation_data,
                         "A separate validation set, as --data (its test part where the files hold one)")->type_name("SPEC");
     command->add_option("--validation-freq", o.fit.validation_freq, "Validate every N-th epoch (N, 2N, ...)")

@@ -171,7 +171,8 @@ std::string in_flags(std::string message) {
       {"LaunchOptions::master_port", "--master-port"}, {"LaunchOptions::job_id", "--job-id"}, {"ImageFolderOptions::max_pixels", "--max-image-pixels"},
       {"ImageFolderOptions::skip_bad_files", "--skip-bad-files"}, {"RunSpec::model", "--model"},
       {"RunSpec::data", "--data"}, {"RunSpec::validation_data", "--validation-data"},
-      {"RunSpec::num_classes", "--num-classes"}, {"LossOptions::class_weights", "--class-weight"},
+      {"RunSpec::num_classes", "--num-classes"}, {"RecordDecoderOptions::classes", "--num-classes"},
+      {"FitOptions::validation_data", "--validation-data"}, {"StreamDatasetOptions::shuffle_buffer", "--shuffle-buffer"}, {"LossOptions::class_weights", "--class-weight"},
       {"Backend::gloo or Backend::automatic", "gloo or auto"}, {"Backend::nccl", "--dist-backend nccl"},
       {"SyntheticImagesOptions::count", "--count"}, {"SyntheticImagesOptions::height and width", "--size"}};
   for (const auto& [option, flag] : kFlags) {

@@ -21,6 +21,7 @@ RunSpec TrainCommandOptions::run_spec() const {
   RunSpec s = spec;
   s.seed = fit.loader.seed;
   s.validation_split = fit.validation_split;
+  if (!fit.loader.shuffle) s.shuffle_buffer = 0;  // --no-shuffle: a stream in file order too
   return s;
 }
 
@@ -73,7 +74,7 @@ struct Session {
 
   /// `device`: resolve_device's for this rank.
   Session(const TrainCommandOptions& o, std::shared_ptr<distributed::Context> context, c10::Device device)
-      : ranks(std::move(context)), device(device), data(load_run_data(o.run_spec())) {
+      : ranks(std::move(context)), device(device), data(load_run_data(o.run_spec(), ranks->rank(), ranks->world_size())) {
     if (o.run.verbose > 0) {
       for (const std::string& w : data.warnings) std::cerr << "fitscope: warning: " << in_flags(w) << "\n";
     }
@@ -88,6 +89,9 @@ struct Session {
   FitOptions fit_options(const TrainCommandOptions& o) const {
     FitOptions fit = o.fit;
     if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
+    // a stream has no end to hold out: without --validation-data it is not validated, as Keras's fit on a
+    // tf.data.Dataset; an explicit --validation-split is refused by the fit
+    if (dynamic_cast<const StreamDataset*>(data.train.get()) && !o.validation_split_given) fit.validation_split = 0;
     const std::string monitor = !o.monitor.empty() ? o.monitor : fit.validation_data || fit.validation_split > 0 ? "val_loss" : "loss";
     if (o.early_stopping > 0) {
       EarlyStoppingOptions e;

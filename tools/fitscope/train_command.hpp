@@ -52,6 +52,7 @@ struct TrainCommandOptions {
   double reduce_lr_factor = 0.1;      ///< --reduce-lr-factor
   std::string monitor;                ///< --monitor: their log key; empty = val_loss, or loss without validation
   std::string config_file;            ///< --config FILE: read into the flags before parsing (config_file.hpp)
+  bool validation_split_given = false;  ///< --validation-split was given (a stream has no split by default)
   /// config.toml once the run has chosen its `auto` settings (threads, loader), from its summary; the
   /// chief writes it over run.configuration at the run's end. Empty = left as it was.
   std::function<std::string(const RunSummary&)> used_configuration;

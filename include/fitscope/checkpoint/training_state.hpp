@@ -29,6 +29,9 @@ struct TrainingState {
   at::Tensor rng;                           ///< libtorch's default CPU generator state
   std::map<std::string, std::string> callbacks;  ///< callback name -> its state
   std::vector<at::Tensor> metrics;          ///< the epoch's training metric states so far (one process)
+  /// For a stream (StreamDataset), the training loader's Loader::stream_position at (pass, cursor), one
+  /// process's; empty otherwise, or with several ranks (each reads its records again to resume).
+  std::string stream_position;
   // what the run was, to refuse a resume that differs (0 or empty: a file of an older fitscope)
   int64_t batch_size = 0;
   int64_t world_size = 0;

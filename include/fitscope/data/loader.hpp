@@ -22,6 +22,13 @@
 /// the source. Destroying the loader (or set_epoch, or stop) abandons the epoch: no hang, no leaked
 /// thread; the per-batch delay is interrupted.
 ///
+/// A StreamDataset (sharded record files) is read in order: the worker building batch b reads its
+/// records from the loader's own ShardStream once batch b - 1's are read (one reader at a time, in
+/// batch order), then decodes them in parallel with the other workers. Its epochs are the stream's
+/// (shard order and shuffle buffer seeded by the data set's seed); `shuffle`, the sampler and the
+/// cache do not apply (a sampler or the cache is refused). After every batch handed out the loader
+/// keeps the stream's position, which stream_position() gives a backup and set_epoch restores.
+///
 /// Not thread-safe: one consumer thread (the training thread); the workers are internal.
 
 #include <atomic>
@@ -77,8 +84,12 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   /// Chooses the order of `epoch` and starts building its batches from batch `first_batch` on (a
-  /// resumed run skips those it already trained on), abandoning the current epoch.
-  void set_epoch(int64_t epoch, int64_t first_batch = 0);
+  /// resumed run skips those it already trained on), abandoning the current epoch. For a stream,
+  /// `stream_position` (stream_position()'s text when batch first_batch - 1 was handed out; empty =
+  /// none) restores the stream from its shuffle buffer's records; without it the stream reads the
+  /// records of the first `first_batch` batches again (the same batches, at the cost of reading them).
+  /// Throws std::invalid_argument for a position of another stream or epoch.
+  void set_epoch(int64_t epoch, int64_t first_batch = 0, const std::string& stream_position = {});
   /// Batches per epoch.
   int64_t num_batches() const;
   /// The epoch set_epoch chose last.
@@ -88,6 +99,9 @@ class Loader {
   int64_t next_batch() const { return cursor_; }
   /// The next batch of the epoch. Throws std::out_of_range past the end; rethrows a worker's error.
   Batch next();
+  /// A stream's position after the batches handed out so far (StreamPosition::encode's text): what a
+  /// backup records with epoch() and next_batch(). Empty for data that is not a stream.
+  std::string stream_position() const;
   /// Abandons the current epoch (workers stop; nothing is left running).
   void stop();
   LoaderStats stats() const;
@@ -99,8 +113,13 @@ class Loader {
   const Dataset& dataset() const { return *data_; }
 
  private:
+  struct Stream;  // a StreamDataset's reader and the positions after each batch (loader.cpp)
+
   /// Builds batch `batch` of the epoch; `stop` is null on the calling thread.
   Batch build(int64_t batch, const StopToken* stop) const;
+  /// A stream's batch: waits until the batches before it are read, reads its records, then decodes
+  /// them. An empty batch when the pass was abandoned meanwhile.
+  Batch build_from_stream(int64_t batch, const StopToken* stop) const;
   /// With a tuner: counts a batch handed out at `now_ns` and, at the end of a window, applies the
   /// tuner's answer.
   void tune(int64_t wait_ns, int64_t now_ns, const Batch& batch);
@@ -138,6 +157,7 @@ class Loader {
     int64_t built = 0, build_ns = 0, build_cpu_ns = 0;  // the workers' counters when it began
   } window_;
   std::vector<LoaderChange> changes_;
+  std::unique_ptr<Stream> stream_;  // for a StreamDataset: before the workers, which use it
   std::unique_ptr<Prefetcher<Batch>> prefetcher_;  // the workers (workers > 0)
 };
 

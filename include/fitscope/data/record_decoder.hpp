@@ -34,8 +34,8 @@ struct RecordFeatures {
   /// The conventions of each format: TFRecord `image/encoded` and `image/class/label` (TensorFlow's
   /// image pipelines); tar `jpg|jpeg|png` and `cls` (WebDataset's).
   static RecordFeatures defaults(ShardFormat format);
-  /// Reads "INPUT,TARGET" ("image/encoded,image/class/label"; "png,cls"), whitespace around each name
-  /// ignored. Throws std::invalid_argument quoting the text when it is not two non-empty names around
+  /// Reads "image=KEY,label=KEY" (either order; `input=` and `target=` as well) or "INPUT,TARGET"
+  /// ("image/encoded,image/class/label"; "png,cls"), whitespace around each name ignored. Throws std::invalid_argument quoting the text when it is not two non-empty names around
   /// one comma, or when an alternative is empty ("png||jpg").
   static RecordFeatures parse(const std::string& text);
 };
@@ -77,13 +77,18 @@ class RecordDecoder {
   /// kind or length than expected, an image that does not decode (the codec's reason), a target that is
   /// not a class index or is outside [0, classes).
   Example decode(const ShardRecord& record, const std::string& shard_path) const;
+  /// What decode checks, but that an image's pixels decode: the record parses, has its features of the
+  /// right kinds, a target in range and an image whose header reads and fits the budget. Cheap (no
+  /// pixels), for a pass over a whole stream (StreamDataset's count). Throws as decode does.
+  void check(const ShardRecord& record, const std::string& shard_path) const;
 
   /// The options, with the features filled in (defaults, lower-cased tar extensions).
   const RecordDecoderOptions& options() const { return options_; }
 
  private:
-  Example decode_tfrecord(const ShardRecord& record, const std::string& shard_path) const;
-  Example decode_tar(const ShardRecord& record, const std::string& shard_path) const;
+  // `images` false: check()'s pass (an image's header only, Example::data left undefined)
+  Example decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images) const;
+  Example decode_tar(const ShardRecord& record, const std::string& shard_path, bool images) const;
 
   RecordDecoderOptions options_;
   std::vector<std::string> input_names_, target_names_;  // the features' alternatives, split once

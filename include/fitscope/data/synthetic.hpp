@@ -5,6 +5,7 @@
 /// the seed. Labels are balanced in expectation. Inputs [N, 1, H, W] float32, targets [N] int64.
 
 #include <cstdint>
+#include <optional>
 
 #include "fitscope/data/tensor_dataset.hpp"
 
@@ -13,6 +14,9 @@ namespace fitscope {
 struct SyntheticOptions {
   int64_t size = 20000;      ///< examples
   uint64_t seed = 0;         ///< the same seed gives the same examples
+  /// The seed of the classes' prototypes, when it is not `seed`: sets made in parts (make-images) draw
+  /// each part's examples from its own seed around the prototypes of one.
+  std::optional<uint64_t> prototype_seed;
   int64_t classes = 10;      ///< number of classes (>= 2)
   int64_t image_size = 28;   ///< height and width (>= 8)
   int64_t max_shift = 3;     ///< random translation in pixels, each axis

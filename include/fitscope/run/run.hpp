@@ -75,6 +75,9 @@ class Run {
   // Run::fit's steps, in order:
   /// In a data-parallel run, every rank has the same settings (else every rank throws, naming one).
   void check_ranks_agree(Trainer& trainer, const Dataset& train, const FitOptions& fit);
+  /// For a streamed training set: what each rank reads (its shards, their records), gathered for
+  /// summary.json's "streams".
+  void record_streams(Trainer& trainer, const Dataset& train);
   /// Locks the directory, continues, replaces or refuses an earlier run's files, writes the incomplete
   /// manifest and config.toml, and prints the model's summary.
   Start prepare_directory(Trainer& trainer, const std::shared_ptr<const Dataset>& train, const FitOptions& fit);
@@ -96,6 +99,7 @@ class Run {
   std::shared_ptr<const Dataset> train_data_, validation_data_;  // for the settings and the files they skipped
   History history_;
   std::optional<ModelSummary> model_summary_;
+  std::optional<StreamsSummary> streams_;
   std::vector<std::string> early_warnings_;  // said before the fit, which starts its own list
   std::unique_ptr<Signals> signals_;
   std::unique_ptr<RunDirectoryLock> lock_;  // the chief's, from the fit's start to the Run's end

@@ -1,6 +1,7 @@
 #pragma once
 /// RunSpec: what a run trains and on what, in the words `fitscope train` and a run's config.toml use
-/// (a data spec: synthetic, idx:DIR, cifar10:DIR, csv:FILE or images:DIR; a model: cnn, mlp or a
+/// (a data spec: synthetic, idx:DIR, cifar10:DIR, csv:FILE, images:DIR, or sharded record files
+/// streamed, tfrecord:GLOB or tar:GLOB; a model: cnn, mlp or a
 /// TorchScript FILE.pt), turned into objects: the data sets and their classes (load_run_data), the
 /// model shaped for them (make_run_model), the examples a run is judged on (judged_data). With
 /// RunSpec::from_config a C++ program gets the data and model of a finished run, as `fitscope
@@ -24,14 +25,19 @@ class Trainer;
 
 struct RunSpec {
   std::string model = "cnn";        ///< cnn | mlp | FILE.pt
-  std::string data = "synthetic";   ///< synthetic | idx:DIR | cifar10:DIR | csv:FILE | images:DIR
+  std::string data = "synthetic";   ///< synthetic | idx:DIR | cifar10:DIR | csv:FILE | images:DIR | tfrecord:GLOB | tar:GLOB
   std::string validation_data;      ///< in data's syntax; empty = data's test part, or the split
   double validation_split = 0.2;    ///< the last share of data's examples held out when there is no test part
   int64_t synthetic_size = 20000;   ///< examples in the built-in set
   uint64_t seed = 0;                ///< the built-in set's draw (the validation set's is seed + 1)
   std::string label_column;         ///< csv: the label column (name or index); empty = the default
   std::optional<int64_t> num_classes;  ///< the classifier's classes; unset = from the data
-  ImageFolderOptions images;        ///< images:DIR: size, colour mode, bad files, pixel budget
+  ImageFolderOptions images;        ///< images:DIR, and the images of streams: size, colour mode, bad files, pixel budget
+  /// tfrecord:GLOB and tar:GLOB (StreamDataset): tf.data's shuffle(buffer_size), and the features
+  /// holding input and target ("image=KEY,label=KEY", RecordFeatures::parse; empty = the format's).
+  /// images.skip_bad_files skips bad records.
+  int64_t shuffle_buffer = 1000;
+  std::string features;
   /// The Normalize every batch gets (training, evaluation, prediction); empty = none.
   std::vector<double> normalize_mean, normalize_std;
   bool unlabeled = false;           ///< data to predict: a CSV or IDX set may come without its labels
@@ -57,8 +63,10 @@ struct RunData {
   std::vector<std::string> warnings;  ///< files an image folder left out, to be shown
 };
 
-/// Loads the spec's data; the classes are num_classes, else the largest label + 1, at least 10.
-RunData load_run_data(const RunSpec& spec);
+/// Loads the spec's data; the classes are num_classes, else the largest label + 1, at least 10 (a
+/// stream's labels are not known up front: num_classes, else 10, and a larger label is an error). A
+/// stream is rank `rank`'s shards of `world_size` ranks (a Trainer evens out their records per epoch).
+RunData load_run_data(const RunSpec& spec, int64_t rank = 0, int64_t world_size = 1);
 
 /// The spec's model: the seed MLP on the flattened example, the seed CNN on square images, shaped for
 /// `data`; or the TorchScript module of FILE.pt.

@@ -74,6 +74,21 @@ struct RestartsSummary {
   double lost_fraction = 0;   ///< lost_s / job_wall_s
 };
 
+/// What a streamed training set (sharded record files, StreamDataset) was, and what each rank read.
+struct StreamsSummary {
+  struct Rank {
+    int64_t rank = 0;
+    std::vector<std::string> shards;  ///< the shard files it read, in their sorted order
+    int64_t records = 0;              ///< the records its shards hold (skipped ones left out)
+  };
+  std::string source;               ///< "tfrecord:GLOB" or "tar:GLOB"
+  int64_t shards = 0;               ///< the files the glob matched
+  int64_t shuffle_buffer = 0;
+  int64_t records_per_epoch = 0;    ///< per rank: the fewest any rank's shards hold, so steps are equal
+  int64_t skipped_records = 0;      ///< the bad records skipped (skip_bad_records), every rank's
+  std::vector<Rank> ranks;
+};
+
 struct RunSummary {
   std::string model;  ///< "cnn", "mlp", a file, or the name RunOptions gave
   std::optional<ModelSummary> model_summary;  ///< its layers and parameters (a Run's; unset in summarize's)
@@ -114,6 +129,7 @@ struct RunSummary {
   std::optional<CommunicationSummary> communication;
   std::optional<DeviceTimingSummary> device_timing;
   std::optional<RestartsSummary> restarts;  ///< set under `fitscope launch`
+  std::optional<StreamsSummary> streams;    ///< set when the training set is streamed
   double clock_overhead_ns_per_step = 0;
   Verdict verdict;
 

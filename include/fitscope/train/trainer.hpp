@@ -204,9 +204,9 @@ class Trainer {
   std::optional<Logs> run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce, bool interruptible);
   /// The loader options of `fit` for its training set (or, with `training` off, for evaluation).
   LoaderOptions loader_options(const FitOptions& fit, bool training) const;
-  /// loader_options reading this rank's shard of the `size` examples in a data-parallel run (fit's
+  /// loader_options reading this rank's shard of `data` in a data-parallel run (a stream is one already; fit's
   /// loaders; evaluate() stays local).
-  LoaderOptions sharded_loader_options(const FitOptions& fit, bool training, int64_t size) const;
+  LoaderOptions sharded_loader_options(const FitOptions& fit, bool training, const Dataset& data) const;
   distributed::Context& ranks() const { return *options_.context; }
 
   std::shared_ptr<Model> model_;
