@@ -65,11 +65,11 @@ def main():
         os.makedirs(big)
         parts = [os.path.join(tfrecord, f) for f in sorted(os.listdir(tfrecord))]
         chunk = b"".join(open(p, "rb").read() for p in parts)
-        shard_bytes = 128 << 20
-        shards = max(1, int(GIGABYTES * (1 << 30) / shard_bytes))
+        copies = max(1, (128 << 20) // len(chunk))  # a shard of about 128 MiB
+        shards = max(1, -(-int(GIGABYTES * (1 << 30)) // (copies * len(chunk))))
         for s in range(shards):
             with open(os.path.join(big, "big-%03d.tfrecord" % s), "wb") as f:
-                for _ in range(shard_bytes // len(chunk)):
+                for _ in range(copies):
                     f.write(chunk)
         total = sum(os.path.getsize(os.path.join(big, f)) for f in os.listdir(big))
         train = [FITSCOPE, "train", "--model", "cnn", "--max-steps", "200", "--shuffle-buffer", "10000", "--epochs", "1",

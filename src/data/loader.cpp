@@ -308,10 +308,33 @@ Batch Loader::build_from_stream(int64_t batch, const StopToken* stop) const {
     s.after.emplace(batch, s.reader.position());
     turn_over();
   }
-  std::vector<Example> examples;
-  examples.reserve(records.size());
-  for (const ShardRecord& record : records) examples.push_back(s.data.decode(record));
-  return collate(examples);
+  // the first example gives the batch's shapes; the others are decoded into its rows, as an image
+  // folder's batch is (no tensor per example to stack)
+  const Example first = s.data.decode(records.front());
+  std::vector<int64_t> shape = first.data.sizes().vec(), target_shape = first.target.sizes().vec();
+  shape.insert(shape.begin(), count);
+  target_shape.insert(target_shape.begin(), count);
+  Batch out{at::empty(shape, first.data.options()), at::empty(target_shape, first.target.options())};
+  const bool class_indices = first.target.dim() == 0 && first.target.scalar_type() == at::kLong;
+  for (int64_t i = 0; i < count; ++i) {
+    const at::Tensor row = out.inputs[i];
+    const Example e = i == 0 ? first : s.data.decode(records[static_cast<std::size_t>(i)], row);
+    if (!e.data.is_same(row)) {
+      if (e.data.sizes() != row.sizes()) {
+        const ShardRecord& r = records[static_cast<std::size_t>(i)];
+        throw std::invalid_argument(s.data.shard_path(r) + ": the record at byte offset " + std::to_string(r.offset) +
+                                    " gives an input of shape " + c10::str(e.data.sizes()) + " in a batch of " +
+                                    c10::str(row.sizes()) + " (expected inputs of one shape: images need a size to resize to)");
+      }
+      row.copy_(e.data);
+    }
+    if (class_indices) {  // a class index, written as an image folder's are (no tensor operation per example)
+      out.targets.data_ptr<int64_t>()[i] = *e.target.data_ptr<int64_t>();
+    } else {
+      out.targets[i].copy_(e.target);
+    }
+  }
+  return out;
 }
 
 std::string Loader::stream_position() const { return stream_ ? stream_->handed.encode() : std::string(); }

@@ -69,7 +69,9 @@ std::string kind_phrase(const ExampleFeature& feature) {
 /// Decodes an encoded image as ImageFolderDataset::decode_into does (the same codec call, then
 /// detail::pixels_to_tensor), so a file's bytes give the same tensor from a folder and from a shard. `where` names the record and feature in errors.
 /// With `with_pixels` false only the header is read and checked (RecordDecoder::check): no tensor.
-at::Tensor decode_image(const std::string& bytes, const std::string& where, const RecordDecoderOptions& options, bool with_pixels) {
+/// The pixels go into `into` when it has the image's shape.
+at::Tensor decode_image(const std::string& bytes, const std::string& where, const RecordDecoderOptions& options, bool with_pixels,
+                        const at::Tensor& into) {
   // The header first: a record has no scan, so channels 0 means this image's own, and the pixel budget
   // is checked here, before the decoder allocates, with this option's name in the message.
   const detail::ImageHeader header = detail::read_header(bytes, where);
@@ -84,7 +86,8 @@ at::Tensor decode_image(const std::string& bytes, const std::string& where, cons
   const int64_t width = options.width > 0 ? options.width : header.width;
   detail::Pixels pixels = options.dct_scaling ? detail::decode(bytes, where, channels, 0, height, width)
                                               : detail::decode(bytes, where, channels, 0);
-  at::Tensor out = at::empty({channels, height, width}, at::kFloat);
+  const bool fits = into.defined() && into.sizes() == at::IntArrayRef({channels, height, width});
+  at::Tensor out = fits ? into : at::empty({channels, height, width}, at::kFloat);
   detail::pixels_to_tensor(pixels, out);
   return out;
 }
@@ -168,15 +171,17 @@ RecordDecoder::RecordDecoder(RecordDecoderOptions options) : options_(std::move(
   target_names_ = alternatives(options_.features.target, where + ": target feature");
 }
 
-Example RecordDecoder::decode(const ShardRecord& record, const std::string& shard_path) const {
-  return options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, true) : decode_tfrecord(record, shard_path, true);
+Example RecordDecoder::decode(const ShardRecord& record, const std::string& shard_path, const at::Tensor& into) const {
+  return options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, true, into)
+                                              : decode_tfrecord(record, shard_path, true, into);
 }
 
 void RecordDecoder::check(const ShardRecord& record, const std::string& shard_path) const {
-  (void)(options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, false) : decode_tfrecord(record, shard_path, false));
+  (void)(options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, false, {}) : decode_tfrecord(record, shard_path, false, {}));
 }
 
-Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images) const {
+Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images,
+                                       const at::Tensor& into) const {
   const ExampleFeatures example = parse_example(record.bytes, shard_path, record.offset);
   const std::string at = shard_path + ": the record at byte offset " + std::to_string(record.offset);
   const auto find = [&](const std::vector<std::string>& names, const std::string& spec, const char* expected) {
@@ -196,10 +201,11 @@ Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::str
       throw std::invalid_argument(input_at + ": a bytes_list of " + std::to_string(encoded->size()) +
                                   " elements (expected exactly one: the encoded JPEG or PNG)");
     }
-    out.data = decode_image(encoded->front(), input_at, options_, images);
+    out.data = decode_image(encoded->front(), input_at, options_, images, into);
   } else if (const auto* values = std::get_if<std::vector<float>>(&input->second)) {
     if (values->empty()) throw std::invalid_argument(input_at + ": an empty float_list (expected a feature vector of at least one value)");
-    out.data = at::empty({static_cast<int64_t>(values->size())}, at::kFloat);
+    const auto length = static_cast<int64_t>(values->size());
+    out.data = into.defined() && into.sizes() == at::IntArrayRef({length}) ? into : at::empty({length}, at::kFloat);
     std::copy(values->begin(), values->end(), out.data.data_ptr<float>());
   } else {
     throw std::invalid_argument(input_at + ": " + kind_phrase(input->second) +
@@ -220,7 +226,8 @@ Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::str
   return out;
 }
 
-Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& shard_path, bool images) const {
+Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& shard_path, bool images,
+                                  const at::Tensor& into) const {
   const std::string at = shard_path + ": the sample " + record.key + " at byte offset " + std::to_string(record.offset);
   const auto find = [&](const std::vector<std::string>& names, const std::string& spec, const char* expected) {
     const auto it = find_first(record.parts, names);
@@ -232,7 +239,7 @@ Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& 
 
   Example out;
   const auto input = find(input_names_, options_.features.input, "the input: a JPEG or PNG");
-  out.data = decode_image(input->second, at + ", part " + input->first, options_, images);
+  out.data = decode_image(input->second, at + ", part " + input->first, options_, images, into);
 
   const auto target = find(target_names_, options_.features.target, "the target: the class index as decimal text");
   const std::string target_at = at + ", part " + target->first;

@@ -107,8 +107,8 @@ bool StreamDataset::next_record(ShardStream& stream, ShardRecord& record) const 
   return false;
 }
 
-Example StreamDataset::decode(const ShardRecord& record) const {
-  return decoder_->decode(record, shards_.at(static_cast<std::size_t>(record.shard)));
+Example StreamDataset::decode(const ShardRecord& record, const at::Tensor& into) const {
+  return decoder_->decode(record, shard_path(record), into);
 }
 
 }  // namespace fitscope

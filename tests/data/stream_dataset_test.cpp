@@ -186,3 +186,24 @@ TEST_F(StreamDatasetTest, AStreamHasNoExampleByIndexAndTheLoaderRefusesACacheFor
   const std::string message = error_of([&] { Loader(data, cached); });
   EXPECT_NE(message.find("LoaderOptions::cache: tfrecord:" + path("shards") + "/*.tfrecord is a stream"), std::string::npos) << message;
 }
+
+TEST_F(StreamDatasetTest, ImagesOfOtherSizesInOneBatchAreNamedByTheirRecord) {
+  for (const auto& [dir, side] : {std::pair{"a", int64_t{8}}, std::pair{"b", int64_t{16}}}) {
+    SyntheticShardsOptions o;
+    o.count = 2;
+    o.height = o.width = side;
+    write_synthetic_shards(path(dir), o);
+  }
+  auto data = std::make_shared<StreamDataset>(path("*") + "/*.tfrecord", StreamDatasetOptions{});
+  Loader loader(data, loader_options(0));
+  loader.set_epoch(0);
+  const std::string message = error_of([&] { loader.next(); });
+  EXPECT_NE(message.find(path("b") + "/train-00000-of-00001.tfrecord: the record at byte offset 0 gives an input of shape "
+                         "[3, 16, 16] in a batch of [3, 8, 8]"), std::string::npos) << message;
+  // with a size to resize to, they batch
+  StreamDatasetOptions resized;
+  resized.decoder.height = resized.decoder.width = 12;
+  Loader same(std::make_shared<StreamDataset>(path("*") + "/*.tfrecord", resized), loader_options(0));
+  same.set_epoch(0);
+  EXPECT_EQ(same.next().inputs.sizes(), (std::vector<int64_t>{4, 3, 12, 12}));
+}

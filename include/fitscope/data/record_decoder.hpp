@@ -76,7 +76,9 @@ class RecordDecoder {
   /// a tf.train.Example, a missing feature (listing a few of those the record has), a list of another
   /// kind or length than expected, an image that does not decode (the codec's reason), a target that is
   /// not a class index or is outside [0, classes).
-  Example decode(const ShardRecord& record, const std::string& shard_path) const;
+  /// `into`, when defined and of the input's shape (float, contiguous: a batch's row), receives the
+  /// input, and Example::data is it: no tensor per example.
+  Example decode(const ShardRecord& record, const std::string& shard_path, const at::Tensor& into = {}) const;
   /// What decode checks, but that an image's pixels decode: the record parses, has its features of the
   /// right kinds, a target in range and an image whose header reads and fits the budget. Cheap (no
   /// pixels), for a pass over a whole stream (StreamDataset's count). Throws as decode does.
@@ -87,8 +89,8 @@ class RecordDecoder {
 
  private:
   // `images` false: check()'s pass (an image's header only, Example::data left undefined)
-  Example decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images) const;
-  Example decode_tar(const ShardRecord& record, const std::string& shard_path, bool images) const;
+  Example decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images, const at::Tensor& into) const;
+  Example decode_tar(const ShardRecord& record, const std::string& shard_path, bool images, const at::Tensor& into) const;
 
   RecordDecoderOptions options_;
   std::vector<std::string> input_names_, target_names_;  // the features' alternatives, split once

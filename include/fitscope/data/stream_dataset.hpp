@@ -81,8 +81,11 @@ class StreamDataset : public Dataset {
   /// The next record of `stream` (open_stream()'s) that is not one the count found bad and skipped;
   /// false at the end of the epoch.
   bool next_record(ShardStream& stream, ShardRecord& record) const;
-  /// A record of open_stream()'s as an Example. Thread-safe.
-  Example decode(const ShardRecord& record) const;
+  /// The file of a record of open_stream()'s.
+  const std::string& shard_path(const ShardRecord& record) const { return shards_.at(static_cast<std::size_t>(record.shard)); }
+  /// A record of open_stream()'s as an Example (its input decoded into `into` when that has its shape:
+  /// RecordDecoder::decode). Thread-safe.
+  Example decode(const ShardRecord& record, const at::Tensor& into = {}) const;
 
  private:
   std::string pattern_;
