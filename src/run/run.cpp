@@ -26,7 +26,6 @@
 #include "fitscope/callbacks/terminate_on_nan.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
-#include "fitscope/data/stream_dataset.hpp"
 #include "fitscope/distributed/environment.hpp"
 #include "fitscope/distributed/launcher_channel.hpp"
 #include "fitscope/distributed/restart_history.hpp"
@@ -38,6 +37,7 @@
 #include "fitscope/summary/trace_writer.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
 #include "run/run_callbacks.hpp"
+#include "run/streams_record.hpp"
 
 namespace fitscope {
 namespace fs = std::filesystem;
@@ -202,7 +202,7 @@ struct Run::Start {
 
 RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions fit) {
   check_ranks_agree(trainer, *train, fit);
-  record_streams(trainer, *train);
+  streams_ = detail::gather_streams(*trainer.options().context, *train);
   const Start start = prepare_directory(trainer, train, fit);
   const std::shared_ptr<BackupAndRestore> backup = add_callbacks(fit, start);
   add_sinks(fit, start, backup);
@@ -241,39 +241,6 @@ void Run::check_ranks_agree(Trainer& trainer, const Dataset& train, const FitOpt
   if (options_.resume && options_.run_dir.empty()) {
     throw std::invalid_argument("RunOptions::resume needs the RunOptions::run_dir of the run to continue");
   }
-}
-
-void Run::record_streams(Trainer& trainer, const Dataset& train) {
-  streams_.reset();
-  const auto* stream = dynamic_cast<const StreamDataset*>(&train);
-  if (!stream) return;
-  distributed::Context& ranks = *trainer.options().context;
-  const int64_t world = ranks.world_size();
-  const auto shards = static_cast<int64_t>(stream->all_shards().size());
-  // a row per rank: its records, its skipped records, its shards' indices (-1 after its last)
-  const int64_t most = (shards + world - 1) / world;
-  at::Tensor mine = at::full({2 + most}, -1, at::kLong);
-  int64_t* row = mine.data_ptr<int64_t>();
-  row[0] = stream->records();
-  row[1] = stream->skipped_count();
-  for (std::size_t i = 0; i < stream->shard_indices().size(); ++i) row[2 + i] = stream->shard_indices()[i];
-  const at::Tensor all = world > 1 ? ranks.all_gather(mine).contiguous() : mine.unsqueeze(0);
-  StreamsSummary s;
-  s.source = stream->source();
-  s.shards = shards;
-  s.shuffle_buffer = stream->options().shuffle_buffer;
-  s.records_per_epoch = stream->size();
-  for (int64_t r = 0; r < world; ++r) {
-    const int64_t* theirs = all[r].data_ptr<int64_t>();
-    StreamsSummary::Rank rank{r, {}, theirs[0]};
-    for (int64_t i = 0; i < most && theirs[2 + i] >= 0 && theirs[2 + i] < shards; ++i) {
-      rank.shards.push_back(stream->all_shards()[static_cast<std::size_t>(theirs[2 + i])]);
-    }
-    s.records_per_epoch = std::min(s.records_per_epoch, theirs[0]);  // what the Trainer evens the ranks out to
-    s.skipped_records += theirs[1];
-    s.ranks.push_back(std::move(rank));
-  }
-  streams_ = std::move(s);
 }
 
 Run::Start Run::prepare_directory(Trainer& trainer, const std::shared_ptr<const Dataset>& train, const FitOptions& fit) {

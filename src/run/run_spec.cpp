@@ -56,35 +56,41 @@ std::string reason_of(const std::exception& e) {
   return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-/// The data set `spec` (`data`'s syntax) named `name`, drawn from `seed`; an image folder's classes
+/// A stream of `format` as the spec's image settings, features, shuffle buffer and bad-file choice say,
+/// rank `rank`'s of `world_size`.
+StreamDatasetOptions stream_options(const RunSpec& s, ShardFormat format, uint64_t seed, int64_t rank, int64_t world_size) {
+  StreamDatasetOptions o;
+  o.format = format;
+  if (!s.features.empty()) o.decoder.features = RecordFeatures::parse(s.features);
+  o.decoder.height = s.images.height;
+  o.decoder.width = s.images.width;
+  o.decoder.channels = s.images.channels;
+  o.decoder.max_pixels = s.images.max_pixels;
+  o.decoder.classes = s.num_classes.value_or(10);  // a stream's labels are not known before it is read
+  o.shuffle_buffer = s.shuffle_buffer;
+  o.seed = seed;
+  o.skip_bad_records = s.images.skip_bad_files;
+  o.rank = rank;
+  o.world_size = world_size;
+  return o;
+}
+
+/// The data set `spec` (`data`'s syntax) named `name`, drawn from `seed` (a stream: rank `rank`'s); an image folder's classes
 /// are `classes` when given (a validation folder takes the training folder's).
 RunData load_one(const RunSpec& s, const std::string& spec, const std::string& name, uint64_t seed, int64_t rank,
                  int64_t world_size, const std::vector<std::string>& classes = {}) {
   RunData out;
   try {
     for (const auto& [prefix, format] : {std::pair{"tfrecord", ShardFormat::kTfRecord}, std::pair{"tar", ShardFormat::kTar}}) {
-      const auto pattern = after_prefix(spec, prefix);
-      if (!pattern) continue;
-      StreamDatasetOptions options;
-      options.format = format;
-      if (!s.features.empty()) options.decoder.features = RecordFeatures::parse(s.features);
-      options.decoder.height = s.images.height;
-      options.decoder.width = s.images.width;
-      options.decoder.channels = s.images.channels;
-      options.decoder.max_pixels = s.images.max_pixels;
-      options.decoder.classes = s.num_classes.value_or(10);
-      options.shuffle_buffer = s.shuffle_buffer;
-      options.seed = seed;
-      options.skip_bad_records = s.images.skip_bad_files;
-      options.rank = rank;
-      options.world_size = world_size;
-      auto stream = std::make_shared<StreamDataset>(*pattern, options);
-      if (stream->skipped_count() > 0) {
-        out.warnings.push_back(name + " " + spec + ": " + std::to_string(stream->skipped_count()) +
-                               " bad records left out (ImageFolderOptions::skip_bad_files), the first: " + stream->skipped().front());
+      if (const auto pattern = after_prefix(spec, prefix)) {
+        auto stream = std::make_shared<StreamDataset>(*pattern, stream_options(s, format, seed, rank, world_size));
+        if (stream->skipped_count() > 0) {
+          out.warnings.push_back(name + " " + spec + ": " + std::to_string(stream->skipped_count()) +
+                                 " bad records left out (ImageFolderOptions::skip_bad_files), the first: " + stream->skipped().front());
+        }
+        out.train = stream;
+        return out;
       }
-      out.train = stream;
-      return out;
     }
     if (auto dir = after_prefix(spec, "images")) {
       ImageFolderOptions options = s.images;
@@ -147,6 +153,8 @@ int64_t class_count(const RunData& data, const RunSpec& s) {
 }
 
 }  // namespace
+
+bool is_stream_spec(const std::string& data) { return after_prefix(data, "tfrecord") || after_prefix(data, "tar"); }
 
 std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::string& text) {
   const std::size_t slash = text.find('/');

@@ -22,9 +22,13 @@
 #include "fitscope/checkpoint/training_state.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/summary/run_summary.hpp"
+#include "killed_runs.hpp"
 #include "process.hpp"
 
+using fitscope::testing::expect_same_weights;
+using fitscope::testing::kill_once_backed_up;
 using fitscope::testing::ProcessResult;
+using fitscope::testing::shell_words;
 using fitscope::testing::read_file;
 using fitscope::testing::run_process;
 using fitscope::testing::TempDir;
@@ -44,26 +48,6 @@ std::vector<std::string> train_into(const std::string& dir, std::vector<std::str
   return args;
 }
 
-std::string shell_words(const std::vector<std::string>& args) {
-  std::string out;
-  for (const auto& a : args) out += "'" + a + "' ";
-  return out;
-}
-
-c10::Dict<c10::IValue, c10::IValue> weights_of(const std::string& dir) {
-  const std::string bytes = read_file(dir + "/model.weights.pt");
-  return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toGenericDict();
-}
-
-void expect_same_weights(const std::string& a, const std::string& b) {
-  const auto wa = weights_of(a), wb = weights_of(b);
-  ASSERT_EQ(wa.size(), wb.size());
-  for (const auto& item : wa) {
-    ASSERT_TRUE(wb.contains(item.key())) << item.key().toStringRef();
-    EXPECT_TRUE(at::equal(item.value().toTensor(), wb.at(item.key()).toTensor())) << item.key().toStringRef();
-  }
-}
-
 }  // namespace
 
 TEST(Resume, AKilledRunResumesMidEpochAndEndsWithTheUninterruptedWeights) {
@@ -72,15 +56,8 @@ TEST(Resume, AKilledRunResumesMidEpochAndEndsWithTheUninterruptedWeights) {
   const ProcessResult reference = run_process(train_into(whole));
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
 
-  // start the run, wait (polling) until it has a backup of step 100 or later (epoch 1 on), SIGKILL it;
-  // any such step, not exactly 100: retention deletes that one 6 ms later, quicker than a loaded
-  // machine may poll
-  const std::string script = shell_words(train_into(killed)) + "> /dev/null 2>&1 & pid=$!; "
-                             "while :; do for f in " + killed + "/backup/ckpt-*.fitscope; do n=${f##*ckpt-}; "
-                             "n=${n%.fitscope}; [ -e \"$f\" ] && [ \"$(expr \"$n\" + 0)\" -ge 100 ] && break 2; done; "
-                             "kill -0 $pid 2>/dev/null || exit 3; sleep 0.005; done; "
-                             "kill -9 $pid; wait $pid; echo status=$?";
-  const ProcessResult kill = run_process({"/bin/sh", "-c", script});
+  // SIGKILLed once it has a backup of step 100 or later (epoch 1 on)
+  const ProcessResult kill = kill_once_backed_up(train_into(killed), killed, 100);
   ASSERT_EQ(kill.exit_code, 0) << "the run ended before it could be killed: " << kill.err;
   EXPECT_EQ(kill.out, "status=137\n");
   EXPECT_FALSE(std::filesystem::exists(killed + "/model.weights.pt"));

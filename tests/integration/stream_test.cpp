@@ -5,9 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <ATen/ATen.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -15,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "killed_runs.hpp"
 #include "process.hpp"
 
+using fitscope::testing::expect_same_weights;
+using fitscope::testing::kill_once_backed_up;
 using fitscope::testing::ProcessResult;
 using fitscope::testing::read_file;
 using fitscope::testing::run_process;
@@ -31,12 +31,6 @@ ProcessResult fitscope_cli(std::vector<std::string> args) {
 }
 
 json summary_of(const std::string& run_dir) { return json::parse(read_file(run_dir + "/summary.json")); }
-
-std::string shell_words(const std::vector<std::string>& args) {
-  std::string out;
-  for (const auto& a : args) out += "'" + a + "' ";
-  return out;
-}
 
 }  // namespace
 
@@ -105,25 +99,12 @@ TEST(Streams, AStreamedRunKilledMidEpochResumesToTheUninterruptedWeights) {
   const std::string whole = tmp.path() + "/whole", killed = tmp.path() + "/killed";
   ASSERT_EQ(run_process(train_into(whole)).exit_code, 0);
   // killed once a backup of step 50 or later exists (epoch 1, batch 12 on: inside an epoch of 38 batches)
-  const std::string script = shell_words(train_into(killed)) + "> /dev/null 2>&1 & pid=$!; "
-                             "while :; do for f in " + killed + "/backup/ckpt-*.fitscope; do n=${f##*ckpt-}; "
-                             "n=${n%.fitscope}; [ -e \"$f\" ] && [ \"$(expr \"$n\" + 0)\" -ge 50 ] && break 2; done; "
-                             "kill -0 $pid 2>/dev/null || exit 3; sleep 0.005; done; "
-                             "kill -9 $pid; wait $pid; echo status=$?";
-  const ProcessResult kill = run_process({"/bin/sh", "-c", script});
+  const ProcessResult kill = kill_once_backed_up(train_into(killed), killed, 50);
   ASSERT_EQ(kill.exit_code, 0) << "the run ended before it could be killed";
   EXPECT_EQ(kill.out, "status=137\n");
   const ProcessResult resumed = run_process(train_into(killed, {"--resume"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  const auto weights_of = [](const std::string& dir) {
-    const std::string bytes = read_file(dir + "/model.weights.pt");
-    return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toGenericDict();
-  };
-  const auto a = weights_of(whole), b = weights_of(killed);
-  ASSERT_EQ(a.size(), b.size());
-  for (const auto& item : a) {
-    EXPECT_TRUE(at::equal(item.value().toTensor(), b.at(item.key()).toTensor())) << item.key().toStringRef();
-  }
+  expect_same_weights(whole, killed);
   EXPECT_EQ(read_file(killed + "/metrics.csv"), read_file(whole + "/metrics.csv"));
 }
 
@@ -154,6 +135,10 @@ TEST(Streams, BadRecordsExitTwoNamingTheFileOffsetAndFeatureOrAreSkippedAndCount
   EXPECT_EQ(summary.at("streams").at("skipped_records"), 1);
   EXPECT_EQ(summary.at("streams").at("records_per_epoch"), 40);
   EXPECT_EQ(summary.at("skipped_files").at("count"), 1);
+  // its config.toml repeats it (the CLI's default validation split, which a stream does not take, is 0 there)
+  const ProcessResult repeated = fitscope_cli({"train", "--config", tmp.path() + "/run/config.toml", "--run-dir", tmp.path() + "/again"});
+  ASSERT_EQ(repeated.exit_code, 0) << repeated.err;
+  EXPECT_EQ(summary_of(tmp.path() + "/again").at("streams").at("records_per_epoch"), 40);
 
   // --validation-split on a stream is refused, naming the flag
   std::vector<std::string> split = skipping;

@@ -12,12 +12,22 @@ import tarfile
 import io
 
 
+def crc_table():
+    table = []
+    for n in range(256):
+        for _ in range(8):
+            n = (n >> 1) ^ (0x82F63B78 if n & 1 else 0)  # CRC-32C's reflected polynomial
+        table.append(n)
+    return table
+
+
+TABLE = crc_table()
+
+
 def crc32c(data):
     crc = 0xFFFFFFFF
     for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        crc = TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
 
 

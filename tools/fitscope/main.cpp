@@ -28,12 +28,13 @@ using fitscope::cli::integer_in;
 using fitscope::cli::number_above;
 
 /// A --data or --model spec with its file or folder made absolute (`images:data/x` ->
-/// `images:/home/me/data/x`, `mine.pt` -> `/home/me/mine.pt`); `synthetic`, `cnn`, `mlp` as they are.
+/// `images:/home/me/data/x`, `tar:s/*.tar` -> `tar:/home/me/s/*.tar`, `mine.pt` -> `/home/me/mine.pt`); `synthetic`,
+/// `cnn`, `mlp` as they are.
 std::string absolute_spec(const std::string& spec) {
   const auto absolute = [](const std::string& path) {
     return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
   };
-  for (const char* prefix : {"images:", "idx:", "cifar10:", "csv:"}) {
+  for (const char* prefix : {"images:", "idx:", "cifar10:", "csv:", "tfrecord:", "tar:"}) {
     if (spec.rfind(prefix, 0) == 0) return prefix + absolute(spec.substr(std::strlen(prefix)));
   }
   return spec.size() > 3 && spec.compare(spec.size() - 3, 3, ".pt") == 0 ? absolute(spec) : spec;
@@ -88,6 +89,12 @@ int main(int argc, char** argv) {
     check_flag_relations(train_options);
     // data and model files by absolute path, so that the run repeats from any directory
     std::map<std::string, std::string> used = {{"data", absolute_spec(train_options.spec.data)}, {"model", absolute_spec(train_options.spec.model)}};
+    // a stream has no end to hold out: without --validation-data it is not validated, as Keras's fit on
+    // a tf.data.Dataset (the default split is dropped; a --validation-split given is refused by the fit)
+    if (fitscope::is_stream_spec(train_options.spec.data) && !train_options.validation_split_given) {
+      train_options.fit.validation_split = 0;
+      used["validation-split"] = "0";
+    }
     if (!train_options.spec.validation_data.empty()) used["validation-data"] = absolute_spec(train_options.spec.validation_data);
     const std::string head = "# fitscope train: the settings of this run; `fitscope train --config config.toml` repeats it\n\n";
     train_options.run.configuration = head + resolved_config(*train, not_in_config, used);

@@ -89,9 +89,6 @@ struct Session {
   FitOptions fit_options(const TrainCommandOptions& o) const {
     FitOptions fit = o.fit;
     if (data.test) fit.validation_data = data.test;  // the files' test set wins over --validation-split
-    // a stream has no end to hold out: without --validation-data it is not validated, as Keras's fit on a
-    // tf.data.Dataset; an explicit --validation-split is refused by the fit
-    if (dynamic_cast<const StreamDataset*>(data.train.get()) && !o.validation_split_given) fit.validation_split = 0;
     const std::string monitor = !o.monitor.empty() ? o.monitor : fit.validation_data || fit.validation_split > 0 ? "val_loss" : "loss";
     if (o.early_stopping > 0) {
       EarlyStoppingOptions e;

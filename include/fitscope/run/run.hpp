@@ -75,9 +75,6 @@ class Run {
   // Run::fit's steps, in order:
   /// In a data-parallel run, every rank has the same settings (else every rank throws, naming one).
   void check_ranks_agree(Trainer& trainer, const Dataset& train, const FitOptions& fit);
-  /// For a streamed training set: what each rank reads (its shards, their records), gathered for
-  /// summary.json's "streams".
-  void record_streams(Trainer& trainer, const Dataset& train);
   /// Locks the directory, continues, replaces or refuses an earlier run's files, writes the incomplete
   /// manifest and config.toml, and prints the model's summary.
   Start prepare_directory(Trainer& trainer, const std::shared_ptr<const Dataset>& train, const FitOptions& fit);

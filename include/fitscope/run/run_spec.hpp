@@ -47,6 +47,10 @@ struct RunSpec {
   static RunSpec from_config(const std::string& run_dir);
 };
 
+/// Whether a data spec names a stream (tfrecord:GLOB or tar:GLOB: a StreamDataset, read in order, with
+/// no end to hold out for validation).
+bool is_stream_spec(const std::string& data);
+
 /// "M1,M2/S1,S2" (config.toml's and the CLI's normalize): the means and standard deviations, as many
 /// of each, every one > 0. Throws std::invalid_argument saying what is expected.
 std::pair<std::vector<double>, std::vector<double>> parse_normalize(const std::string& text);
