@@ -21,20 +21,6 @@ namespace {
 constexpr const char* kPositionMagic = "fitscope-shard-stream-position";
 constexpr uint64_t kDrawStream = 0x5B0FF3;  // the shuffle buffer's draws, apart from other seeded streams
 
-void note_skip(SkippedRecords& skipped, std::string reason) {
-  ++skipped.count;
-  if (skipped.recent.size() == SkippedRecords::kRecentReasons) skipped.recent.erase(skipped.recent.begin());
-  skipped.recent.push_back(std::move(reason));
-}
-
-/// Adds to `into` what `from` skipped since it counted `before`.
-void take_skips(SkippedRecords& into, const SkippedRecords& from, int64_t before) {
-  const int64_t added = from.count - before;
-  const auto known = std::min<std::size_t>(static_cast<std::size_t>(added), from.recent.size());
-  for (std::size_t i = from.recent.size() - known; i < from.recent.size(); ++i) note_skip(into, from.recent[i]);
-  into.count += added - static_cast<int64_t>(known);
-}
-
 std::string counted(std::size_t n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
@@ -115,11 +101,11 @@ bool ShardReader::next(ShardRecord& record) {
   for (;;) {
     try {
       const bool got = read(record);
-      if (!failed.empty()) note_skip(skipped_, std::move(failed));
+      if (!failed.empty()) skipped_.note(std::move(failed));
       return got;
     } catch (const std::invalid_argument& e) {
       if (!failed.empty() && failed == e.what() && position() == failed_at) throw;
-      if (!failed.empty()) note_skip(skipped_, std::move(failed));
+      if (!failed.empty()) skipped_.note(std::move(failed));
       failed = e.what();
       failed_at = position();
     }
@@ -142,6 +128,21 @@ int64_t count_records(const std::string& path, const ShardReaderOptions& options
   int64_t records = 0;
   while (reader.next(record)) ++records;
   return records;
+}
+
+// ---- skipped records ----
+
+void SkippedRecords::note(std::string reason) {
+  ++count;
+  if (recent.size() == kRecentReasons) recent.erase(recent.begin());
+  recent.push_back(std::move(reason));
+}
+
+void SkippedRecords::take(const SkippedRecords& from, int64_t before) {
+  const int64_t added = from.count - before;
+  const auto known = std::min<std::size_t>(static_cast<std::size_t>(added), from.recent.size());
+  for (std::size_t i = from.recent.size() - known; i < from.recent.size(); ++i) note(from.recent[i]);
+  count += added - static_cast<int64_t>(known);
 }
 
 // ---- shard lists ----
@@ -319,10 +320,10 @@ bool ShardStream::read_into_buffer() {
     } catch (...) {
       // the stream stands where its reader does: past a record the reader could step over
       shard_position_ = reader_->position();
-      take_skips(skipped_, reader_->skipped(), skipped_before);
+      skipped_.take(reader_->skipped(), skipped_before);
       throw;
     }
-    take_skips(skipped_, reader_->skipped(), skipped_before);
+    skipped_.take(reader_->skipped(), skipped_before);
     if (got) {
       shard_position_ = reader_->position();
       buffer_.push_back(std::move(record));

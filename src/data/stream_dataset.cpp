@@ -20,12 +20,6 @@ ShardReaderOptions reader_options(const StreamDatasetOptions& o, const RecordDec
   return r;
 }
 
-void note_skip(SkippedRecords& skipped, std::string reason) {
-  ++skipped.count;
-  if (skipped.recent.size() == SkippedRecords::kRecentReasons) skipped.recent.erase(skipped.recent.begin());
-  skipped.recent.push_back(std::move(reason));
-}
-
 }  // namespace
 
 StreamDataset::StreamDataset(std::string pattern, StreamDatasetOptions options)
@@ -38,8 +32,8 @@ StreamDataset::StreamDataset(std::string pattern, StreamDatasetOptions options)
   decoder_ = std::make_shared<const RecordDecoder>(options_.decoder);
   all_shards_ = list_shards(pattern_);
   shards_ = assign_shards(all_shards_, options_.rank, options_.world_size);
-  for (auto i = static_cast<std::size_t>(options_.rank); i < all_shards_.size(); i += static_cast<std::size_t>(options_.world_size)) {
-    shard_indices_.push_back(static_cast<int64_t>(i));
+  for (std::size_t i = 0; i < shards_.size(); ++i) {  // rank, rank + W, ...: where assign_shards took them
+    shard_indices_.push_back(options_.rank + static_cast<int64_t>(i) * options_.world_size);
   }
   // one pass over this rank's shards: the records counted and checked (no pixels decoded), the bad
   // ones the reader cannot skip itself kept by shard and offset, the first good one decoded for the shape
@@ -56,15 +50,13 @@ StreamDataset::StreamDataset(std::string pattern, StreamDatasetOptions options)
         }
       } catch (const std::invalid_argument& e) {
         if (!options_.skip_bad_records) throw;
-        note_skip(skipped_, e.what());
+        skipped_.note(e.what());
         bad_records_.insert({record.shard, record.offset});
         continue;
       }
       ++records_;
     }
-    const SkippedRecords& framing = reader.skipped();
-    for (const std::string& reason : framing.recent) note_skip(skipped_, reason);
-    skipped_.count += framing.count - static_cast<int64_t>(framing.recent.size());
+    skipped_.take(reader.skipped());  // what the reader stepped over itself
   }
   if (records_ == 0) {
     throw std::invalid_argument(source() + ": rank " + std::to_string(options_.rank) + "'s " + std::to_string(shards_.size()) +

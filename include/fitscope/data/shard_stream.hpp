@@ -51,6 +51,11 @@ struct SkippedRecords {
   static constexpr std::size_t kRecentReasons = 8;
   int64_t count = 0;
   std::vector<std::string> recent;  ///< the reasons of the last kRecentReasons skipped records, oldest first
+
+  /// Counts one more skipped record, keeping `reason` among the recent ones.
+  void note(std::string reason);
+  /// Adds what `from` skipped since it counted `before` (with the reasons it still keeps).
+  void take(const SkippedRecords& from, int64_t before = 0);
 };
 
 struct ShardReaderOptions {
