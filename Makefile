@@ -17,7 +17,7 @@ FUZZ_TARGETS := idx cifar10 csv image checkpoint tfrecord tar
 ASAN_DIR ?= build-asan
 ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
 
-.PHONY: all deps fuzz-deps install-packages configure build demo test test-asan bench fuzz clean
+.PHONY: all deps fuzz-deps install-packages configure build demo test test-asan bench fuzz clean gpu-kit
 
 all: build
 
@@ -74,6 +74,11 @@ bench: build
 	/usr/bin/python3 bench/image_loading.py $(BUILD_DIR)/tools/fitscope/fitscope $(BUILD_DIR)/bench/bench_image_loading
 	$(BUILD_DIR)/bench/bench_distributed
 	/usr/bin/python3 bench/torchscript_vs_python.py $(BUILD_DIR)/tools/fitscope/fitscope
+
+# The device kit: the build's dependencies besides libtorch, unpacked into .gpu-kit for a machine with
+# no apt (the lent GPU machine: bench/device_check.sh builds from it).
+gpu-kit:
+	tools/gpu-kit.sh .gpu-kit
 
 # libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer) of the IDX, CIFAR-10 and CSV
 # parsers, the TFRecord framing and tf.train.Example parser, and the image header checks and decoders

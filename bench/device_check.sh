@@ -1,42 +1,130 @@
-#!/bin/sh
-# The GPU issue's checks on a machine with a GPU and a CUDA PyTorch 2.x, in stages that each fit one
-# device call (10 minutes); logs go to $OUT (the device tool's folder) or /tmp/device-check.
-#   bench/device_check.sh build   configure against this Python's torch and build into build-gpu/
-#   bench/device_check.sh test    the GPU tests (ctest -L gpu), then the CPU suite against the wheels
-#   bench/device_check.sh bench   fit vs hand-written CUDA loop, vs Lightning, GPU sweep, and the
-#                                 distributed benchmark (its overlap goal needs spare cores)
+#!/bin/bash
+# The GPU issue's checks in one device call (at most 10 minutes, a bare machine): from the device kit
+# (make gpu-kit, carried as .gpu-kit) and this Python's torch, configure and build only what the checks
+# need, run the GPU tests, the demo, and the figures, then leave in $OUT one summary JSON
+# (gpu-summary.json, bench/device_summary.py) and every log and run file (device-check.tar.gz).
+# Stages run by priority under one time budget: a stage gets what is left of it, and the stages the
+# budget cannot reach are skipped and named, so whatever ran comes back.
+#   bench/device_check.sh [cuda|cpu]   cpu: the rehearsal of the same script on a machine without a GPU
+# Environment: OUT (default /tmp/device-check), BUDGET_S (default 560), PYTHON (default python3),
+# TORCH_PREFIX (libtorch's CMake prefix; default: PYTHON's torch.utils.cmake_prefix_path, cuda only),
+# BUILD_DIR (default build-gpu), ROUNDS (default 3).
 set -u
-stage=${1:?usage: bench/device_check.sh build|test|bench}
+device=${1:-cuda}
+case $device in cuda | cpu) ;; *) echo "device_check.sh: device '$device' (expected cuda or cpu)" >&2; exit 2 ;; esac
+root=$(pwd)
 out=${OUT:-/tmp/device-check}
-mkdir -p "$out"
-build=build-gpu
+logs=$out/logs
+runs=$out/runs
+rm -rf "$logs" "$runs" && mkdir -p "$logs" "$runs"
+start=$(date +%s)
+budget=${BUDGET_S:-560}
+rounds=${ROUNDS:-3}
+python=${PYTHON:-python3}
+build=${BUILD_DIR:-build-gpu}
 cli=$build/tools/fitscope/fitscope
-step() {  # name command...: runs it, keeps its log, prints its tail and exit status
-  name=$1
-  shift
-  "$@" > "$out/$name.log" 2>&1
+kit=$root/.gpu-kit/usr
+[ -d "$kit" ] || { echo "device_check.sh: no device kit in $kit (make gpu-kit, and carry .gpu-kit)" >&2; exit 2; }
+export PATH=$kit/bin:/usr/local/cuda/bin:$PATH
+export LD_LIBRARY_PATH=$kit/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+stages=$out/stages.tsv
+: > "$stages"
+
+# stage NAME SECONDS COMMAND...: runs COMMAND for at most SECONDS or what the budget has left (20 s
+# stay for packing), its output in $logs/NAME.log; records NAME, exit status and seconds in stages.tsv
+stage() {
+  local name=$1 most=$2 left t0 rc
+  shift 2
+  left=$((start + budget - 20 - $(date +%s)))
+  if [ "$left" -lt 10 ]; then
+    printf '%s\tskipped\t0\n' "$name" >> "$stages"
+    echo "== $name: skipped, the budget is spent"
+    return 1
+  fi
+  [ "$most" -gt "$left" ] && most=$left
+  t0=$(date +%s)
+  timeout -k 5 "$most" bash -c '"$@"' "$name" "$@" > "$logs/$name.log" 2>&1  # bash: a stage may be a function
   rc=$?
-  echo "== $name: exit $rc"
-  tail -n 25 "$out/$name.log"
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - t0))" >> "$stages"
+  echo "== $name: exit $rc in $(($(date +%s) - t0)) s"
+  tail -n 4 "$logs/$name.log" | cut -c1-300
+  return $rc
 }
-case $stage in
-  build)
-    prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-    step configure cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-      -DFITSCOPE_PYTHON="$(command -v python3)"
-    grep "fitscope:" "$out/configure.log"  # what CMake found: CUDA, NCCL, gloo headers
-    step build ninja -C $build -k 0
-    grep -E "error|FAILED" "$out/build.log" | head -n 40 ;;
-  test)
-    step gpu-tests ctest --test-dir $build -L gpu --output-on-failure
-    step cpu-tests ctest --test-dir $build -LE gpu -j "$(nproc)" --timeout 300 ;;
-  bench)
-    step fit-vs-handwritten $build/bench/bench_fit_vs_handwritten 5 gpu
-    step lightning python3 bench/lightning_vs_fitscope.py $cli 3
-    step sweep-gpu $cli sweep --device cuda --batch-sizes 16,32,64,128,256,512 --run-dir "$out/sweep-gpu"
-    step sweep-cpu $cli sweep --device cpu --batch-sizes 16,32,64,128,256 --steps 20 --run-dir "$out/sweep-cpu"
-    step distributed $build/bench/bench_distributed 5 300 ;;
-  *)
-    echo "unknown stage $stage: expected build, test or bench" >&2
-    exit 2 ;;
-esac
+
+facts() {
+  echo "device: $device"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 || true
+  "$python" -c 'import torch, sys; print("torch", torch.__version__, "cuda", torch.version.cuda, "python", sys.version.split()[0])'
+  g++ --version | head -n 1
+  cmake --version | head -n 1
+  ldd --version | head -n 1
+  echo "cores $(nproc)"
+  for h in cublas_v2.h cublasLt.h cusparse.h cusolverDn.h nccl.h; do
+    [ -f /usr/local/cuda/include/$h ] && echo "cuda header $h: /usr/local/cuda/include" || echo "cuda header $h: missing"
+  done
+  "$python" -c 'import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print("nccl.h beside torch:", glob.glob(d + "/nvidia/**/nccl.h", recursive=True)); print("gloo headers in the wheel:", os.path.exists(os.path.join(os.path.dirname(torch.__file__), "include", "gloo", "algorithm.h")))' 2>&1
+}
+
+configure() {
+  local prefix=$kit extra=()
+  if [ "$device" = cuda ]; then
+    prefix="$kit;${TORCH_PREFIX:-$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')}"
+    extra+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCUDAToolkit_ROOT=/usr/local/cuda)
+    # the CUDA libraries' headers that ATen's CUDA headers include, from the wheels where the toolkit lacks them
+    if [ ! -f /usr/local/cuda/include/cublas_v2.h ]; then
+      local inc
+      inc=$("$python" -c 'import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print(" ".join("-isystem " + os.path.dirname(p) for p in sorted(set(glob.glob(d + "/nvidia/**/include/cublas_v2.h", recursive=True) + glob.glob(d + "/nvidia/**/include/cusparse.h", recursive=True) + glob.glob(d + "/nvidia/**/include/cusolverDn.h", recursive=True)))))')
+      extra+=("-DCMAKE_CXX_FLAGS=$inc")
+    fi
+  elif [ -n "${TORCH_PREFIX:-}" ]; then
+    prefix="$kit;$TORCH_PREFIX"
+  fi
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+    -DFITSCOPE_PYTHON="$(command -v "$python")" -DFITSCOPE_BUILD_EXAMPLES=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
+    "${extra[@]}"
+}
+
+build_targets() {
+  local targets=(fitscope_cli bench_gpu_figures bench_fit_vs_handwritten)
+  [ "$device" = cuda ] && targets+=(fitscope_gpu_tests)
+  ninja -C "$build" -j "$(nproc)" -k 0 "${targets[@]}"
+}
+
+# train NAME ARGS...: `fitscope train` into $runs/NAME (the run directory's summary.json is kept)
+train() {
+  local name=$1
+  shift
+  "$cli" train --device "$device" --run-dir "$runs/$name" --overwrite --no-progress "$@"
+}
+
+export -f facts configure build_targets train
+export device root out runs python build cli kit
+stage facts 30 facts
+stage configure 240 configure && stage build 400 build_targets
+if [ "$device" = cuda ]; then
+  stage gpu-tests 180 "$build/tests/fitscope_gpu_tests" --gtest_output="json:$out/gpu-tests.json"
+fi
+stage demo 90 train demo --epochs 3
+stage figures 200 "$build/bench/bench_gpu_figures" "$rounds" "$device"
+stage launch-mlp-32 60 train launch-mlp-32 --model mlp --batch-size 32 --epochs 1 --synthetic-size 20000 --warmup-steps 11
+stage launch-cnn-1024 60 train launch-cnn-1024 --model cnn --batch-size 1024 --epochs 2 --synthetic-size 30000 --warmup-steps 11
+if [ "$device" = cuda ]; then
+  stage handwritten 150 "$build/bench/bench_fit_vs_handwritten" "$rounds" gpu
+  stage lightning 150 "$python" bench/lightning_vs_fitscope.py "$cli" 2
+  stage sweep 120 "$cli" sweep --device cuda --batch-sizes 16,32,64,128,256,512,1024 --run-dir "$runs/sweep" --overwrite
+else
+  stage sweep 120 "$cli" sweep --device cpu --batch-sizes 16,64 --steps 10 --run-dir "$runs/sweep" --overwrite
+fi
+
+"$python" bench/device_summary.py "$out" "$device" > "$logs/summary.log" 2>&1 || tail -n 5 "$logs/summary.log"
+tar -czf "$out/device-check.tar.gz" -C "$out" logs runs stages.tsv $(cd "$out" && ls gpu-tests.json 2>/dev/null)
+# the binaries, should a second call want to run without building
+if [ -f "$cli" ]; then
+  tar -czf "$out/build-bin.tar.gz" "$build"/tools/fitscope/fitscope "$build"/src/libfitscope.so* "$build"/bench/bench_gpu_figures \
+    "$build"/bench/bench_fit_vs_handwritten $(ls "$build"/tests/fitscope_gpu_tests 2>/dev/null) 2>/dev/null
+fi
+rm -rf "$runs" "$logs"  # in the archive: at most 8 files come back from a device call
+echo "== stages (name, exit, seconds):"
+cat "$stages"
+[ -f "$out/gpu-summary.json" ] && "$python" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d.get("headline", {}), indent=1))' "$out/gpu-summary.json"

@@ -7,11 +7,42 @@
 #include <algorithm>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/distributed/launcher_channel.hpp"
 
 namespace fitscope::distributed::detail {
+namespace {
+
+// libtorch 2.4 and later serve the TCP store on libuv when asked (TCPStoreOptions::useLibUV, on by
+// default); a build without libuv (Debian's) refuses that before it opens a socket. 1.13 has no such
+// option. So: libuv where the build has it, the classic server where it does not.
+template <typename Options, typename = void>
+struct HasUseLibUV : std::false_type {};
+template <typename Options>
+struct HasUseLibUV<Options, std::void_t<decltype(std::declval<Options&>().useLibUV)>> : std::true_type {};
+
+template <typename Options>
+bool turn_libuv_off(Options& options) {  // whether it was on
+  if constexpr (HasUseLibUV<Options>::value) {
+    return std::exchange(options.useLibUV, false);
+  } else {
+    return false;
+  }
+}
+
+c10::intrusive_ptr<c10d::Store> tcp_store(const std::string& host, c10d::TCPStoreOptions options) {
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const std::exception& e) {
+    if (std::string(e.what()).find("libuv") == std::string::npos || !turn_libuv_off(options)) throw;
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  }
+}
+
+}  // namespace
 
 std::string first_line(const std::exception& e) {
   std::string text = e.what();
@@ -100,7 +131,7 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::connect(bool host) const {
   options.numWorkers = static_cast<std::size_t>(env_.world_size);
   options.waitWorkers = host;
   options.timeout = timeout_;
-  return c10::make_intrusive<c10d::TCPStore>(env_.master_addr, options);
+  return tcp_store(env_.master_addr, options);
 }
 
 }  // namespace fitscope::distributed::detail

@@ -99,6 +99,10 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
     t.step_ms_p99 = d.step().p99_ms;
     t.steps_resolved_in_loop = m.device_timer->resolved_in_loop();
     t.steps_resolved_at_end = m.device_timer->resolved_at_finish();
+    t.busy_ms = m.device_timer->busy_ms();
+    if (t.busy_ms && stats.step().p50_ms > 0) t.idle_fraction = std::max(0.0, 1 - *t.busy_ms / stats.step().p50_ms);
+    t.probes_made = m.device_timer->probes_made();
+    t.probes_valid = m.device_timer->probes_valid();
     s.device_timing = t;
   }
   s.clock_overhead_ns_per_step = m.clock_overhead_ns_per_step;
@@ -112,6 +116,10 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   context.run = facts.run;
   context.validation_split = facts.validation_split;
   context.ranks_on_machine = m.local_world_size;
+  if (s.device_timing && s.device_timing->idle_fraction) {
+    context.device_busy_ms = *s.device_timing->busy_ms;
+    context.device_idle_fraction = *s.device_timing->idle_fraction;
+  }
   for (const auto& [key, value] : facts.settings) context.decodes_images = context.decodes_images || (key == "data" && value.rfind("images:", 0) == 0);
   if (!s.callbacks.empty()) context.slowest_callback = s.callbacks.front().name + "." + s.callbacks.front().hook;
   s.verdict = judge(stats, context);

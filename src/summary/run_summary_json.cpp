@@ -44,6 +44,7 @@ std::string RunSummary::to_json() const {
                           {"exposed_fraction", communication->exposed_fraction},
                           {"bucket_bytes", communication->bucket_bytes}};
   }
+  const auto optional_number = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json device_json = nullptr;
   if (device_timing) {
     json timed = json::object();
@@ -56,7 +57,11 @@ std::string RunSummary::to_json() const {
                                 {"p99", device_timing->step_ms_p99}}},
                    {"phases", timed},
                    {"steps_resolved_in_loop", device_timing->steps_resolved_in_loop},
-                   {"steps_resolved_at_end", device_timing->steps_resolved_at_end}};
+                   {"steps_resolved_at_end", device_timing->steps_resolved_at_end},
+                   {"busy_ms", optional_number(device_timing->busy_ms)},
+                   {"idle_fraction", optional_number(device_timing->idle_fraction)},
+                   {"probes_made", device_timing->probes_made},
+                   {"probes_valid", device_timing->probes_valid}};
   }
   json streams_json = nullptr;
   if (streams) {
@@ -85,7 +90,6 @@ std::string RunSummary::to_json() const {
   }
   json pools = json::object();
   for (const PoolCpu& p : cpu.pools) pools[p.pool] = {{"threads", p.threads}, {"cores", p.cores}};
-  const auto optional_number = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json actions_json = json::array();
   for (const Advice& a : verdict.actions) {
     actions_json.push_back({{"knob", a.knob}, {"from", a.from}, {"to", a.to}, {"expected_gain", a.expected_gain}});
@@ -403,6 +407,12 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
     for (const std::string& name : t.phases_measured) t.phases[name] = read_phase(timed.object(name.c_str()), false);
     t.steps_resolved_in_loop = d->get<int64_t>("steps_resolved_in_loop");
     t.steps_resolved_at_end = d->get<int64_t>("steps_resolved_at_end");
+    if (d->raw().contains("busy_ms")) {  // from before the probes: none
+      t.busy_ms = d->optional_number("busy_ms");
+      t.idle_fraction = d->optional_number("idle_fraction");
+      t.probes_made = d->get<int64_t>("probes_made");
+      t.probes_valid = d->get<int64_t>("probes_valid");
+    }
     s.device_timing = t;
   }
   if (const auto k = r.nullable_object("restarts")) {

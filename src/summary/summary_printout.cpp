@@ -1,5 +1,7 @@
 #include "fitscope/summary/summary_printout.hpp"
 
+#include "fitscope/summary/detail/percent.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -22,7 +24,21 @@ std::string format_gpu(const RunSummary& s) {
     std::snprintf(part, sizeof part, " %s %.3f", name.c_str(), s.device_timing->phases.at(name).mean_ms);
     out += part;
   }
-  return out + " ms (means)\n";
+  out += " ms (means)\n";
+  const DeviceTimingSummary& d = *s.device_timing;
+  if (d.busy_ms && d.idle_fraction) {
+    std::snprintf(part, sizeof part,
+                  "GPU's own work per step %.3f ms (%lld of %lld probes with the step queued ahead): idle %s of the "
+                  "%.3f ms step, waiting for the host\n",
+                  *d.busy_ms, static_cast<long long>(d.probes_valid), static_cast<long long>(d.probes_made),
+                  detail::format_percent(*d.idle_fraction, 0).c_str(), s.step_ms.p50);
+    out += part;
+  } else if (d.probes_made > 0) {
+    std::snprintf(part, sizeof part, "GPU's own work per step: not measured (none of %lld probes had the step queued ahead)\n",
+                  static_cast<long long>(d.probes_made));
+    out += part;
+  }
+  return out;
 }
 
 std::string format_threads(const RunSummary& s) {

@@ -176,6 +176,24 @@ AdviceText advice_for(const std::string& bound, double share, double step_ms, co
                 " to do more work per all-reduce",
             {{"LoaderOptions::batch_size", batch, larger, "half the all-reduces for the same examples"}}};
   }
+  if (bound == "launch") {
+    // the host's launches cost about the same per step whatever the batch: the GPU's work grows with it
+    // until it fills the step
+    const double gain = ctx.device_busy_ms > 0 ? step_ms / ctx.device_busy_ms : 1.0;
+    char text[480];
+    std::snprintf(text, sizeof text,
+                  "the GPU idles %s of each step waiting for the host to launch its work (its own work %.3f ms of "
+                  "a %.3f ms step): the step is launch-bound. Raise LoaderOptions::batch_size from %s: the "
+                  "launches cost the same per step, so up to %.1fx the examples per second before the GPU is "
+                  "busy; or replay the step as a CUDA graph (one launch instead of one per kernel), up to %.1fx",
+                  percent(share).c_str(), ctx.device_busy_ms, step_ms, batch.c_str(), gain, gain);
+    char expected[96];
+    std::snprintf(expected, sizeof expected, "up to %.1fx the examples per second (the GPU idle %s of the step)", gain,
+                  percent(share).c_str());
+    int64_t to = ctx.batch_size * 2;
+    while (to < ctx.batch_size * gain && to < ctx.batch_size * 64) to *= 2;
+    return {text, {{"LoaderOptions::batch_size", batch, std::to_string(to), expected}}};
+  }
   if (bound == "overhead") {
     return {"unclaimed per-step overhead takes " + of_step + ": raise LoaderOptions::batch_size from " + batch +
                 " (a sweep shows where throughput levels off)",
@@ -238,6 +256,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
       {"checkpoint", s.share(Phase::checkpoint), 0.05, 0.20},
       {"communication", s.share(Phase::comm), 0.03, 0.15},
       {"overhead", s.share(Phase::other), 0.03, 0.15},
+      {"launch", std::max(0.0, ctx.device_idle_fraction), 0.30, 0.50},
   };
   const Candidate* worst = nullptr;
   for (const auto& c : candidates) {
@@ -257,7 +276,8 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
               s.share(Phase::metrics);
     v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
   }
-  AdviceText advice = advice_for(v.bound, v.share, s.step().mean_ms - s.phase(Phase::data_wait).mean_ms, ctx);
+  const double step_ms = v.bound == "launch" ? s.step().p50_ms : s.step().mean_ms - s.phase(Phase::data_wait).mean_ms;
+  AdviceText advice = advice_for(v.bound, v.share, step_ms, ctx);
   v.advice = std::move(advice.text);
   v.actions = std::move(advice.actions);
   if (s.measured_steps() < kMinJudgedSteps) {

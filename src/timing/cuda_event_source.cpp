@@ -5,6 +5,8 @@
 
 #ifdef FITSCOPE_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/Sleep.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -41,6 +43,13 @@ class CudaEventSource final : public DeviceEventSource {
   bool done(const DeviceEvent& e) override { return cuda(e).query(); }
   void wait(const DeviceEvent& e) override { cuda(e).synchronize(); }
   double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) override { return cuda(from).elapsed_time(cuda(to)); }
+  bool hold(double ms) override {
+    // a kernel that spins for the cycles of `ms` at 2 GHz, on the current stream: at least `ms` on any
+    // clock up to 2 GHz (datacenter GPUs boost to under 2 GHz), longer on a slower one
+    const c10::cuda::CUDAGuard guard(index_);
+    at::cuda::sleep(static_cast<int64_t>(ms * 2e6));
+    return true;
+  }
 
  private:
   c10::DeviceIndex index_;

@@ -1,5 +1,6 @@
 #include "fitscope/timing/device_timer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -20,13 +21,24 @@ bool runs_on_device(Phase phase) {
 }
 
 DeviceTimer::DeviceTimer(std::unique_ptr<DeviceEventSource> source, int64_t warmup_steps)
-    : source_(std::move(source)), stats_(warmup_steps) {
+    : source_(std::move(source)), stats_(warmup_steps), warmup_steps_(warmup_steps) {
   if (!source_) throw std::invalid_argument("a device timer needs an event source, got null");
+}
+
+bool DeviceTimer::probing() const {
+  const int64_t before_end = warmup_steps_ - steps_ended_;  // the probes: 3, 6, 9 steps before the warm-up ends
+  return before_end > 0 && before_end % kProbeSpacing == 0 && before_end <= kProbes * kProbeSpacing &&
+         steps_ended_ >= kFirstProbe;
 }
 
 void DeviceTimer::boundary(std::optional<Phase> next) {
   const bool device_next = next && runs_on_device(*next);
   if ((open_ && runs_on_device(*open_)) || device_next) {
+    if (current_.marks.empty() && probing()) {
+      // hold the device until the host has enqueued the whole step: twice the host's last step
+      held_ = source_->hold(hold_factor_ * static_cast<double>(last_host_step_ns_) * 1e-6 + 0.1);
+      probes_made_ += held_ ? 1 : 0;
+    }
     current_.marks.emplace_back(source_->record(), device_next ? next : std::nullopt);
   }
   open_ = next;
@@ -38,6 +50,14 @@ void DeviceTimer::end_step(const StepRecord& host) {
   current_.record.batch = host.batch;
   current_.record.rank = host.rank;
   current_.record.samples = host.samples;
+  ++steps_ended_;
+  last_host_step_ns_ = host.step_ns;
+  if (held_ && !current_.marks.empty()) {
+    // valid when the device had not reached the step's first event: everything was queued before it
+    current_.probe = !source_->done(*current_.marks.front().first);
+    if (!current_.probe) hold_factor_ = std::min(hold_factor_ * 2, 64.0);
+  }
+  held_ = false;
   const std::size_t marks = current_.marks.size();
   if (marks > 0) pending_.push_back(std::move(current_));
   current_ = Step{};
@@ -59,6 +79,13 @@ void DeviceTimer::finish() {
   }
 }
 
+std::optional<double> DeviceTimer::busy_ms() const {
+  if (busy_ms_.empty()) return std::nullopt;
+  std::vector<double> sorted = busy_ms_;
+  std::sort(sorted.begin(), sorted.end());
+  return sorted[sorted.size() / 2];
+}
+
 std::vector<Phase> DeviceTimer::measured_phases() const {
   std::vector<Phase> out;
   for (Phase p : all_phases()) {
@@ -78,6 +105,7 @@ void DeviceTimer::resolve(Step& step) {
     r.phase_ns[static_cast<std::size_t>(*step.marks[i].second)] += ns(*step.marks[i].first, *step.marks[i + 1].first);
   }
   r.step_ns = ns(*step.marks.front().first, *step.marks.back().first);
+  if (step.probe) busy_ms_.push_back(static_cast<double>(r.step_ns) * 1e-6);
   r.set_other();
   stats_.add(r);
   for (auto& mark : step.marks) source_->release(std::move(mark.first));

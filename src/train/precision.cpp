@@ -10,39 +10,49 @@
 namespace fitscope {
 namespace {
 
-// libtorch 2.4 names the CPU's autocast state by device; 1.13 has functions of its own for it
+// libtorch 2.4 names autocast's state by device; 1.13 has functions of its own for the CPU and for CUDA
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-bool cpu_autocast_enabled() { return at::autocast::is_autocast_enabled(at::kCPU); }
-at::ScalarType cpu_autocast_dtype() { return at::autocast::get_autocast_dtype(at::kCPU); }
-void set_cpu_autocast(bool enabled, at::ScalarType dtype) {
-  at::autocast::set_autocast_enabled(at::kCPU, enabled);
-  at::autocast::set_autocast_dtype(at::kCPU, dtype);
+bool autocast_enabled(c10::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
+at::ScalarType autocast_dtype(c10::DeviceType d) { return at::autocast::get_autocast_dtype(d); }
+void set_autocast(c10::DeviceType d, bool enabled, at::ScalarType dtype) {
+  at::autocast::set_autocast_enabled(d, enabled);
+  at::autocast::set_autocast_dtype(d, dtype);
 }
 #else
-bool cpu_autocast_enabled() { return at::autocast::is_cpu_enabled(); }
-at::ScalarType cpu_autocast_dtype() { return at::autocast::get_autocast_cpu_dtype(); }
-void set_cpu_autocast(bool enabled, at::ScalarType dtype) {
-  at::autocast::set_cpu_enabled(enabled);
-  at::autocast::set_autocast_cpu_dtype(dtype);
+bool autocast_enabled(c10::DeviceType d) { return d == c10::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled(); }
+at::ScalarType autocast_dtype(c10::DeviceType d) {
+  return d == c10::kCPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+}
+void set_autocast(c10::DeviceType d, bool enabled, at::ScalarType dtype) {
+  if (d == c10::kCPU) {
+    at::autocast::set_cpu_enabled(enabled);
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_enabled(enabled);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  }
 }
 #endif
 
-/// CPU autocast to bfloat16 for its lifetime; what was set before comes back after, and the cast
-/// weights are dropped when the outermost autocast region ends (as torch.autocast's exit does).
-class CpuAutocast {
+/// Autocast to bfloat16 on `device` (the CPU or CUDA) for its lifetime; what was set before comes back
+/// after, and the cast weights are dropped when the outermost autocast region ends (as torch.autocast's
+/// exit does).
+class Autocast {
  public:
-  CpuAutocast() : was_enabled_(cpu_autocast_enabled()), was_dtype_(cpu_autocast_dtype()) {
-    set_cpu_autocast(true, at::kBFloat16);
+  explicit Autocast(c10::DeviceType device)
+      : device_(device), was_enabled_(autocast_enabled(device)), was_dtype_(autocast_dtype(device)) {
+    set_autocast(device_, true, at::kBFloat16);
     at::autocast::increment_nesting();
   }
-  ~CpuAutocast() {
+  ~Autocast() {
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    set_cpu_autocast(was_enabled_, was_dtype_);
+    set_autocast(device_, was_enabled_, was_dtype_);
   }
-  CpuAutocast(const CpuAutocast&) = delete;
-  CpuAutocast& operator=(const CpuAutocast&) = delete;
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
 
  private:
+  c10::DeviceType device_;
   bool was_enabled_;
   at::ScalarType was_dtype_;
 };
@@ -59,13 +69,13 @@ Precision parse_precision(const std::string& name) {
 
 at::Tensor forward_in(Model& model, const at::Tensor& inputs, Precision precision) {
   if (precision == Precision::float32) return model.forward(inputs);
-  if (!inputs.device().is_cpu()) {
-    throw std::invalid_argument("precision bf16 is bfloat16 autocast on the CPU, but the batch is on " + inputs.device().str() +
-                                " (expected device cpu, or precision 32)");
+  if (!inputs.device().is_cpu() && !inputs.device().is_cuda()) {
+    throw std::invalid_argument("precision bf16 is bfloat16 autocast on the CPU or CUDA, but the batch is on " +
+                                inputs.device().str() + " (expected device cpu or cuda, or precision 32)");
   }
   at::Tensor outputs;
   {
-    CpuAutocast autocast;
+    Autocast autocast(inputs.device().type());
     outputs = model.forward(inputs);
   }
   return outputs.is_floating_point() && outputs.scalar_type() != at::kFloat ? outputs.to(at::kFloat) : outputs;

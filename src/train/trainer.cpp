@@ -97,11 +97,11 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
     throw std::invalid_argument("device " + options_.device.str() +
                                 " requested but this libtorch has no usable CUDA device");
   }
-  if (options_.precision == Precision::bfloat16 && !options_.device.is_cpu()) {
-    throw std::invalid_argument("precision bf16 is bfloat16 autocast on the CPU, but the device is " + options_.device.str() +
-                                " (expected device cpu, or precision 32)");
+  if (options_.precision == Precision::bfloat16 && !options_.device.is_cpu() && !options_.device.is_cuda()) {
+    throw std::invalid_argument("precision bf16 is bfloat16 autocast on the CPU or CUDA, but the device is " +
+                                options_.device.str() + " (expected device cpu or cuda, or precision 32)");
   }
-  if (options_.precision == Precision::bfloat16 && !cpu_has_bf16_instructions()) {
+  if (options_.precision == Precision::bfloat16 && options_.device.is_cpu() && !cpu_has_bf16_instructions()) {
     warn("precision bf16: this CPU has no bfloat16 instructions (avx512_bf16, amx_bf16), so libtorch converts in "
          "software: expect it slower than precision 32");
   }

@@ -53,7 +53,7 @@ TEST(Gpu, TheSteadyStateLoopNeverSynchronisesAndEventsTimeTheDevicePhases) {
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
     FAIL() << "the loop synchronised with the GPU in its steady state: " << e.what();
   }
-  const DeviceTimer* device = trainer.device_timer();
+  const DeviceTimer* device = trainer.measured().device_timer.get();
   ASSERT_NE(device, nullptr);
   EXPECT_EQ(device->stats().steps(), 60);
   EXPECT_GT(device->resolved_in_loop(), 0);  // resolved lazily, without waiting

@@ -17,6 +17,7 @@ namespace {
 struct FakeDevice {
   std::vector<double> passed_at_ms;  // per event passed so far
   int64_t recorded = 0, waits = 0, released = 0;
+  std::vector<std::pair<int64_t, double>> holds;  // (the next event's number, ms held)
   void run_until(int64_t event, double at_ms) {
     while (static_cast<int64_t>(passed_at_ms.size()) <= event) passed_at_ms.push_back(at_ms);
   }
@@ -38,6 +39,10 @@ class FakeSource final : public DeviceEventSource {
     if (!done(e)) device_.run_until(number(e), device_.passed_at_ms.empty() ? 0 : device_.passed_at_ms.back() + 1);
   }
   void release(std::unique_ptr<DeviceEvent>) override { ++device_.released; }
+  bool hold(double ms) override {
+    device_.holds.emplace_back(device_.recorded, ms);
+    return true;
+  }
   double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) override {
     EXPECT_TRUE(done(from) && done(to));
     return device_.passed_at_ms[number(to)] - device_.passed_at_ms[number(from)];
@@ -51,7 +56,7 @@ class FakeSource final : public DeviceEventSource {
 /// One step as the trainer's clock walks it: data_wait, h2d, forward, backward, optimizer, metrics,
 /// callbacks. Events: into h2d (0), forward (1), backward (2), optimizer (3), metrics (4), out to
 /// callbacks (5): six per step.
-void step(DeviceTimer& timer, int64_t batch) {
+void step(DeviceTimer& timer, int64_t batch, double host_ms = 1) {
   for (Phase p : {Phase::data_wait, Phase::h2d, Phase::forward, Phase::backward, Phase::optimizer, Phase::metrics,
                   Phase::callbacks}) {
     timer.boundary(p);
@@ -59,7 +64,13 @@ void step(DeviceTimer& timer, int64_t batch) {
   StepRecord host;
   host.batch = batch;
   host.samples = 32;
+  host.step_ns = static_cast<int64_t>(host_ms * 1e6);
   timer.end_step(host);
+}
+
+/// Lets the device run step `n` (events 6n..6n+5) from `start_ms`, taking `ms` for the step's work.
+void run_step(FakeDevice& device, int64_t n, double start_ms, double ms) {
+  for (int64_t e = 0; e < 6; ++e) device.run_until(6 * n + e, start_ms + ms * static_cast<double>(e) / 5);
 }
 
 TEST(DeviceTimer, RecordsEventsOnlyAroundDevicePhasesAndResolvesStepsTheDeviceHasPassedWithoutWaiting) {
@@ -137,6 +148,83 @@ TEST(DeviceTimer, SummarySaysWhichPhasesWereMeasuredOnTheDevice) {
   EXPECT_FALSE(d["phases"].contains("comm"));  // a device phase this step did not have
   EXPECT_NE(format_gpu(run).find("On the GPU (CUDA events, read lazily): step "), std::string::npos);
   EXPECT_EQ(RunSummary::from_json(run.to_json(), "summary.json").device_timing->phases_measured.size(), 5u);
+}
+
+TEST(DeviceTimer, ProbesHoldTheStreamBeforeWarmupStepsAndTakeTheSpanOfThoseQueuedAheadAsTheDevicesOwnWork) {
+  FakeDevice device;
+  // warm-up 11: probes at steps 2, 5 and 8 (3, 6 and 9 steps before it ends)
+  DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/11);
+  double now = 0;
+  for (int64_t n = 0; n < 14; ++n) {
+    const bool caught_up = n == 5;  // the device passed probe 5's first event before its host step ended
+    if (caught_up) device.run_until(6 * n, now);  // (the hold was too short)
+    step(timer, n, /*host_ms=*/2.0);
+    // the device runs each step's work in 0.5 ms, except where the host was slower (the span follows it)
+    const bool probe_queued_ahead = n == 2 || n == 8;
+    run_step(device, n, now, probe_queued_ahead ? 0.5 : 2.0);
+    now += 2.0;
+  }
+  timer.finish();
+  ASSERT_EQ(device.holds.size(), 3u);
+  EXPECT_EQ(device.holds[0].first, 12);  // before step 2's first event
+  EXPECT_EQ(device.holds[1].first, 30);
+  EXPECT_EQ(device.holds[2].first, 48);
+  EXPECT_NEAR(device.holds[0].second, 2 * 2.0 + 0.1, 1e-9);  // twice the host's last step
+  EXPECT_NEAR(device.holds[2].second, 4 * 2.0 + 0.1, 1e-9);  // doubled after the invalid probe at step 5
+  EXPECT_EQ(timer.probes_made(), 3);
+  EXPECT_EQ(timer.probes_valid(), 2);
+  ASSERT_TRUE(timer.busy_ms().has_value());
+  EXPECT_NEAR(*timer.busy_ms(), 0.5, 1e-6);
+  EXPECT_EQ(timer.stats().steps(), 14);
+  EXPECT_EQ(timer.stats().measured_steps(), 3);  // the probes are warm-up steps
+  EXPECT_NEAR(timer.stats().step().mean_ms, 2.0, 1e-6);
+}
+
+TEST(DeviceTimer, NoProbeWhenTheWarmupIsTooShortOrTheSourceCannotHold) {
+  FakeDevice device;
+  DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/2);
+  for (int64_t n = 0; n < 5; ++n) step(timer, n);
+  timer.finish();
+  EXPECT_TRUE(device.holds.empty());
+  EXPECT_EQ(timer.probes_made(), 0);
+  EXPECT_FALSE(timer.busy_ms().has_value());
+}
+
+TEST(DeviceTimer, TheSummaryGivesTheDevicesOwnWorkAndItsIdleShareAndTheVerdictCallsALaunchBoundStep) {
+  FakeDevice device;
+  auto timer = std::make_shared<DeviceTimer>(std::make_unique<FakeSource>(device), /*warmup_steps=*/5);
+  FitMeasurements measured;
+  measured.stats = PhaseStats(5);
+  double now = 0;
+  for (int64_t n = 0; n < 30; ++n) {
+    step(*timer, n, 2.0);
+    run_step(device, n, now, n == 2 ? 0.5 : 2.0);  // step 2, the probe, ran queued ahead: 0.5 ms of work
+    now += 2.0;
+    StepRecord host;
+    host.batch = n;
+    host.samples = 32;
+    host.step_ns = 2'000'000;
+    host.phase_ns[static_cast<std::size_t>(Phase::forward)] = 1'000'000;
+    host.phase_ns[static_cast<std::size_t>(Phase::backward)] = 1'000'000;
+    measured.stats.add(host);
+  }
+  timer->finish();
+  measured.device_timer = timer;
+  RunFacts facts;
+  facts.batch_size = 32;
+  const RunSummary run = summarize(measured, facts);
+  ASSERT_TRUE(run.device_timing && run.device_timing->busy_ms && run.device_timing->idle_fraction);
+  EXPECT_NEAR(*run.device_timing->busy_ms, 0.5, 1e-6);
+  EXPECT_NEAR(*run.device_timing->idle_fraction, 0.75, 1e-3);  // 1 - 0.5 / 2
+  EXPECT_EQ(run.verdict.bound, "launch");
+  EXPECT_EQ(run.verdict.level, "highly");
+  EXPECT_NE(run.verdict.advice.find("idles 75% of each step waiting for the host"), std::string::npos) << run.verdict.advice;
+  ASSERT_EQ(run.verdict.actions.size(), 1u);
+  EXPECT_EQ(run.verdict.actions[0].to, "128");  // 4x the work fills the step: 32 -> 128
+  EXPECT_NE(format_gpu(run).find("GPU's own work per step 0.500 ms (1 of 1 probes"), std::string::npos) << format_gpu(run);
+  const RunSummary back = RunSummary::from_json(run.to_json(), "summary.json");
+  EXPECT_NEAR(*back.device_timing->idle_fraction, 0.75, 1e-3);
+  EXPECT_EQ(back.device_timing->probes_valid, 1);
 }
 
 }  // namespace

@@ -55,6 +55,11 @@ struct DeviceTimingSummary {
   double step_ms_mean = 0, step_ms_p50 = 0, step_ms_p99 = 0;
   std::map<std::string, PhaseSummary> phases;  ///< mean, p50, p99 of the measured phases
   int64_t steps_resolved_in_loop = 0, steps_resolved_at_end = 0;
+  /// The device's own work per step, measured with the step queued ahead of it (DeviceTimer::busy_ms),
+  /// and the share of the host's median step it leaves the device idle, waiting for the host to launch
+  /// work: 1 - busy / step p50, at least 0. Unset when no probe was valid.
+  std::optional<double> busy_ms, idle_fraction;
+  int64_t probes_made = 0, probes_valid = 0;
 };
 
 /// One restart of a job under `fitscope launch --max-restarts`.

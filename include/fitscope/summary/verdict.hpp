@@ -2,7 +2,9 @@
 /// Verdict: what bounds a run, from the phase shares, with TensorFlow Profiler's thresholds applied to
 /// fitscope's own counters (ARCHITECTURE.md, "The life of a step"):
 ///   input (data_wait + h2d), callbacks, checkpoint: moderately >= 5 %, highly >= 20 %;
-///   communication (comm) and overhead (other):        moderately >= 3 %, highly >= 15 %.
+///   communication (comm) and overhead (other):        moderately >= 3 %, highly >= 15 %;
+///   launch (on a GPU: the share of the step the device idles waiting for the host to launch its work,
+///   measured by DeviceTimer's probes):               moderately >= 30 %, highly >= 50 %.
 /// The most severe category wins (highly before moderately, then the larger share). When none reaches
 /// its moderate threshold the run is compute-bound: `highly` when forward + backward + optimizer +
 /// metrics make >= 80 % of the step, else `moderately`; `not` only when no step was measured.
@@ -29,7 +31,7 @@
 namespace fitscope {
 
 struct Verdict {
-  std::string bound;   ///< input | callbacks | communication | checkpoint | overhead | compute
+  std::string bound;   ///< input | callbacks | communication | checkpoint | overhead | launch | compute
   /// highly | moderately | not | unjudged (fewer than kMinJudgedSteps measured steps: the shares are
   /// given, but too few steps to call a bound)
   std::string level;
@@ -66,6 +68,9 @@ struct VerdictContext {
   double validation_split = 0;         ///< FitOptions::validation_split
   int64_t ranks_on_machine = 1;        ///< data-parallel ranks sharing this machine's cores
   bool decodes_images = false;         ///< the data is an image folder, decoded batch by batch
+  /// On a GPU: the device's own work per step and the share of the step it idles waiting for the host
+  /// (DeviceTimingSummary::busy_ms, idle_fraction); negative = not measured.
+  double device_busy_ms = -1, device_idle_fraction = -1;
 };
 
 Verdict judge(const PhaseStats& stats, const VerdictContext& context);

@@ -58,8 +58,8 @@ struct TrainerOptions {
   /// when the parameters are float32 on the CPU; off, or on another device, libtorch's torch::optim.
   bool fused_optimizer = true;
   double learning_rate = 1e-3;                 ///< initial learning rate (> 0)
-  /// The forward pass's number format (precision.hpp): float32, or bfloat16 autocast on the CPU with
-  /// the loss and the weights in float32. Applies to fit, evaluate and predict.
+  /// The forward pass's number format (precision.hpp): float32, or bfloat16 autocast on the CPU or a
+  /// CUDA device with the loss and the weights in float32. Applies to fit, evaluate and predict.
   Precision precision = Precision::float32;
   /// The learning rate over the run (lr_schedule.hpp), replacing learning_rate from the first batch;
   /// empty = constant (callbacks may still change it).

@@ -1,0 +1,98 @@
+"""bench/device_check.sh's summary: reads the stages' logs and run directories under OUT and writes
+OUT/gpu-summary.json, the file committed as bench/results/gpu-DATE.json. `headline` holds the issue's
+figures, each None where its stage did not run or did not print it; the rest keeps what they came from.
+
+    python3 bench/device_summary.py OUT DEVICE
+"""
+import datetime
+import json
+import os
+import re
+import sys
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def run_summary(out, name):
+    """The parts of a run's summary.json the figures use; None when the run wrote none."""
+    text = read(os.path.join(out, "runs", name, "summary.json"))
+    if not text:
+        return None
+    s = json.loads(text)
+    keep = ("samples_per_s", "step_ms", "gpu_utilization", "gpu_memory_peak_mb", "gpu_why_not", "device_timing",
+            "verdict", "phases", "measured_steps", "warmup_steps", "settings")
+    return {k: s.get(k) for k in keep if k in s}
+
+
+def lines(text, pattern):
+    return [line.strip() for line in text.splitlines() if re.search(pattern, line)]
+
+
+def main():
+    out, device = sys.argv[1], sys.argv[2]
+    logs = os.path.join(out, "logs")
+    log = {name[:-4]: read(os.path.join(logs, name)) for name in sorted(os.listdir(logs)) if name.endswith(".log")}
+    stages = [line.split("\t") for line in read(os.path.join(out, "stages.tsv")).splitlines() if line]
+    summary = {
+        "date": datetime.date.today().isoformat(),
+        "device": device,
+        "machine": log.get("facts", "").strip().splitlines(),
+        "stages": [{"name": s[0], "exit": s[1], "seconds": int(s[2])} for s in stages],
+    }
+    tests = read(os.path.join(out, "gpu-tests.json"))
+    if tests:
+        t = json.loads(tests)
+        summary["gpu_tests"] = [{"name": c["classname"] + "." + c["name"], "result": c.get("result"),
+                                 "status": c.get("status"), "failures": [f.get("failure", "")[:600] for f in c.get("failures", [])],
+                                 "skipped": "skipped" in json.dumps(c).lower() and not c.get("failures")}
+                                for suite in t.get("testsuites", []) for c in suite.get("testsuite", [])]
+    figures = next((json.loads(line[5:]) for line in log.get("figures", "").splitlines() if line.startswith("JSON ")), None)
+    summary["figures"] = figures
+    runs = {name: run_summary(out, name) for name in ("demo", "launch-mlp-32", "launch-cnn-1024")}
+    summary["runs"] = runs
+    summary["handwritten"] = lines(log.get("handwritten", ""), r"batch|ratio|fit")
+    summary["lightning"] = lines(log.get("lightning", ""), r"samples/s|skipped")
+    summary["sweep"] = log.get("sweep", "").strip().splitlines()[-40:]
+    summary["build_errors"] = lines(log.get("build", ""), r"error|FAILED")[:40]
+    summary["configure_facts"] = lines(log.get("configure", ""), r"fitscope:|Error|error|Torch|CUDA")[:40]
+
+    def verdict(run):
+        r = runs.get(run) or {}
+        v, d = r.get("verdict") or {}, r.get("device_timing") or {}
+        return {"verdict": v.get("level", "") + " " + v.get("bound", "") if v else None,
+                "idle_fraction": d.get("idle_fraction"), "busy_ms": d.get("busy_ms"),
+                "step_ms_p50": (r.get("step_ms") or {}).get("p50")}
+
+    def ratio(pattern, text):
+        m = re.search(pattern, text)
+        return float(m.group(1)) if m else None
+
+    lightning = log.get("lightning", "")
+    demo = runs.get("demo") or {}
+    summary["headline"] = {
+        "gpu_tests_failed": None if not tests else sum(1 for c in summary["gpu_tests"] if c["failures"]),
+        "timers": [{k: t[k] for k in ("model", "batch", "throughput_on_over_off", "off_over_off", "device_phases_over_step")}
+                   for t in (figures or {}).get("timers", [])],
+        "bf16_over_fp32": (figures or {}).get("bf16", {}).get("bf16_over_fp32_samples_per_s"),
+        "launch_bench": [{k: t.get(k) for k in ("model", "batch", "device_busy_ms", "device_idle_fraction", "level", "verdict")}
+                         for t in (figures or {}).get("launch", [])],
+        "launch_cli": {"mlp_32": verdict("launch-mlp-32"), "cnn_1024": verdict("launch-cnn-1024")},
+        "lightning_x_batch16": ratio(r"batch\s+16:.*x([0-9.]+)", lightning),
+        "lightning_x_batch256": ratio(r"batch\s+256:.*x([0-9.]+)", lightning),
+        "demo_gpu_utilization": demo.get("gpu_utilization"),
+        "demo_gpu_memory_peak_mb": demo.get("gpu_memory_peak_mb"),
+        "demo_samples_per_s": demo.get("samples_per_s"),
+    }
+    with open(os.path.join(out, "gpu-summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
