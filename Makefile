@@ -17,7 +17,10 @@ FUZZ_TARGETS := idx cifar10 csv image checkpoint tfrecord tar
 ASAN_DIR ?= build-asan
 ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
 
-.PHONY: all deps fuzz-deps install-packages configure build demo test test-asan bench fuzz clean gpu-kit
+LIBTORCH2_PACKAGES := debootstrap
+
+.PHONY: all deps fuzz-deps install-packages configure build demo test test-asan bench fuzz clean gpu-kit \
+        test-libtorch2
 
 all: build
 
@@ -79,6 +82,15 @@ bench: build
 # no apt (the lent GPU machine: bench/device_check.sh builds from it).
 gpu-kit:
 	tools/gpu-kit.sh .gpu-kit
+
+# The tree built and every test run against Debian 13's libtorch 2.6: a trixie chroot made with debootstrap
+# (cached in /var/cache/fitscope/trixie-chroot, FITSCOPE_TRIXIE_CHROOT) holds the compiler, CMake, ninja,
+# libtorch-dev and the tests' run-time needs; the other build dependencies come from the device kit alone
+# (tools/test-libtorch2.sh; build-libtorch2/).
+test-libtorch2:
+	@$(MAKE) --no-print-directory install-packages WANTED="$(LIBTORCH2_PACKAGES)"
+	@[ -d .gpu-kit/usr ] || $(MAKE) --no-print-directory gpu-kit
+	tools/test-libtorch2.sh
 
 # libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer) of the IDX, CIFAR-10 and CSV
 # parsers, the TFRecord framing and tf.train.Example parser, and the image header checks and decoders

@@ -6,9 +6,10 @@
 # Stages run by priority under one time budget: a stage gets what is left of it, and the stages the
 # budget cannot reach are skipped and named, so whatever ran comes back.
 #   bench/device_check.sh [cuda|cpu]   cpu: the rehearsal of the same script on a machine without a GPU
-# Environment: OUT (default /tmp/device-check), BUDGET_S (default 560), PYTHON (default python3),
-# TORCH_PREFIX (libtorch's CMake prefix; default: PYTHON's torch.utils.cmake_prefix_path, cuda only),
-# BUILD_DIR (default build-gpu), ROUNDS (default 3).
+# Environment: OUT (default /tmp/device-check), BUDGET_S (default 560), SCALE (each stage's own limit
+# times this; default 1, more for a slow rehearsal), PYTHON (default python3), TORCH_PREFIX (libtorch's
+# CMake prefix; default: PYTHON's torch.utils.cmake_prefix_path, cuda only), BUILD_DIR (default
+# build-gpu), ROUNDS (default 3), BUILT (1: BUILD_DIR is built already; configure and build are skipped).
 set -u
 device=${1:-cuda}
 case $device in cuda | cpu) ;; *) echo "device_check.sh: device '$device' (expected cuda or cpu)" >&2; exit 2 ;; esac
@@ -25,8 +26,10 @@ build=${BUILD_DIR:-build-gpu}
 cli=$build/tools/fitscope/fitscope
 kit=$root/.gpu-kit/usr
 [ -d "$kit" ] || { echo "device_check.sh: no device kit in $kit (make gpu-kit, and carry .gpu-kit)" >&2; exit 2; }
-export PATH=$kit/bin:/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=$kit/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+scale=${SCALE:-1}
+export PATH=$kit/bin:/usr/local/cuda/bin:$PATH  # the kit's protoc
+# the kit's libraries for its protoc, in the build only: what is built finds them through its RUNPATH
+kit_libs=$kit/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 stages=$out/stages.tsv
 : > "$stages"
@@ -42,6 +45,7 @@ stage() {
     echo "== $name: skipped, the budget is spent"
     return 1
   fi
+  most=$((most * scale))
   [ "$most" -gt "$left" ] && most=$left
   t0=$(date +%s)
   timeout -k 5 "$most" bash -c '"$@"' "$name" "$@" > "$logs/$name.log" 2>&1  # bash: a stage may be a function
@@ -80,15 +84,15 @@ configure() {
   elif [ -n "${TORCH_PREFIX:-}" ]; then
     prefix="$kit;$TORCH_PREFIX"
   fi
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+  LD_LIBRARY_PATH=$kit_libs cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
     -DFITSCOPE_PYTHON="$(command -v "$python")" -DFITSCOPE_BUILD_EXAMPLES=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
     "${extra[@]}"
 }
 
 build_targets() {
   local targets=(fitscope_cli bench_gpu_figures bench_fit_vs_handwritten)
-  [ "$device" = cuda ] && targets+=(fitscope_gpu_tests)
-  ninja -C "$build" -j "$(nproc)" -k 0 "${targets[@]}"
+  [ "$device" = cuda ] && targets+=(fitscope_gpu_tests bench_cuda_graph)
+  LD_LIBRARY_PATH=$kit_libs ninja -C "$build" -j "$(nproc)" -k 0 "${targets[@]}"
 }
 
 # train NAME ARGS...: `fitscope train` into $runs/NAME (the run directory's summary.json is kept)
@@ -99,9 +103,11 @@ train() {
 }
 
 export -f facts configure build_targets train
-export device root out runs python build cli kit
+export device root out runs python build cli kit kit_libs
 stage facts 30 facts
-stage configure 240 configure && stage build 400 build_targets
+if [ "${BUILT:-0}" != 1 ]; then
+  stage configure 240 configure && stage build 9999 build_targets  # the build takes what the budget has
+fi
 if [ "$device" = cuda ]; then
   stage gpu-tests 180 "$build/tests/fitscope_gpu_tests" --gtest_output="json:$out/gpu-tests.json"
 fi
@@ -110,11 +116,12 @@ stage figures 200 "$build/bench/bench_gpu_figures" "$rounds" "$device"
 stage launch-mlp-32 60 train launch-mlp-32 --model mlp --batch-size 32 --epochs 1 --synthetic-size 20000 --warmup-steps 11
 stage launch-cnn-1024 60 train launch-cnn-1024 --model cnn --batch-size 1024 --epochs 2 --synthetic-size 30000 --warmup-steps 11
 if [ "$device" = cuda ]; then
+  stage cuda-graph 60 "$build/bench/bench_cuda_graph" 5 32 2000
   stage handwritten 150 "$build/bench/bench_fit_vs_handwritten" "$rounds" gpu
   stage lightning 150 "$python" bench/lightning_vs_fitscope.py "$cli" 2
-  stage sweep 120 "$cli" sweep --device cuda --batch-sizes 16,32,64,128,256,512,1024 --run-dir "$runs/sweep" --overwrite
+  stage sweep 120 "$cli" sweep --device cuda --batch-sizes 16,32,64,128,256,512,1024 --run-dir "$runs/sweep"
 else
-  stage sweep 120 "$cli" sweep --device cpu --batch-sizes 16,64 --steps 10 --run-dir "$runs/sweep" --overwrite
+  stage sweep 120 "$cli" sweep --device cpu --batch-sizes 16,64 --steps 10 --run-dir "$runs/sweep"
 fi
 
 "$python" bench/device_summary.py "$out" "$device" > "$logs/summary.log" 2>&1 || tail -n 5 "$logs/summary.log"
@@ -122,7 +129,7 @@ tar -czf "$out/device-check.tar.gz" -C "$out" logs runs stages.tsv $(cd "$out" &
 # the binaries, should a second call want to run without building
 if [ -f "$cli" ]; then
   tar -czf "$out/build-bin.tar.gz" "$build"/tools/fitscope/fitscope "$build"/src/libfitscope.so* "$build"/bench/bench_gpu_figures \
-    "$build"/bench/bench_fit_vs_handwritten $(ls "$build"/tests/fitscope_gpu_tests 2>/dev/null) 2>/dev/null
+    "$build"/bench/bench_fit_vs_handwritten $(ls "$build"/tests/fitscope_gpu_tests "$build"/bench/bench_cuda_graph 2>/dev/null) 2>/dev/null
 fi
 rm -rf "$runs" "$logs"  # in the archive: at most 8 files come back from a device call
 echo "== stages (name, exit, seconds):"

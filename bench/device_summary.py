@@ -58,6 +58,7 @@ def main():
     summary["runs"] = runs
     summary["handwritten"] = lines(log.get("handwritten", ""), r"batch|ratio|fit")
     summary["lightning"] = lines(log.get("lightning", ""), r"samples/s|skipped")
+    summary["cuda_graph"] = lines(log.get("cuda-graph", ""), r"ms/step|skipped")
     summary["sweep"] = log.get("sweep", "").strip().splitlines()[-40:]
     summary["build_errors"] = lines(log.get("build", ""), r"error|FAILED")[:40]
     summary["configure_facts"] = lines(log.get("configure", ""), r"fitscope:|Error|error|Torch|CUDA")[:40]
@@ -83,6 +84,7 @@ def main():
         "launch_bench": [{k: t.get(k) for k in ("model", "batch", "device_busy_ms", "device_idle_fraction", "level", "verdict")}
                          for t in (figures or {}).get("launch", [])],
         "launch_cli": {"mlp_32": verdict("launch-mlp-32"), "cnn_1024": verdict("launch-cnn-1024")},
+        "cuda_graph_x_mlp32": ratio(r"graph ([0-9.]+)x faster", log.get("cuda-graph", "")),
         "lightning_x_batch16": ratio(r"batch\s+16:.*x([0-9.]+)", lightning),
         "lightning_x_batch256": ratio(r"batch\s+256:.*x([0-9.]+)", lightning),
         "demo_gpu_utilization": demo.get("gpu_utilization"),

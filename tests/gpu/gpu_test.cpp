@@ -64,6 +64,63 @@ TEST(Gpu, TheSteadyStateLoopNeverSynchronisesAndEventsTimeTheDevicePhases) {
   EXPECT_GT(device->stats().phase(Phase::backward).mean_ms, 0);
 }
 
+TEST(Gpu, ProbesTimeTheDevicesOwnWorkInWarmupAndTheSummaryGivesItsIdleShare) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  torch::manual_seed(0);
+  TrainerOptions options;
+  options.device = c10::Device(c10::kCUDA, 0);
+  options.warmup_steps = 11;  // three probes
+  Trainer trainer(models::Mlp(), options);
+  FitOptions fit;
+  fit.loader.batch_size = 32;
+  fit.steps_per_epoch = 40;
+  SyntheticOptions data;
+  data.size = 2000;
+  trainer.fit(make_synthetic(data), fit);
+  const DeviceTimer* device = trainer.measured().device_timer.get();
+  ASSERT_NE(device, nullptr);
+  EXPECT_EQ(device->probes_made(), DeviceTimer::kProbes);  // the stream was held before each
+  EXPECT_EQ(device->busy_ms().has_value(), device->probes_valid() > 0);
+  RunFacts facts;
+  facts.batch_size = 32;
+  const RunSummary summary = summarize(trainer.measured(), facts);
+  ASSERT_TRUE(summary.device_timing.has_value());
+  EXPECT_EQ(summary.device_timing->probes_made, DeviceTimer::kProbes);
+  EXPECT_EQ(summary.device_timing->idle_fraction.has_value(), device->probes_valid() > 0);
+  if (summary.device_timing->idle_fraction) {
+    EXPECT_GE(*summary.device_timing->idle_fraction, 0.0);
+    EXPECT_LT(*summary.device_timing->idle_fraction, 1.0);
+  }
+}
+
+TEST(Gpu, Bf16AutocastRunsTheForwardPassInBfloat16OnCudaAndHandsBackFloat32) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  torch::manual_seed(0);
+  auto model = make_model(models::Mlp());
+  model->to(torch::kCUDA);
+  const at::Tensor x = torch::randn({64, 1, 28, 28}, torch::kCUDA);
+  const at::Tensor exact = forward_in(*model, x, Precision::float32);
+  const at::Tensor half = forward_in(*model, x, Precision::bfloat16);
+  EXPECT_EQ(half.scalar_type(), at::kFloat);
+  // bfloat16 keeps 8 bits of mantissa: the outputs differ from float32's, by about 1e-2 of their size
+  const double error = (half - exact).norm().item<double>() / exact.norm().item<double>();
+  EXPECT_GT(error, 1e-4);
+  EXPECT_LT(error, 5e-2);
+  TrainerOptions options;
+  options.device = c10::Device(c10::kCUDA, 0);
+  options.precision = Precision::bfloat16;
+  Trainer trainer(models::Cnn(28, 1, 10), options);
+  FitOptions fit;
+  fit.loader.batch_size = 64;
+  fit.epochs = 2;
+  SyntheticOptions data;
+  data.size = 3200;
+  const History history = trainer.fit(make_synthetic(data), fit);
+  const std::vector<double>& loss = history.at("loss");
+  ASSERT_EQ(loss.size(), 2u);
+  EXPECT_LT(loss[1], loss[0]);  // it learns
+}
+
 TEST(Gpu, NvmlReportsUtilizationAndMemoryOfTheGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
   GpuUsage usage(nvml_index_of(0, std::getenv("CUDA_VISIBLE_DEVICES")), std::chrono::milliseconds(10));

@@ -178,3 +178,29 @@ TEST(Verdict, BatchesBuiltOnTheTrainingThreadAreAdvisedAsAGatherNotAsSlowStorage
   EXPECT_EQ(v.actions[0].from, "32");
   EXPECT_EQ(v.actions[0].to, "64");
 }
+
+TEST(Verdict, CallsAGpuStepLaunchBoundWhenTheDeviceIdlesForTheHostAndOnlyWhenThatWasMeasured) {
+  const PhaseStats compute = steps_with({{Phase::forward, 500'000}, {Phase::backward, 500'000}});  // a 1 ms step
+  VerdictContext unmeasured;
+  unmeasured.batch_size = 32;
+  EXPECT_EQ(judge(compute, unmeasured).bound, "compute");  // no probe: no launch bound
+  VerdictContext busy = unmeasured;
+  busy.device_busy_ms = 0.8;
+  busy.device_idle_fraction = 0.2;
+  EXPECT_EQ(judge(compute, busy).bound, "compute");  // under the moderate 30 %
+  VerdictContext idle = unmeasured;
+  idle.device_busy_ms = 0.1;
+  idle.device_idle_fraction = 0.9;
+  const Verdict v = judge(compute, idle);
+  EXPECT_EQ(v.bound, "launch");
+  EXPECT_EQ(v.level, "highly");
+  EXPECT_NEAR(v.share, 0.9, 1e-9);
+  EXPECT_NE(v.advice.find("its own work 0.100 ms of a 1.000 ms step"), std::string::npos) << v.advice;
+  EXPECT_NE(v.advice.find("up to 10.0x"), std::string::npos) << v.advice;
+  ASSERT_EQ(v.actions.size(), 1u);
+  EXPECT_EQ(v.actions[0].knob, "LoaderOptions::batch_size");
+  EXPECT_EQ(v.actions[0].to, "512");  // the first doubling at or past 10x the batch: 32 -> 512
+  VerdictContext moderately = idle;
+  moderately.device_idle_fraction = 0.4;
+  EXPECT_EQ(judge(compute, moderately).level, "moderately");
+}
