@@ -9,7 +9,9 @@
 # Environment: OUT (default /tmp/device-check), BUDGET_S (default 560), SCALE (each stage's own limit
 # times this; default 1, more for a slow rehearsal), PYTHON (default python3), TORCH_PREFIX (libtorch's
 # CMake prefix; default: PYTHON's torch.utils.cmake_prefix_path, cuda only), BUILD_DIR (default
-# build-gpu), ROUNDS (default 3), BUILT (1: BUILD_DIR is built already; configure and build are skipped).
+# build-gpu), ROUNDS (default 3), BUILT (1: BUILD_DIR is built already; configure and build are skipped),
+# STAGES (the names of the stages to run, space-separated; default all: a second call runs what the
+# first could not), CMAKE_ARGS (more configure arguments).
 set -u
 device=${1:-cuda}
 case $device in cuda | cpu) ;; *) echo "device_check.sh: device '$device' (expected cuda or cpu)" >&2; exit 2 ;; esac
@@ -39,6 +41,10 @@ stages=$out/stages.tsv
 stage() {
   local name=$1 most=$2 left t0 rc
   shift 2
+  if [ -n "${STAGES:-}" ] && [[ " $STAGES " != *" $name "* ]]; then
+    printf '%s\tnot asked\t0\n' "$name" >> "$stages"
+    return 1
+  fi
   left=$((start + budget - 20 - $(date +%s)))
   if [ "$left" -lt 10 ]; then
     printf '%s\tskipped\t0\n' "$name" >> "$stages"
@@ -86,7 +92,7 @@ configure() {
   fi
   LD_LIBRARY_PATH=$kit_libs cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
     -DFITSCOPE_PYTHON="$(command -v "$python")" -DFITSCOPE_BUILD_EXAMPLES=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
-    "${extra[@]}"
+    "${extra[@]}" ${CMAKE_ARGS:-}
 }
 
 build_targets() {
@@ -115,6 +121,7 @@ stage demo 90 train demo --epochs 3
 stage figures 200 "$build/bench/bench_gpu_figures" "$rounds" "$device"
 stage launch-mlp-32 60 train launch-mlp-32 --model mlp --batch-size 32 --epochs 1 --synthetic-size 20000 --warmup-steps 11
 stage launch-cnn-1024 60 train launch-cnn-1024 --model cnn --batch-size 1024 --epochs 2 --synthetic-size 30000 --warmup-steps 11
+stage launch-cnn-4096 60 train launch-cnn-4096 --model cnn --batch-size 4096 --epochs 2 --synthetic-size 65536 --warmup-steps 11
 if [ "$device" = cuda ]; then
   stage cuda-graph 60 "$build/bench/bench_cuda_graph" 5 32 2000
   stage handwritten 150 "$build/bench/bench_fit_vs_handwritten" "$rounds" gpu

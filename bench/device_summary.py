@@ -39,6 +39,7 @@ def main():
     logs = os.path.join(out, "logs")
     log = {name[:-4]: read(os.path.join(logs, name)) for name in sorted(os.listdir(logs)) if name.endswith(".log")}
     stages = [line.split("\t") for line in read(os.path.join(out, "stages.tsv")).splitlines() if line]
+    stages = [s for s in stages if s[1] != "not asked"]
     summary = {
         "date": datetime.date.today().isoformat(),
         "device": device,
@@ -54,7 +55,7 @@ def main():
                                 for suite in t.get("testsuites", []) for c in suite.get("testsuite", [])]
     figures = next((json.loads(line[5:]) for line in log.get("figures", "").splitlines() if line.startswith("JSON ")), None)
     summary["figures"] = figures
-    runs = {name: run_summary(out, name) for name in ("demo", "launch-mlp-32", "launch-cnn-1024")}
+    runs = {name: run_summary(out, name) for name in ("demo", "launch-mlp-32", "launch-cnn-1024", "launch-cnn-4096")}
     summary["runs"] = runs
     summary["handwritten"] = lines(log.get("handwritten", ""), r"batch|ratio|fit")
     summary["lightning"] = lines(log.get("lightning", ""), r"samples/s|skipped")
@@ -83,7 +84,8 @@ def main():
         "bf16_over_fp32": (figures or {}).get("bf16", {}).get("bf16_over_fp32_samples_per_s"),
         "launch_bench": [{k: t.get(k) for k in ("model", "batch", "device_busy_ms", "device_idle_fraction", "level", "verdict")}
                          for t in (figures or {}).get("launch", [])],
-        "launch_cli": {"mlp_32": verdict("launch-mlp-32"), "cnn_1024": verdict("launch-cnn-1024")},
+        "launch_cli": {"mlp_32": verdict("launch-mlp-32"), "cnn_1024": verdict("launch-cnn-1024"),
+                       "cnn_4096": verdict("launch-cnn-4096")},
         "cuda_graph_x_mlp32": ratio(r"graph ([0-9.]+)x faster", log.get("cuda-graph", "")),
         "lightning_x_batch16": ratio(r"batch\s+16:.*x([0-9.]+)", lightning),
         "lightning_x_batch256": ratio(r"batch\s+256:.*x([0-9.]+)", lightning),

@@ -9,7 +9,7 @@ set -eu
 kit=${1:-.gpu-kit}
 packages="libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libtomlplusplus3
   libprotobuf-dev libprotobuf32 protobuf-compiler libprotoc32
-  libturbojpeg0-dev libturbojpeg0 libpng-dev libpng16-16 zlib1g-dev
+  libturbojpeg0-dev libturbojpeg0 libpng-dev libpng16-16 zlib1g-dev zlib1g
   libgtest-dev libbenchmark-dev libbenchmark1debian libgloo-dev"
 debs=$(mktemp -d)
 trap 'rm -rf "$debs"' EXIT
@@ -22,6 +22,17 @@ rm -rf "$kit"
 mkdir -p "$kit"
 for f in "$debs"/*.deb; do dpkg -x "$f" "$kit"; done
 rm -rf "$kit/usr/share/doc" "$kit/usr/share/man" "$kit/usr/share/lintian"
+# absolute links (zlib1g-dev's libz.so -> /lib/x86_64-linux-gnu/libz.so.1.2.13) point into the kit
+# instead: the same path on another system is another version or nothing
+find "$kit" -type l | while read -r link; do
+  target=$(readlink "$link")
+  case $target in
+    /*) if [ -e "$kit$target" ]; then ln -sfn "$(realpath --relative-to="$(dirname "$link")" "$kit$target")" "$link"; fi ;;
+  esac
+done
+# static archives only where no shared library stands beside them (GoogleTest's): a shared library
+# cannot take in a static one built without -fPIC (zlib's libz.a)
+find "$kit" -name '*.a' ! -name 'libgtest*' ! -name 'libgmock*' ! -name 'libbenchmark_main.a' -delete
 for f in "$debs"/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$f"; done > "$kit/packages.txt"
 size=$(du -sm "$kit" | cut -f1)
 echo "gpu-kit: $(wc -l < "$kit/packages.txt") packages unpacked into $kit ($size MiB)"

@@ -217,7 +217,7 @@ RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitO
     ranks.barrier();
     return summarize(trainer.measured(), facts_of(trainer, fit, options_.name, options_.async_callbacks));
   }
-  RunSummary summary = finish(trainer, fit, "");
+  RunSummary summary = finish(trainer, fit, "", gpu_use);
   ranks.barrier();
   return summary;
 }
@@ -427,7 +427,7 @@ void Run::guarded_fit(Trainer& trainer, std::shared_ptr<const Dataset> train, Fi
   note_resume();
 }
 
-RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::string& failure) {
+RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::string& failure, const GpuUtilization& gpu) {
   const RunDirectory files(directory_);
   save_weights(trainer.model().named_state(), files.final_weights());
   if (auto* script = dynamic_cast<ScriptModel*>(&trainer.model())) {
@@ -443,6 +443,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
   facts.epochs = static_cast<int64_t>(history_.epochs().size());
   if (!history_.epochs().empty()) facts.logs = history_.last();
   facts.interrupted = interrupted_by() != 0;
+  facts.gpu = gpu;
   const auto end = FitTime::Clock::now();
   facts.wall_s = seconds(start_, end);
   facts.run = account(start_, end, trainer.measured().time);

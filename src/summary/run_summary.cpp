@@ -103,6 +103,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
     if (t.busy_ms && stats.step().p50_ms > 0) t.idle_fraction = std::max(0.0, 1 - *t.busy_ms / stats.step().p50_ms);
     t.probes_made = m.device_timer->probes_made();
     t.probes_valid = m.device_timer->probes_valid();
+    t.sampled_every = m.device_timer->sample_every();
     s.device_timing = t;
   }
   s.clock_overhead_ns_per_step = m.clock_overhead_ns_per_step;

@@ -61,7 +61,8 @@ std::string RunSummary::to_json() const {
                    {"busy_ms", optional_number(device_timing->busy_ms)},
                    {"idle_fraction", optional_number(device_timing->idle_fraction)},
                    {"probes_made", device_timing->probes_made},
-                   {"probes_valid", device_timing->probes_valid}};
+                   {"probes_valid", device_timing->probes_valid},
+                   {"sampled_every", device_timing->sampled_every}};
   }
   json streams_json = nullptr;
   if (streams) {
@@ -412,6 +413,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
       t.idle_fraction = d->optional_number("idle_fraction");
       t.probes_made = d->get<int64_t>("probes_made");
       t.probes_valid = d->get<int64_t>("probes_valid");
+      t.sampled_every = d->get<int64_t>("sampled_every");
     }
     s.device_timing = t;
   }

@@ -18,7 +18,8 @@ std::string format_gpu(const RunSummary& s) {
     out += "GPU: utilization not sampled: " + s.gpu_why_not + "\n";
   }
   if (!s.device_timing) return out;
-  std::snprintf(part, sizeof part, "On the GPU (CUDA events, read lazily): step %.3f ms;", s.device_timing->step_ms_mean);
+  std::snprintf(part, sizeof part, "On the GPU (CUDA events, read lazily, on 1 measured step in %lld): step %.3f ms;",
+                static_cast<long long>(s.device_timing->sampled_every), s.device_timing->step_ms_mean);
   out += part;
   for (const std::string& name : s.device_timing->phases_measured) {
     std::snprintf(part, sizeof part, " %s %.3f", name.c_str(), s.device_timing->phases.at(name).mean_ms);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace fitscope {
 
@@ -20,9 +21,16 @@ bool runs_on_device(Phase phase) {
   }
 }
 
-DeviceTimer::DeviceTimer(std::unique_ptr<DeviceEventSource> source, int64_t warmup_steps)
-    : source_(std::move(source)), stats_(warmup_steps), warmup_steps_(warmup_steps) {
+DeviceTimer::DeviceTimer(std::unique_ptr<DeviceEventSource> source, int64_t warmup_steps, int64_t sample_every)
+    : source_(std::move(source)), stats_(warmup_steps), warmup_steps_(warmup_steps), sample_every_(sample_every) {
   if (!source_) throw std::invalid_argument("a device timer needs an event source, got null");
+  if (sample_every < 1) throw std::invalid_argument("a device timer samples one step in " + std::to_string(sample_every) + " (expected >= 1)");
+}
+
+bool DeviceTimer::sampled() const {
+  // decided at the step's first boundary: the thread search extends the warm-up step by step
+  const int64_t after_warmup = steps_ended_ - stats_.warmup_steps();
+  return after_warmup < 0 || after_warmup % sample_every_ == 0;
 }
 
 bool DeviceTimer::probing() const {
@@ -32,8 +40,12 @@ bool DeviceTimer::probing() const {
 }
 
 void DeviceTimer::boundary(std::optional<Phase> next) {
+  if (!in_step_) {
+    in_step_ = true;
+    recording_ = sampled();
+  }
   const bool device_next = next && runs_on_device(*next);
-  if ((open_ && runs_on_device(*open_)) || device_next) {
+  if (recording_ && ((open_ && runs_on_device(*open_)) || device_next)) {
     if (current_.marks.empty() && probing()) {
       // hold the device until the host has enqueued the whole step: twice the host's last step
       held_ = source_->hold(hold_factor_ * static_cast<double>(last_host_step_ns_) * 1e-6 + 0.1);
@@ -46,6 +58,7 @@ void DeviceTimer::boundary(std::optional<Phase> next) {
 
 void DeviceTimer::end_step(const StepRecord& host) {
   boundary(std::nullopt);
+  in_step_ = false;
   current_.record.epoch = host.epoch;
   current_.record.batch = host.batch;
   current_.record.rank = host.rank;

@@ -146,7 +146,7 @@ TEST(DeviceTimer, SummarySaysWhichPhasesWereMeasuredOnTheDevice) {
   EXPECT_EQ(d["steps_resolved_at_end"], 1);
   EXPECT_TRUE(d["phases"].contains("backward"));
   EXPECT_FALSE(d["phases"].contains("comm"));  // a device phase this step did not have
-  EXPECT_NE(format_gpu(run).find("On the GPU (CUDA events, read lazily): step "), std::string::npos);
+  EXPECT_NE(format_gpu(run).find("On the GPU (CUDA events, read lazily, on 1 measured step in 1): step "), std::string::npos);
   EXPECT_EQ(RunSummary::from_json(run.to_json(), "summary.json").device_timing->phases_measured.size(), 5u);
 }
 
@@ -225,6 +225,30 @@ TEST(DeviceTimer, TheSummaryGivesTheDevicesOwnWorkAndItsIdleShareAndTheVerdictCa
   const RunSummary back = RunSummary::from_json(run.to_json(), "summary.json");
   EXPECT_NEAR(*back.device_timing->idle_fraction, 0.75, 1e-3);
   EXPECT_EQ(back.device_timing->probes_valid, 1);
+}
+
+TEST(DeviceTimer, AfterTheWarmupRecordsTheEventsOfOneStepInSampleEvery) {
+  FakeDevice device;
+  DeviceTimer timer(std::make_unique<FakeSource>(device), /*warmup_steps=*/2, /*sample_every=*/4);
+  timer.extend_warmup(1);  // as the thread search does, during the warm-up: steps 0, 1, 2
+  double now = 0;
+  int64_t recorded_steps = 0;
+  for (int64_t n = 0; n < 12; ++n) {
+    const int64_t before = device.recorded;
+    step(timer, n);
+    if (device.recorded > before) {
+      run_step(device, recorded_steps++, now, 1.0);
+      now += 1.0;
+    }
+  }
+  timer.finish();
+  // the warm-up's 3 steps, then steps 3, 7 and 11
+  EXPECT_EQ(recorded_steps, 6);
+  EXPECT_EQ(device.recorded, 6 * 6);
+  EXPECT_EQ(timer.stats().steps(), 6);
+  EXPECT_EQ(timer.stats().measured_steps(), 3);
+  EXPECT_EQ(timer.sample_every(), 4);
+  EXPECT_THROW(DeviceTimer(std::make_unique<FakeSource>(device), 0, 0), std::invalid_argument);
 }
 
 }  // namespace

@@ -27,11 +27,19 @@ RunSpec TrainCommandOptions::run_spec() const {
 
 namespace {
 
-/// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend,
-/// this rank training on `device`. Kept for the process's lifetime: after a peer failure main leaves
-/// without destructors (see main.cpp).
-std::shared_ptr<distributed::Context> process_context(const TrainCommandOptions& o, const c10::Device& device) {
+/// The ranks of this run (process_context): kept until the run has finished, not to the process's
+/// end: after a peer failure main leaves without destructors (see main.cpp), and after a run that
+/// finished it is released while CUDA is still up (a process group destroyed among the static
+/// objects at exit outlives the CUDA runtime it uses).
+std::shared_ptr<distributed::Context>& process_context_slot() {
   static std::shared_ptr<distributed::Context> context;
+  return context;
+}
+
+/// The ranks of this run: launched (torchrun's environment) or this process alone, on --dist-backend,
+/// this rank training on `device`.
+std::shared_ptr<distributed::Context> process_context(const TrainCommandOptions& o, const c10::Device& device) {
+  std::shared_ptr<distributed::Context>& context = process_context_slot();
   if (context) return context;
   const auto env = distributed::read_environment();
   if (env && o.dist_backend == "nccl" && !device.is_cuda()) {
@@ -127,9 +135,7 @@ RunOptions run_options(const TrainCommandOptions& o) {
   return r;
 }
 
-}  // namespace
-
-int run_train(const TrainCommandOptions& o, std::ostream& out) {
+int train_and_report(const TrainCommandOptions& o, std::ostream& out) {
   Run run(run_options(o));  // first: loading the data and the model is the run's start-up
   const auto env = distributed::read_environment();
   const c10::Device device = resolve_device(o.device, env ? env->local_rank : 0);
@@ -146,6 +152,14 @@ int run_train(const TrainCommandOptions& o, std::ostream& out) {
     out << "Run directory: " << run.directory() << "\n";
   }
   return run.interrupted_by() ? 128 + run.interrupted_by() : 0;
+}
+
+}  // namespace
+
+int run_train(const TrainCommandOptions& o, std::ostream& out) {
+  const int status = train_and_report(o, out);
+  process_context_slot().reset();  // the trainer's and the session's references went with train_and_report
+  return status;
 }
 
 void run_sweep(const SweepCommandOptions& s, std::ostream& out) {

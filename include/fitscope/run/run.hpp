@@ -86,7 +86,8 @@ class Run {
   void guarded_fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions& fit, const Start& start,
                    const std::shared_ptr<BackupAndRestore>& backup);
   /// Writes the weights, summary.json, the report and the complete manifest; returns the summary.
-  RunSummary finish(Trainer& trainer, const FitOptions& fit, const std::string& failure);
+  /// `gpu`: what NVML sampled during the fit (nothing sampled: a failed fit's, or not on a GPU).
+  RunSummary finish(Trainer& trainer, const FitOptions& fit, const std::string& failure, const GpuUtilization& gpu = {});
 
   RunOptions options_;
   FitTime::Clock::time_point start_;

@@ -60,6 +60,7 @@ struct DeviceTimingSummary {
   /// work: 1 - busy / step p50, at least 0. Unset when no probe was valid.
   std::optional<double> busy_ms, idle_fraction;
   int64_t probes_made = 0, probes_valid = 0;
+  int64_t sampled_every = 1;  ///< after the warm-up, one step in this many was timed on the device
 };
 
 /// One restart of a job under `fitscope launch --max-restarts`.

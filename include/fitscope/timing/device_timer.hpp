@@ -68,7 +68,10 @@ bool runs_on_device(Phase phase);
 
 class DeviceTimer final : public PhaseBoundaryListener {
  public:
-  DeviceTimer(std::unique_ptr<DeviceEventSource> source, int64_t warmup_steps);
+  /// `sample_every`: after the warm-up (as extended), the events of one step in this many are
+  /// recorded (the first measured step, then every sample_every-th); every warm-up step is recorded.
+  /// Each event costs the host a driver call: on a launch-bound step sampling keeps that cost small.
+  DeviceTimer(std::unique_ptr<DeviceEventSource> source, int64_t warmup_steps, int64_t sample_every = 1);
 
   /// A phase boundary: `next` opens (nullopt: none). Records an event when the open phase or `next`
   /// runs on the device.
@@ -91,6 +94,8 @@ class DeviceTimer final : public PhaseBoundaryListener {
   /// probe was valid (or none was made: the warm-up was shorter than kFirstProbe + 1 steps, or the
   /// source cannot hold its stream).
   std::optional<double> busy_ms() const;
+  /// One measured step in this many was recorded.
+  int64_t sample_every() const { return sample_every_; }
   /// The probes made and those valid (all their work queued before the device reached it).
   int64_t probes_made() const { return probes_made_; }
   int64_t probes_valid() const { return static_cast<int64_t>(busy_ms_.size()); }
@@ -107,6 +112,7 @@ class DeviceTimer final : public PhaseBoundaryListener {
   };
   void resolve(Step& step);
   bool probing() const;  // whether the step being recorded is a probe
+  bool sampled() const;  // whether the step beginning now is recorded
 
   std::unique_ptr<DeviceEventSource> source_;
   PhaseStats stats_;
@@ -115,7 +121,8 @@ class DeviceTimer final : public PhaseBoundaryListener {
   std::array<bool, kPhaseCount> measured_{};
   std::deque<Step> pending_;
   int64_t resolved_in_loop_ = 0, resolved_at_finish_ = 0;
-  int64_t warmup_steps_, steps_ended_ = 0;
+  int64_t warmup_steps_, sample_every_, steps_ended_ = 0;
+  bool in_step_ = false, recording_ = true;  // a boundary of the current step was seen; its events are recorded
   int64_t last_host_step_ns_ = 0;
   double hold_factor_ = 2;
   bool held_ = false;  // the current step's stream was held before its first event
