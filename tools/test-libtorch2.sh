@@ -32,7 +32,9 @@ stamp=$chroot_dir/.fitscope-packages
 # network namespaces), pkg-config (the package test), chromium (the report renders in a browser).
 # Nothing the kit supplies: its CLI11, json, toml++, protobuf + protoc, TurboJPEG, libpng, zlib, gtest,
 # benchmark and gloo must be the ones found.
-packages=(g++ cmake ninja-build libtorch-dev
+# libgloo-dev too: gloo's headers must be those of the gloo libtorch was built with (trixie's), which
+# the kit's (Debian 12's, for wheels that ship none) are not; CMake takes the ones beside libtorch first.
+packages=(g++ cmake ninja-build libtorch-dev libgloo-dev
   python3-torch libopenblas0-pthread iproute2 pkg-config chromium)
 # libtorch-dev depends on libprotobuf-dev, and that on zlib1g-dev: their headers, link-time symlinks,
 # static libraries and pkg-config files stay out of the chroot (dpkg path-exclude; the packages count as

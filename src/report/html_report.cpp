@@ -416,8 +416,15 @@ std::string train_report(const ReportSources& files) {
       body << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(p.mean_ms) << "</td><td>" << fixed(p.p50_ms)
            << "</td><td>" << fixed(p.p99_ms) << "</td></tr>";
     }
-    body << "</table><p class=\"note\">Timed by CUDA events read lazily: " << d->steps_resolved_in_loop
-         << " steps read during the loop, " << d->steps_resolved_at_end << " at its end.</p>";
+    body << "</table><p class=\"note\">Timed by CUDA events read lazily, on 1 measured step in " << d->sampled_every
+         << ": " << d->steps_resolved_in_loop << " steps read during the loop, " << d->steps_resolved_at_end
+         << " at its end.</p>";
+    if (d->busy_ms && d->idle_fraction) {
+      body << "<p>The GPU's own work per step: " << fixed(*d->busy_ms) << " ms (" << d->probes_valid << " of "
+           << d->probes_made << " warm-up probes with the step queued ahead of it); it idles "
+           << svg::format_percent(*d->idle_fraction) << " of the " << fixed(s.step_ms.p50)
+           << " ms step waiting for the host.</p>";
+    }
   }
 
   return page("fitscope report: " + s.model, body.str());

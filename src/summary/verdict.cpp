@@ -199,6 +199,15 @@ AdviceText advice_for(const std::string& bound, double share, double step_ms, co
                 " (a sweep shows where throughput levels off)",
             {{"LoaderOptions::batch_size", batch, larger, "the per-step overhead paid for twice the examples"}}};
   }
+  if (ctx.device_idle_fraction >= 0) {
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "the GPU's own work takes %s of each step (%.3f ms of a %.3f ms step): its math bounds the run, and "
+                  "what the host does beside it is hidden behind it; bfloat16 (TrainerOptions::precision bf16), a "
+                  "smaller model or a faster GPU is what helps",
+                  percent(share).c_str(), ctx.device_busy_ms, step_ms);
+    return {text, {}};
+  }
   const ThreadSetting& s = ctx.threads.setting;
   const int64_t computing = std::max(s.intra_op, s.blas);
   std::string out = "compute takes " + of_step + ": the model's own math bounds the run; intra-op " +
@@ -250,13 +259,20 @@ std::string verdict_headline(const Verdict& v, int64_t measured_steps) {
 
 Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
   Verdict v;
+  // On a GPU whose idle share was measured, the host's time in a phase costs the step only while the
+  // device idles: a data wait beside a busy GPU is hidden behind its work. So a host phase's share
+  // counts up to the device's idle share, and `launch` is the idle share the host-only phases leave.
+  const bool gpu = ctx.device_idle_fraction >= 0;
+  const auto host = [&](double share) { return gpu ? std::min(share, ctx.device_idle_fraction) : share; };
+  const double host_only = s.share(Phase::data_wait) + s.share(Phase::callbacks) + s.share(Phase::checkpoint) +
+                           s.share(Phase::other);
   const std::vector<Candidate> candidates = {
-      {"input", s.share(Phase::data_wait) + s.share(Phase::h2d), 0.05, 0.20},
-      {"callbacks", s.share(Phase::callbacks), 0.05, 0.20},
-      {"checkpoint", s.share(Phase::checkpoint), 0.05, 0.20},
-      {"communication", s.share(Phase::comm), 0.03, 0.15},
-      {"overhead", s.share(Phase::other), 0.03, 0.15},
-      {"launch", std::max(0.0, ctx.device_idle_fraction), 0.30, 0.50},
+      {"input", host(s.share(Phase::data_wait) + s.share(Phase::h2d)), 0.05, 0.20},
+      {"callbacks", host(s.share(Phase::callbacks)), 0.05, 0.20},
+      {"checkpoint", host(s.share(Phase::checkpoint)), 0.05, 0.20},
+      {"communication", host(s.share(Phase::comm)), 0.03, 0.15},
+      {"overhead", host(s.share(Phase::other)), 0.03, 0.15},
+      {"launch", gpu ? std::max(0.0, ctx.device_idle_fraction - host_only) : 0.0, 0.30, 0.50},
   };
   const Candidate* worst = nullptr;
   for (const auto& c : candidates) {
@@ -272,11 +288,12 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
     v.share = worst->share;
   } else {
     v.bound = "compute";
-    v.share = s.share(Phase::forward) + s.share(Phase::backward) + s.share(Phase::optimizer) +
-              s.share(Phase::metrics);
+    v.share = gpu ? 1 - ctx.device_idle_fraction
+                  : s.share(Phase::forward) + s.share(Phase::backward) + s.share(Phase::optimizer) + s.share(Phase::metrics);
     v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
   }
-  const double step_ms = v.bound == "launch" ? s.step().p50_ms : s.step().mean_ms - s.phase(Phase::data_wait).mean_ms;
+  const bool against_p50 = v.bound == "launch" || (gpu && v.bound == "compute");  // the idle share is of the p50 step
+  const double step_ms = against_p50 ? s.step().p50_ms : s.step().mean_ms - s.phase(Phase::data_wait).mean_ms;
   AdviceText advice = advice_for(v.bound, v.share, step_ms, ctx);
   v.advice = std::move(advice.text);
   v.actions = std::move(advice.actions);

@@ -204,3 +204,26 @@ TEST(Verdict, CallsAGpuStepLaunchBoundWhenTheDeviceIdlesForTheHostAndOnlyWhenTha
   moderately.device_idle_fraction = 0.4;
   EXPECT_EQ(judge(compute, moderately).level, "moderately");
 }
+
+TEST(Verdict, OnABusyGpuAHostWaitIsHiddenBehindTheDevicesWorkAndTheRunIsComputeBound) {
+  // the host waits for data half of each 2 ms step while the GPU computes the step before: busy 99.9 %
+  const PhaseStats waits = steps_with({{Phase::data_wait, 1'000'000}, {Phase::forward, 500'000}, {Phase::backward, 500'000}});
+  VerdictContext on_cpu;
+  EXPECT_EQ(judge(waits, on_cpu).bound, "input");  // on the CPU the wait is the step's
+  VerdictContext busy_gpu;
+  busy_gpu.device_busy_ms = 1.998;
+  busy_gpu.device_idle_fraction = 0.001;
+  const Verdict v = judge(waits, busy_gpu);
+  EXPECT_EQ(v.bound, "compute");
+  EXPECT_EQ(v.level, "highly");
+  EXPECT_NEAR(v.share, 0.999, 1e-9);
+  EXPECT_NE(v.advice.find("the GPU's own work takes 100% of each step (1.998 ms of a 2.000 ms step)"), std::string::npos)
+      << v.advice;
+  // a GPU idle 40 % of a step whose host waits half of it for data: input, counted at the idle 40 %
+  VerdictContext starved = busy_gpu;
+  starved.device_busy_ms = 1.2;
+  starved.device_idle_fraction = 0.4;
+  const Verdict input = judge(waits, starved);
+  EXPECT_EQ(input.bound, "input");
+  EXPECT_NEAR(input.share, 0.4, 1e-9);
+}

@@ -4,7 +4,11 @@
 ///   input (data_wait + h2d), callbacks, checkpoint: moderately >= 5 %, highly >= 20 %;
 ///   communication (comm) and overhead (other):        moderately >= 3 %, highly >= 15 %;
 ///   launch (on a GPU: the share of the step the device idles waiting for the host to launch its work,
-///   measured by DeviceTimer's probes):               moderately >= 30 %, highly >= 50 %.
+///   measured by DeviceTimer's probes, less the host-only phases data_wait, callbacks, checkpoint and
+///   other):                                          moderately >= 30 %, highly >= 50 %.
+/// On a GPU whose idle share was measured, a host phase counts at most that share (the host's time
+/// beside a busy device is hidden behind its work), and a compute-bound run's share is the device's
+/// busy share.
 /// The most severe category wins (highly before moderately, then the larger share). When none reaches
 /// its moderate threshold the run is compute-bound: `highly` when forward + backward + optimizer +
 /// metrics make >= 80 % of the step, else `moderately`; `not` only when no step was measured.
