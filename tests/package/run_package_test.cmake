@@ -52,6 +52,9 @@ function(summary_keys dir out)
 endfunction()
 
 run(${CMAKE_COMMAND} --install ${FITSCOPE_BUILD_DIR} --prefix ${prefix})
+if(DEPENDENCY_PREFIXES)  # CMake reads CMAKE_PREFIX_PATH from the environment too (':'-separated)
+  set(ENV{CMAKE_PREFIX_PATH} "${DEPENDENCY_PREFIXES}")
+endif()
 run(${CMAKE_COMMAND} -S ${OUTSIDE_SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
