@@ -2,6 +2,9 @@
 include(CMakePackageConfigHelpers)
 set(FITSCOPE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fitscope)
 
+# the installed library finds its dependencies where it was linked against them when that is outside
+# the system's folders (a wheel's libtorch, the device kit's libraries)
+set_target_properties(fitscope PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
 install(TARGETS fitscope EXPORT fitscopeTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

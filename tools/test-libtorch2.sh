@@ -11,7 +11,8 @@
 #   run      bind-mount the checkout at its own path in the chroot; configure with CMake into
 #            build-libtorch2/ (the kit on CMAKE_PREFIX_PATH), build with ninja, run ctest as `make test` does
 # Environment: FITSCOPE_TRIXIE_CHROOT (the cache directory; default /var/cache/fitscope/trixie-chroot),
-# DEBIAN_MIRROR (default http://deb.debian.org/debian), JOBS (default: nproc).
+# DEBIAN_MIRROR (default http://deb.debian.org/debian), JOBS (default: nproc), TESTS (a ctest -R regular
+# expression: only those tests; default all).
 # Everything runs in a private mount namespace (unshare): /proc, /sys, /dev, /run and the checkout are
 # mounted in the chroot only for the step that needs them, unmounted by the exit trap, and whatever a
 # failure or a test leaves mounted goes with the namespace, never onto the host.
@@ -142,19 +143,22 @@ run() {
   mount_in /dev --rbind /dev  # with /dev/pts and /dev/shm
   mount_in /run -t tmpfs tmpfs  # ip netns keeps its namespaces in /run/netns
   mount_in "$root" --bind "$root"
+  # the kit outside the checkout, where a user's prefix would be: an installed fitscope's RUNPATH keeps
+  # the folders of its dependencies outside the project only (INSTALL_RPATH_USE_LINK_PATH)
+  mount_in /opt/fitscope-kit --bind "$root/.gpu-kit"
   # the kit's protoc on PATH and its libraries for protoc in the build only: what is built finds them
   # through its RUNPATH (as bench/device_check.sh)
   in_chroot /bin/bash -c '
     set -eu
     cd "$1"
-    kit=$1/.gpu-kit/usr
+    kit=/opt/fitscope-kit/usr
     export PATH=$kit/bin:$PATH
     kit_libs=$kit/lib/x86_64-linux-gnu
     echo "== trixie: $(dpkg-query -W -f="\${Package} \${Version}" libtorch-dev), $(g++ --version | head -n 1), $(cmake --version | head -n 1)"
     LD_LIBRARY_PATH=$kit_libs cmake -S . -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$kit"
     LD_LIBRARY_PATH=$kit_libs ninja -C "$2" -j "$3"
-    ctest --test-dir "$2" --output-on-failure -j "$3"
-  ' test-libtorch2 "$root" "$build" "$jobs"
+    ctest --test-dir "$2" --output-on-failure -j "$3" ${4:+-R "$4"}
+  ' test-libtorch2 "$root" "$build" "$jobs" "${TESTS:-}"
   unmount_all
 }
 
