@@ -72,9 +72,11 @@ void DeviceTimer::end_step(const StepRecord& host) {
   }
   held_ = false;
   const std::size_t marks = current_.marks.size();
-  if (marks > 0) pending_.push_back(std::move(current_));
-  current_ = Step{};
-  current_.marks.reserve(marks);  // the next step records as many: one allocation, not one per doubling
+  if (marks > 0) {  // a step that recorded nothing (not sampled) leaves current_ as it was: empty, with room
+    pending_.push_back(std::move(current_));
+    current_ = Step{};
+    current_.marks.reserve(marks);  // the next sampled step records as many: one allocation, not one per doubling
+  }
   // stream order: a step is passed when its last event is; stop at the first that is not
   while (!pending_.empty() && source_->done(*pending_.front().marks.back().first)) {
     resolve(pending_.front());
