@@ -15,11 +15,12 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := idx cifar10 csv image checkpoint tfrecord tar
 
 ASAN_DIR ?= build-asan
+ASAN_TEST_SHARDS ?= 4
 ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
 
 LIBTORCH2_PACKAGES := debootstrap
 
-.PHONY: all deps fuzz-deps install-packages configure build demo test test-asan bench fuzz clean gpu-kit \
+.PHONY: all deps fuzz-deps install-packages configure build demo test build-asan test-asan bench fuzz-build fuzz clean gpu-kit \
         test-libtorch2
 
 all: build
@@ -55,13 +56,18 @@ test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 # The library, the CLI and their unit and CLI tests built with AddressSanitizer + UndefinedBehaviorSanitizer
-# (-O1, line tables) in $(ASAN_DIR), run through ctest. libtorch is not instrumented: its allocations are
+# (-O1, line tables) in $(ASAN_DIR), run through ctest: each test binary as ASAN_TEST_SHARDS processes
+# (GoogleTest's sharding), every test run, since each process that loads libtorch under ASan spends
+# ~2.5 s starting and stopping. libtorch is not instrumented: its allocations are
 # checked where our code frees or reads them; its leaks at exit and new/delete pairs are its own
 # (tests/sanitizers/lsan.supp).
-test-asan: deps
+build-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-	  -DFITSCOPE_SANITIZE=address,undefined -DFITSCOPE_BUILD_EXAMPLES=OFF -DFITSCOPE_BUILD_BENCH=OFF
+	  -DFITSCOPE_SANITIZE=address,undefined -DFITSCOPE_BUILD_EXAMPLES=OFF -DFITSCOPE_BUILD_BENCH=OFF \
+	  -DFITSCOPE_TEST_SHARDS=$(ASAN_TEST_SHARDS)
 	cmake --build $(ASAN_DIR) -j $(JOBS)
+
+test-asan: build-asan
 	ASAN_OPTIONS=$(ASAN_OPTIONS_TEST) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
 
@@ -109,12 +115,16 @@ FUZZ_SOURCES_tfrecord := src/data/tfrecord_format.cpp src/data/tf_example.cpp $(
   -lprotobuf -lz
 # the tar reader (ustar, GNU and pax headers) and the grouping of members into WebDataset samples
 FUZZ_SOURCES_tar := src/data/tar_format.cpp
-fuzz: fuzz-deps
+fuzz-build: fuzz-deps
 	@mkdir -p $(FUZZ_DIR)
 	@set -e; $(foreach t,$(FUZZ_TARGETS), \
 	  $(FUZZ_PREPARE_$(t)) \
 	  clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
 	    tests/fuzz/$(t)_fuzz.cpp $(FUZZ_SOURCES_$(t)) -o $(FUZZ_DIR)/$(t)_fuzz; \
+	)
+
+fuzz: fuzz-build
+	@set -e; $(foreach t,$(FUZZ_TARGETS), \
 	  rm -rf $(FUZZ_DIR)/corpus-$(t) && cp -r tests/fuzz/corpus/$(t) $(FUZZ_DIR)/corpus-$(t); \
 	  echo "== fuzzing $(t) for $(FUZZ_SECONDS) s"; \
 	  ASAN_OPTIONS=detect_leaks=$(if $(filter checkpoint,$(t)),0,1) $(FUZZ_DIR)/$(t)_fuzz -max_total_time=$(FUZZ_SECONDS) \

@@ -11,13 +11,13 @@
 #include <stdexcept>
 
 #include "quoted_bytes.hpp"
+#include "read_in_pieces.hpp"
 
 namespace fitscope {
 namespace {
 
 constexpr std::size_t kBlock = 512;
 constexpr std::size_t kSkipChunk = std::size_t{1} << 16;
-constexpr std::size_t kDataPiece = std::size_t{1} << 20;  // a member's data grows by at most this per read
 
 // the fields of a header (offset, length), POSIX ustar's layout
 constexpr std::size_t kName = 0, kNameLength = 100;
@@ -347,19 +347,13 @@ bool TarReader::next(TarMember& member) {
     }
     // the data in pieces: a declared size the stream does not hold never becomes an allocation
     const int64_t data_at = position_;
-    member.bytes.clear();
-    const auto want = static_cast<std::size_t>(size);
-    while (member.bytes.size() < want) {
-      const std::size_t old = member.bytes.size();
-      const std::size_t piece = std::min(want - old, std::max(old, kDataPiece));
-      member.bytes.resize(old + piece);
-      const std::size_t n = read(member.bytes.data() + old, piece);
-      if (n < piece) {
-        member.bytes.clear();
-        fail(entry, subject, "the archive ends inside its data (at byte offset " + std::to_string(data_at) + ", " +
-                                 std::to_string(size) + " bytes declared, " + std::to_string(old + n) +
-                                 " there): the file is truncated");
-      }
+    const std::size_t held = detail::read_in_pieces(member.bytes, static_cast<std::size_t>(size),
+                                                   [this](char* to, std::size_t n) { return read(to, n); });
+    if (held < static_cast<std::size_t>(size)) {
+      member.bytes.clear();
+      fail(entry, subject, "the archive ends inside its data (at byte offset " + std::to_string(data_at) + ", " +
+                               std::to_string(size) + " bytes declared, " + std::to_string(held) +
+                               " there): the file is truncated");
     }
     skip(static_cast<int64_t>(padding(size)), entry, subject, "the padding after its data");
     member.name = std::move(name);

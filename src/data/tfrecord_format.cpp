@@ -1,4 +1,5 @@
 #include "fitscope/data/tfrecord_format.hpp"
+#include "read_in_pieces.hpp"
 
 #include <zlib.h>
 
@@ -18,7 +19,6 @@ namespace {
 constexpr std::size_t kHeaderBytes = 12;  // uint64 length, uint32 masked CRC-32C of the length
 constexpr std::size_t kFooterBytes = 4;   // uint32 masked CRC-32C of the data
 constexpr std::size_t kChunk = std::size_t{1} << 16;
-constexpr std::size_t kDataPiece = std::size_t{1} << 20;  // a record's data grows by at most this per read
 
 // CRC-32C by "slicing by 8" (eight bytes per step through eight tables, Intel's method): table 0 is
 // the byte-at-a-time table of the reflected Castagnoli polynomial, table k the CRC of a byte followed
@@ -272,17 +272,11 @@ bool TfRecordReader::next(std::string& record) {
                  "TfRecordReaderOptions::max_record_bytes (" + std::to_string(options_.max_record_bytes) + ")", true);
   }
   // the data in pieces: a declared length the stream does not hold never becomes an allocation
-  record.clear();
   const auto size = static_cast<std::size_t>(length);
-  while (record.size() < size) {
-    const std::size_t old = record.size();
-    const std::size_t piece = std::min(size - old, std::max(old, kDataPiece));
-    record.resize(old + piece);
-    const std::size_t n = read(record.data() + old, piece);
-    if (n < piece) {
-      fail(at, "the stream ends inside the record's data (" + std::to_string(length) + " bytes declared, " +
-                   std::to_string(old + n) + " there): the file is truncated", true);
-    }
+  const std::size_t held = detail::read_in_pieces(record, size, [this](char* to, std::size_t n) { return read(to, n); });
+  if (held < size) {
+    fail(at, "the stream ends inside the record's data (" + std::to_string(length) + " bytes declared, " +
+                 std::to_string(held) + " there): the file is truncated", true);
   }
   char footer[kFooterBytes];
   const std::size_t footer_got = read(footer, kFooterBytes);

@@ -87,7 +87,7 @@ TEST(AsyncExecutor, RejectsAZeroCapacity) {
 
 namespace {
 
-class Recorder : public fitscope::Callback {
+class HookRecorder : public fitscope::Callback {
  public:
   std::vector<std::string> calls;
   void on_epoch_begin(int64_t epoch, fitscope::Logs&) override { calls.push_back("epoch_begin " + std::to_string(epoch)); }
@@ -100,7 +100,7 @@ class Recorder : public fitscope::Callback {
 }  // namespace
 
 TEST(AsyncCallback, DeliversEveryHookInOrderWithASnapshotOfTheLogs) {
-  auto recorder = std::make_shared<Recorder>();
+  auto recorder = std::make_shared<HookRecorder>();
   std::vector<std::string> expected;
   {
     fitscope::AsyncCallback async(recorder, 2);  // a tiny queue: the training thread waits often

@@ -1,15 +1,26 @@
 #pragma once
 // DataFilesTest: a GoogleTest fixture for the data sources' tests on real files: a fresh directory per
 // test, removed after it, files written into it plainly or gzip-compressed, and the message of an
-// expected std::invalid_argument.
+// expected std::invalid_argument; `framed`, records as one TFRecord file's bytes.
+
+#include "fitscope/data/tfrecord_format.hpp"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+/// `records` framed as one TFRecord file's bytes.
+inline std::string framed(const std::vector<std::string>& records) {
+  std::ostringstream out;
+  for (const std::string& r : records) fitscope::write_tfrecord(out, r);
+  return out.str();
+}
 
 class DataFilesTest : public ::testing::Test {
  protected:

@@ -10,7 +10,7 @@
 using namespace fitscope;
 
 namespace {
-TensorDataset numbered(int64_t n) {
+TensorDataset numbered_set(int64_t n) {
   return TensorDataset(at::arange(n, at::kFloat).view({n, 1}), at::arange(n, at::kLong));
 }
 }  // namespace
@@ -73,7 +73,7 @@ TEST(Synthetic, RejectsSizesOutOfRangeByName) {
 }
 
 TEST(TensorDataset, SplitHoldsOutTheLastFractionLikeKeras) {
-  const auto [train, validation] = numbered(10).split(0.3);
+  const auto [train, validation] = numbered_set(10).split(0.3);
   EXPECT_EQ(train.size(), 7);
   EXPECT_EQ(validation.size(), 3);
   EXPECT_EQ(validation.targets()[0].item<int64_t>(), 7);

@@ -53,12 +53,6 @@ std::vector<std::string> tail(const std::vector<std::string>& v, std::size_t fro
   return {v.begin() + static_cast<std::ptrdiff_t>(from), v.end()};
 }
 
-std::string framed(const std::vector<std::string>& records) {
-  std::ostringstream out;
-  for (const std::string& r : records) write_tfrecord(out, r);
-  return out.str();
-}
-
 using Sample = std::pair<std::string, std::map<std::string, std::string>>;  // key, extension -> bytes
 
 std::string tar_of(const std::vector<Sample>& samples) {

@@ -35,12 +35,6 @@ class TfRecord : public DataFilesTest {
   }
 };
 
-std::string framed(const std::vector<std::string>& records) {
-  std::ostringstream out;
-  for (const std::string& r : records) write_tfrecord(out, r);
-  return out.str();
-}
-
 std::string hex32(uint32_t v) {
   char text[16];
   std::snprintf(text, sizeof text, "0x%08x", v);

@@ -1,7 +1,8 @@
 // The tree's architecture, read from the includes: the areas (include/fitscope/<area>, src/<area>)
-// form layers with no cycle between them, the lower floors (io, threads, timing, summary) include only
-// what is below them, no area includes another's private src/ header, and the umbrella header holds
-// every public header and no internal one. The library's strings name no flag.
+// form layers with no cycle between them, each area includes only what its row of ARCHITECTURE.md's
+// floor table allows, each area's CMake list holds its own files and no other, no area includes another's
+// private src/ header, and the umbrella header holds every public header and no internal one. The
+// library's strings name no flag.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -171,16 +173,41 @@ TEST(Layout, NoIncludeCycleJoinsTwoAreas) {
   EXPECT_TRUE(cycle.empty()) << "a cycle of areas:" << cycle;
 }
 
-/// What the lower floors may include of fitscope's besides themselves (ARCHITECTURE.md, "Areas and
-/// floors"): io/ and threads/ stand on nothing, timing/ (the clock, phases, step statistics) on
-/// threads/ alone, and summary/ (the run's summary, verdict, printout, steps.csv, trace) on the areas
-/// below it. The floors above are held by the cycle check.
-const std::map<std::string, std::set<std::string>> kLowerFloors = {
-    {"io", {}},
-    {"threads", {}},
-    {"timing", {"threads"}},
-    {"summary", {"data", "io", "metrics", "models", "threads", "timing"}},
-};
+/// ARCHITECTURE.md's floor table ("Areas and floors"), as area -> the areas it may include: its row's
+/// "includes" column ("nothing of fitscope", "io, threads", "... (data allowed)": every area it names),
+/// or, for "everything below", every area of a lower floor.
+std::map<std::string, std::set<std::string>> floor_table(const std::string& markdown) {
+  static const std::regex row(R"re(^\|\s*(\d+)\s*\|\s*`([a-z_]+)/`\s*\|.*\|([^|]*)\|\s*$)re");
+  static const std::regex word("[a-z_]+");
+  std::map<std::string, int> floor;
+  std::map<std::string, std::string> includes;
+  std::istringstream in(markdown);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (!std::regex_match(line, m, row)) continue;
+    floor[m[2]] = std::stoi(m[1]);
+    includes[m[2]] = m[3];
+  }
+  std::map<std::string, std::set<std::string>> may;
+  for (const auto& [area, column] : includes) {
+    std::set<std::string>& allowed = may[area];
+    if (column.find("everything below") != std::string::npos) {
+      for (const auto& [other, f] : floor) {
+        if (f < floor[area]) allowed.insert(other);
+      }
+      continue;
+    }
+    for (auto it = std::sregex_iterator(column.begin(), column.end(), word); it != std::sregex_iterator(); ++it) {
+      if (floor.count(it->str())) allowed.insert(it->str());
+    }
+  }
+  return may;
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 /// The includes in `g` that `may` does not allow its area, as "timing -> data (include/fitscope/timing/x.hpp)";
 /// an area `may` does not name is not held.
@@ -196,10 +223,16 @@ std::vector<std::string> includes_above_the_floor(const Graph& g, const std::map
   return found;
 }
 
-TEST(Layout, TheLowerFloorsIncludeOnlyWhatIsBelowThem) {
+TEST(Layout, EveryAreaIncludesOnlyWhatItsRowOfTheFloorTableAllows) {
   const Graph g = area_graph();
-  for (const auto& [area, allowed] : kLowerFloors) EXPECT_EQ(g.count(area), 1u) << area << "/ was not found under " << kRoot;
-  EXPECT_EQ(includes_above_the_floor(g, kLowerFloors), std::vector<std::string>{});
+  const auto may = floor_table(read_text(kRoot / "ARCHITECTURE.md"));
+  // every area of the tree has its row, and every row its area
+  std::set<std::string> areas, rows;
+  for (const auto& [area, edges] : g) areas.insert(area);
+  for (const auto& [area, allowed] : may) rows.insert(area);
+  ASSERT_GE(areas.size(), 10u) << "the areas were not found under " << kRoot;
+  EXPECT_EQ(rows, areas) << "ARCHITECTURE.md's floor table and the tree's areas differ";
+  EXPECT_EQ(includes_above_the_floor(g, may), std::vector<std::string>{});
   // the report writes its files through io/, and neither it nor the timing includes checkpoint/
   ASSERT_TRUE(g.count("timing") && g.count("report"));
   for (const char* area : {"timing", "report"}) {
@@ -208,14 +241,74 @@ TEST(Layout, TheLowerFloorsIncludeOnlyWhatIsBelowThem) {
   }
 }
 
-TEST(Layout, TheFloorCheckFindsOne) {
+TEST(Layout, TheFloorCheckFindsAPlantedOffender) {
+  const auto may = floor_table(
+      "| floor | area | what it holds | includes |\n|---|---|---|---|\n"
+      "| 0 | `threads/` | threads | nothing of fitscope |\n"
+      "| 0 | `timing/` | the clock | threads |\n"
+      "| 1 | `data/` | data sets | threads, timing |\n"
+      "| 2 | `summary/` | the summary, a | b | timing (data allowed) |\n"
+      "| 3 | `train/` | the trainer | everything below |\n");
+  EXPECT_EQ(may.at("threads"), std::set<std::string>{});
+  EXPECT_EQ(may.at("summary"), (std::set<std::string>{"data", "timing"}));
+  EXPECT_EQ(may.at("train"), (std::set<std::string>{"data", "summary", "threads", "timing"}));
   Graph g;
   g["timing"]["threads"] = "timing/a.hpp";
-  g["timing"]["data"] = "timing/b.hpp";
-  g["summary"]["timing"] = "summary/c.hpp";
-  g["data"]["timing"] = "data/d.hpp";  // an area the map does not name: not held
-  EXPECT_EQ(includes_above_the_floor(g, {{"timing", {"threads"}}, {"summary", {"timing"}}}),
-            std::vector<std::string>{"timing -> data (timing/b.hpp)"});
+  g["timing"]["data"] = "timing/b.hpp";  // the planted offender: a floor up
+  g["summary"]["data"] = "summary/c.hpp";
+  g["train"]["summary"] = "train/d.cpp";
+  g["other"]["train"] = "other/e.cpp";  // an area the table does not name: not held here
+  EXPECT_EQ(includes_above_the_floor(g, may), std::vector<std::string>{"timing -> data (timing/b.hpp)"});
+}
+
+/// The source files an area's CMake list (src/<area>/CMakeLists.txt) does not hold, as "src/a/x.cpp",
+/// and those a CMake list holds that are not its area's, as "src/a/CMakeLists.txt: ../b/y.cpp";
+/// src/CMakeLists.txt holds none.
+std::vector<std::string> sources_outside_their_areas_list(const fs::path& root) {
+  static const std::regex source(R"re([A-Za-z0-9_./-]+\.cpp)re");
+  std::vector<std::string> found;
+  const fs::path src = root / "src";
+  const std::string top = read_text(src / "CMakeLists.txt");
+  for (auto it = std::sregex_iterator(top.begin(), top.end(), source); it != std::sregex_iterator(); ++it) {
+    found.push_back("src/CMakeLists.txt: " + it->str());
+  }
+  for (const auto& area : fs::directory_iterator(src)) {
+    if (!area.is_directory()) continue;
+    const std::string list = read_text(area.path() / "CMakeLists.txt");
+    std::set<std::string> listed;
+    for (auto it = std::sregex_iterator(list.begin(), list.end(), source); it != std::sregex_iterator(); ++it) {
+      listed.insert(it->str());
+    }
+    for (const auto& entry : fs::recursive_directory_iterator(area.path())) {
+      if (entry.path().extension() != ".cpp") continue;
+      const std::string rel = fs::relative(entry.path(), area.path()).string();
+      if (!listed.erase(rel)) found.push_back(fs::relative(entry.path(), root).string());
+    }
+    for (const std::string& other : listed) {
+      found.push_back(fs::relative(area.path() / "CMakeLists.txt", root).string() + ": " + other);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+TEST(Layout, EachAreasCMakeListHoldsItsOwnFilesAndNoOther) {
+  EXPECT_EQ(sources_outside_their_areas_list(kRoot), std::vector<std::string>{});
+}
+
+TEST(Layout, TheCMakeListCheckFindsAFileOutOfPlace) {
+  const fs::path root = fs::temp_directory_path() / ("fitscope-lists-" + std::to_string(::getpid()));
+  fs::create_directories(root / "src" / "a" / "part");
+  fs::create_directories(root / "src" / "b");
+  std::ofstream(root / "src" / "CMakeLists.txt") << "add_subdirectory(a)\n";
+  std::ofstream(root / "src" / "a" / "x.cpp") << "";
+  std::ofstream(root / "src" / "a" / "part" / "y.cpp") << "";
+  std::ofstream(root / "src" / "a" / "CMakeLists.txt") << "fitscope_area(a\n  x.cpp\n  part/y.cpp\n  ../b/z.cpp\n)\n";
+  std::ofstream(root / "src" / "b" / "z.cpp") << "";
+  std::ofstream(root / "src" / "b" / "CMakeLists.txt") << "fitscope_area(b)\n";
+  const std::vector<std::string> found = sources_outside_their_areas_list(root);
+  fs::remove_all(root);
+  EXPECT_EQ(found, (std::vector<std::string>{"src/a/CMakeLists.txt: ../b/z.cpp", "src/b/z.cpp"}));
 }
 
 TEST(Layout, TheCycleCheckFindsACycle) {
