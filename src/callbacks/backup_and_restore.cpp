@@ -66,6 +66,18 @@ void BackupAndRestore::request_backup() {
   });
 }
 
+void BackupAndRestore::set_context(TrainingContext* context) {
+  if (!context && writer_) {
+    try {
+      writer_->flush();
+    } catch (const std::exception& e) {
+      const std::string text = std::string("the last backup requested before the fit ended was not written: ") + e.what();
+      options_.warn ? options_.warn(text) : this->context().warn(text);
+    }
+  }
+  Callback::set_context(context);
+}
+
 void BackupAndRestore::on_train_end(Logs&) {
   if (!writer_) return;
   writer_->flush();

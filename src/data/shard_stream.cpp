@@ -154,7 +154,15 @@ std::vector<std::string> list_shards(const std::string& pattern) {
   if (rc == 0) {
     for (std::size_t i = 0; i < found.gl_pathc; ++i) {
       struct stat info {};
-      if (stat(found.gl_pathv[i], &info) == 0 && S_ISDIR(info.st_mode)) continue;
+      const bool there = stat(found.gl_pathv[i], &info) == 0;
+      if (there && S_ISDIR(info.st_mode)) continue;
+      if (there && !S_ISREG(info.st_mode)) {  // a FIFO or a device would block the reader, or never end
+        const std::string shard = found.gl_pathv[i];
+        globfree(&found);
+        throw std::invalid_argument("shard " + shard + " (matched by '" + pattern + "') is a " +
+                                    (S_ISFIFO(info.st_mode) ? "FIFO" : S_ISSOCK(info.st_mode) ? "socket" : "device") +
+                                    ", not a regular file (a shard is read from its start at every epoch)");
+      }
       shards.emplace_back(found.gl_pathv[i]);
     }
   }

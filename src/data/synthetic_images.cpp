@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "fitscope/data/synthetic.hpp"
@@ -16,6 +17,21 @@ void check_synthetic_images_options(const SyntheticImagesOptions& o) {
   if (o.height < 8 || o.width < 8) {
     throw std::invalid_argument("SyntheticImagesOptions::height and width must be >= 8, got " + std::to_string(o.height) +
                                 "x" + std::to_string(o.width));
+  }
+}
+
+void check_output_folder(const std::string& dir) {
+  std::error_code ec;
+  for (std::filesystem::path p = dir; !p.empty(); p = p.parent_path()) {  // the folder, or the first of its parents there
+    if (!std::filesystem::exists(p, ec)) {
+      if (p == p.parent_path()) break;
+      continue;
+    }
+    if (!std::filesystem::is_directory(p, ec)) {
+      throw std::invalid_argument(dir + ": " + (p == std::filesystem::path(dir) ? std::string("a file") : p.string() + " is a file") +
+                                  ", not a folder (expected a folder to write the images into)");
+    }
+    break;
   }
 }
 
@@ -44,6 +60,7 @@ void for_each_synthetic_part(const SyntheticImagesOptions& o, const std::functio
 }  // namespace detail
 
 void write_synthetic_images(const std::string& dir, const SyntheticImagesOptions& o) {
+  detail::check_output_folder(dir);
   ImageFolderWriteOptions write = o.write;
   write.classes = o.classes;
   detail::for_each_synthetic_part(o, [&](int64_t first, const TensorDataset& part) {

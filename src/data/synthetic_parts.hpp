@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "fitscope/data/synthetic_images.hpp"
 #include "fitscope/data/tensor_dataset.hpp"
@@ -12,6 +13,10 @@ namespace fitscope::detail {
 
 /// Throws std::invalid_argument for a count or size out of range (the classes are make_synthetic's).
 void check_synthetic_images_options(const SyntheticImagesOptions& options);
+
+/// Throws std::invalid_argument naming `dir` when something other than a folder is in its way (a
+/// file): found before any image is made, not as the first write's error.
+void check_output_folder(const std::string& dir);
 
 /// Makes the set a part at a time (at most 1000 images or 64 MiB of float pixels) and calls
 /// `write(first, part)` for each, in order: `part` holds images first, first + 1, ... as float

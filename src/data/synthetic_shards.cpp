@@ -145,6 +145,7 @@ std::string synthetic_shard_name(const SyntheticShardsOptions& o, int64_t index)
 
 std::vector<WrittenShard> write_synthetic_shards(const std::string& dir, const SyntheticShardsOptions& o) {
   check_shard_options(o);
+  detail::check_output_folder(dir);
   fs::create_directories(dir);
   const detail::ImageFormat format = detail::checked_file_format(o.write);
   const auto shard_start = [&](int64_t k) { return k * o.count / o.shards; };  // contiguous runs

@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -36,8 +39,22 @@ Normalize::Normalize(std::vector<double> mean, std::vector<double> std) : mean_(
     throw std::invalid_argument("normalize needs as many means as standard deviations (>= 1), got " +
                                 std::to_string(mean_.size()) + " and " + std::to_string(std_.size()));
   }
+  // the inputs are float: a deviation below float's smallest normal number divides them to infinity
+  constexpr double kFloatMin = std::numeric_limits<float>::min(), kFloatMax = std::numeric_limits<float>::max();
   for (double s : std_) {
-    if (!(s > 0)) throw std::invalid_argument("normalize: a standard deviation must be > 0, got " + std::to_string(s));
+    if (!(s >= kFloatMin && s <= kFloatMax)) {
+      char text[160];
+      std::snprintf(text, sizeof text, "normalize: a standard deviation must be within float's range [%g, %g], got %g",
+                    kFloatMin, kFloatMax, s);
+      throw std::invalid_argument(text);
+    }
+  }
+  for (double m : mean_) {
+    if (!(std::abs(m) <= kFloatMax)) {
+      char text[160];
+      std::snprintf(text, sizeof text, "normalize: a mean must be within float's range [-%g, %g], got %g", kFloatMax, kFloatMax, m);
+      throw std::invalid_argument(text);
+    }
   }
 }
 

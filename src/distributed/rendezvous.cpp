@@ -53,29 +53,44 @@ Rendezvous::Rendezvous(const Environment& env, std::chrono::milliseconds timeout
     : env_(env), timeout_(timeout), bind_(bind) {
   tell_launcher_timeout(timeout);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // a process of another job on the same port is refused, clearly
+  const auto check_job = [&] {
+    if (env.job_id.empty()) return;
+    const std::vector<uint8_t> mine(env.job_id.begin(), env.job_id.end());
+    if (env.rank == 0) store_->set("fitscope/job", mine);
+    const std::vector<uint8_t> theirs = env.rank == 0 ? mine : store_->get("fitscope/job");
+    if (theirs != mine) {
+      throw std::invalid_argument("rank " + std::to_string(env.rank) + ": the rendezvous store at " + where() +
+                                  " belongs to another job (job id '" + std::string(theirs.begin(), theirs.end()) +
+                                  "', this rank's '" + env.job_id +
+                                  "'): choose another LaunchOptions::master_port (MASTER_PORT), or give every node the same LaunchOptions::job_id (FITSCOPE_JOB_ID)");
+    }
+  };
   try {
-    store_ = connect(true);
-    if (!env.job_id.empty()) {  // a process of another job on the same port is refused, clearly
-      const std::vector<uint8_t> mine(env.job_id.begin(), env.job_id.end());
-      if (env.rank == 0) store_->set("fitscope/job", mine);
-      const std::vector<uint8_t> theirs = env.rank == 0 ? mine : store_->get("fitscope/job");
-      if (theirs != mine) {
-        throw std::invalid_argument("rank " + std::to_string(env.rank) + ": the rendezvous store at " + where() +
-                                    " belongs to another job (job id '" + std::string(theirs.begin(), theirs.end()) +
-                                    "', this rank's '" + env.job_id +
-                                    "'): choose another LaunchOptions::master_port (MASTER_PORT), or give every node the same LaunchOptions::job_id (FITSCOPE_JOB_ID)");
-      }
+    if (env.rank == 0) {
+      store_ = connect(true);
+      check_job();
     }
     // after a restart on several hosts, the store of the failed attempt may still be up (its host, the
-    // old rank 0, is still naming the failure): that store has seen this rank before; wait for the new one
-    while (env.rank != 0 && store_->add("fitscope/joined/" + std::to_string(env.rank), 1) > 1) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw std::runtime_error("the store is still the one of an earlier attempt (rank " + std::to_string(env.rank) +
-                                 " had joined it already)");
+    // old rank 0, is still naming the failure): that store has seen this rank before, and it goes away
+    // under this rank (a connection reset) when the old rank 0 exits. Wait for the new one.
+    for (std::string earlier; env.rank != 0;) {
+      try {
+        if (!store_) {
+          store_ = connect(true);
+          check_job();
+        }
+        if (store_->add("fitscope/joined/" + std::to_string(env.rank), 1) == 1) break;
+        earlier = "the store is still the one of an earlier attempt (rank " + std::to_string(env.rank) +
+                  " had joined it already)";
+      } catch (const std::invalid_argument&) {
+        throw;
+      } catch (const std::exception& e) {
+        earlier = first_line(e);
       }
+      if (std::chrono::steady_clock::now() >= deadline) throw std::runtime_error(earlier);
       store_.reset();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      store_ = connect(true);
     }
     const auto interval = std::clamp(timeout / 10, std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
     auto beat_store = connect(false);

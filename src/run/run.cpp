@@ -270,6 +270,7 @@ Run::Start Run::prepare_directory(Trainer& trainer, const std::shared_ptr<const 
     trainer.context().warn(text);
     early_warnings_.push_back(text);
   };
+  for (const std::string& text : options_.warnings) warn(text);
   if (restart > 0 && !has_backups) {
     warn("restart " + std::to_string(restart) + ": no backup to resume from in " + backup_dir +
          (options_.backup ? "" : " (the run makes none: RunOptions::backup)") + ": training starts again at step 0");
@@ -456,6 +457,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
     summary.restarts = account_restarts(*restarts, resumed_from_step_, trainer.measured().time.first_step_end);
   }
   summary.streams = streams_;
+  summary.class_names = train_data_->class_names();
   std::vector<std::string> skipped = train_data_->skipped();
   // a stream lists its last few skipped records' reasons; the count is every rank's
   const int64_t unlisted = streams_ ? streams_->skipped_records - static_cast<int64_t>(skipped.size()) : 0;

@@ -122,6 +122,13 @@ ConfigSettings parse_config(const std::string& text, const std::string& path) {
     } else {
       values.push_back(flag_text(node, where));
     }
+    // a command line cannot hold a NUL, and a path read up to one names another file (csv:a\0b.csv is a)
+    for (const std::string& value : values) {
+      if (const std::size_t nul = value.find('\0'); nul != std::string::npos) {
+        throw std::invalid_argument(where + ": a NUL byte at offset " + std::to_string(nul) +
+                                    " of the value (expected text without one: no path or name holds it)");
+      }
+    }
     out.emplace_back(name, std::move(values));
   }
   return out;

@@ -298,6 +298,13 @@ void remove_earlier_run(const std::string& dir, const std::vector<std::string>& 
 
 void check_output_path(const std::string& flag, const std::string& path, const std::set<std::string>& allowed) {
   std::error_code ec;
+  // found before the work, not when its result is written
+  const fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, ec)) {
+    throw std::invalid_argument(flag + " " + path + ": its folder " + folder.string() +
+                                " is not a directory (expected a file in an existing folder)");
+  }
+  if (fs::is_directory(path, ec)) throw std::invalid_argument(flag + " " + path + ": a directory (expected a file's path)");
   const fs::path target = fs::weakly_canonical(fs::path(path), ec);
   if (ec) return;  // a path that cannot be resolved is left to the writer's error
   const std::string name = target.filename().string();

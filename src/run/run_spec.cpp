@@ -76,7 +76,8 @@ StreamDatasetOptions stream_options(const RunSpec& s, ShardFormat format, uint64
 }
 
 /// The data set `spec` (`data`'s syntax) named `name`, drawn from `seed` (a stream: rank `rank`'s); an image folder's classes
-/// are `classes` when given (a validation folder takes the training folder's).
+/// are `classes` when given (a validation folder takes the training folder's), else s.images.classes (a trained run's, for
+/// other data), else its sub-folders.
 RunData load_one(const RunSpec& s, const std::string& spec, const std::string& name, uint64_t seed, int64_t rank,
                  int64_t world_size, const std::vector<std::string>& classes = {}) {
   RunData out;
@@ -95,7 +96,7 @@ RunData load_one(const RunSpec& s, const std::string& spec, const std::string& n
     if (auto dir = after_prefix(spec, "images")) {
       ImageFolderOptions options = s.images;
       options.seed = seed;
-      options.classes = classes;
+      if (!classes.empty()) options.classes = classes;
       auto images = std::make_shared<ImageFolderDataset>(*dir, options);
       if (!images->skipped().empty()) {
         out.warnings.push_back(name + " " + spec + ": " + std::to_string(images->skipped().size()) +

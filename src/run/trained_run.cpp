@@ -31,9 +31,13 @@ TrainedRun open_trained_run(const RunDirectory& run, RunSpec spec, TrainerOption
                                       : " (the run did not finish: its final weights are written when it ends)"));
   }
   check_recorded_file(run.path(), std::filesystem::path(t.weights).filename().string());
-  if (!spec.num_classes && std::filesystem::exists(run.summary())) {  // the model as trained, whatever the data
+  if (std::filesystem::exists(run.summary())) {  // the model as trained, whatever the data
     const RunSummary s = RunSummary::from_json(read_whole_file(run.summary(), "the run's summary.json", 64 << 20), run.summary());
-    if (s.model_summary && s.model_summary->output_shape.size() == 1) spec.num_classes = s.model_summary->output_shape[0];
+    if (!spec.num_classes && s.model_summary && s.model_summary->output_shape.size() == 1) {
+      spec.num_classes = s.model_summary->output_shape[0];
+    }
+    // other data's class folders are matched to the run's classes by name, never by position
+    if (spec.images.classes.empty()) spec.images.classes = s.class_names;
   }
   t.data = load_run_data(spec);
   t.trainer = make_run_trainer(spec, t.data, std::move(options));

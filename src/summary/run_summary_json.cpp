@@ -150,6 +150,7 @@ std::string RunSummary::to_json() const {
       {"callbacks", callbacks_json},
       {"warnings", warnings},
       {"skipped_files", {{"count", skipped_files}, {"first", skipped_files_first}}},
+      {"class_names", class_names},
       {"loader",
        {{"workers", loader.workers},
         {"prefetch", loader.prefetch},
@@ -346,6 +347,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
                            c.get<double>("p99_ms"), c.get<double>("total_ms"), c.get<double>("stall_ms")});
   }
   s.warnings = r.get<std::vector<std::string>>("warnings");
+  if (r.raw().contains("class_names")) s.class_names = r.get<std::vector<std::string>>("class_names");  // from before them: none
   if (r.raw().contains("skipped_files")) {  // from before them: none
     const Reader skipped = r.object("skipped_files");
     s.skipped_files = skipped.get<int64_t>("count");

@@ -9,27 +9,6 @@
 
 namespace fitscope {
 
-namespace {
-
-// NVML's C interface, as nvml.h declares it (return 0 is NVML_SUCCESS)
-using NvmlDevice = void*;
-struct NvmlUtilizationRates {
-  unsigned int gpu;
-  unsigned int memory;
-};
-struct NvmlMemory {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-using InitFn = int (*)();
-using ShutdownFn = int (*)();
-using HandleByIndexFn = int (*)(unsigned int, NvmlDevice*);
-using UtilizationFn = int (*)(NvmlDevice, NvmlUtilizationRates*);
-using MemoryFn = int (*)(NvmlDevice, NvmlMemory*);
-
-}  // namespace
-
 int64_t nvml_index_of(int64_t cuda_index, const char* visible_devices) {
   if (!visible_devices) return cuda_index;
   std::vector<int64_t> listed;
@@ -44,6 +23,23 @@ int64_t nvml_index_of(int64_t cuda_index, const char* visible_devices) {
 }
 
 struct GpuUsage::Nvml {
+  // NVML's C interface, as nvml.h declares it (return 0 is NVML_SUCCESS)
+  using NvmlDevice = void*;
+  struct NvmlUtilizationRates {
+    unsigned int gpu;
+    unsigned int memory;
+  };
+  struct NvmlMemory {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+  };
+  using InitFn = int (*)();
+  using ShutdownFn = int (*)();
+  using HandleByIndexFn = int (*)(unsigned int, NvmlDevice*);
+  using UtilizationFn = int (*)(NvmlDevice, NvmlUtilizationRates*);
+  using MemoryFn = int (*)(NvmlDevice, NvmlMemory*);
+
   void* library = nullptr;
   ShutdownFn shutdown = nullptr;
   UtilizationFn utilization = nullptr;
@@ -95,8 +91,8 @@ GpuUsage::GpuUsage(int64_t nvml_index, std::chrono::milliseconds period, std::st
 GpuUsage::~GpuUsage() { stop(); }
 
 void GpuUsage::sample() {
-  NvmlUtilizationRates rates{};
-  NvmlMemory memory{};
+  Nvml::NvmlUtilizationRates rates{};
+  Nvml::NvmlMemory memory{};
   const char* failed = nullptr;
   int rc = nvml_->utilization(nvml_->device, &rates);
   if (rc != 0) {

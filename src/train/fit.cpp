@@ -138,6 +138,7 @@ struct Trainer::Fit {
 Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const FitOptions& options)
     : t(trainer), c(*trainer.context_), o(options), train(data), validation(options.validation_data),
       clock(trainer.measured_.time) {
+  std::string unread_records;  // a warning for the fit's own list, which starts below
   if (!validation && o.validation_split > 0) {
     if (dynamic_cast<const StreamDataset*>(data.get())) {  // as Keras refuses validation_split for a tf.data.Dataset
       throw std::invalid_argument("FitOptions::validation_split " + std::to_string(o.validation_split) + ": " + data->source() +
@@ -152,6 +153,14 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
     const at::Tensor records = t.ranks().all_gather(at::full({1}, stream->records(), at::kLong));
     const int64_t fewest = records.min().item<int64_t>();
     if (fewest < stream->size()) train = stream->limited_to(fewest);
+    const int64_t total = records.sum().item<int64_t>(), unread = total - fewest * records.size(0);
+    if (unread > 0) {  // said, not silent: every rank says the same; the chief's summary keeps it
+      std::string held;
+      for (int64_t r = 0; r < records.size(0); ++r) held += (r ? ", " : "") + std::to_string(records[r].item<int64_t>());
+      unread_records = data->source() + ": " + std::to_string(unread) + " of the job's " + std::to_string(total) +
+                       " records are not read in any epoch: each rank reads as many as the fewest any rank holds (" +
+                       std::to_string(fewest) + "; the ranks hold " + held + "); shards of even sizes leave none out";
+    }
   }
   loader = std::make_unique<Loader>(train, t.sharded_loader_options(o, /*training=*/true, *train));
   if (validation) {
@@ -181,6 +190,7 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   m.communication = StreamingQuantiles();
   m.gradient_buckets.clear();
   m.warnings.clear();
+  if (!unread_records.empty()) c.warn(unread_records);
   m.callbacks.clear();
   ranks = std::make_unique<detail::DataParallelFit>(t.options_.context, t.options_.buckets, warmup, m.ranks, m.communication);
   std::vector<std::shared_ptr<Callback>> all = o.callbacks;

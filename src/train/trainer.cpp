@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <iostream>
 #include <numeric>
 #include <stdexcept>
@@ -35,10 +37,24 @@ using detail::to_device;
 
 namespace {
 
+/// `x` as %g prints it ("1e+39", "0.001").
+std::string shown(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 void check_optimizer_options(const TrainerOptions& o) {
   const std::string name = optimizer_name(o.optimizer);
-  if (o.weight_decay && !(std::isfinite(*o.weight_decay) && *o.weight_decay >= 0)) {
-    throw std::invalid_argument("weight decay must be a finite number >= 0, got " + std::to_string(*o.weight_decay));
+  // the weights are float: a rate or decay past float's range makes them infinite at the first update
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  if (!(o.learning_rate > 0 && o.learning_rate <= kFloatMax)) {
+    throw std::invalid_argument("learning rate must be > 0 and within float's range (<= " + shown(kFloatMax) + "), got " +
+                                shown(o.learning_rate));
+  }
+  if (o.weight_decay && !(*o.weight_decay >= 0 && *o.weight_decay <= kFloatMax)) {
+    throw std::invalid_argument("weight decay must be >= 0 and within float's range (<= " + shown(kFloatMax) + "), got " +
+                                shown(*o.weight_decay));
   }
   if (!(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1)) {
     throw std::invalid_argument("momentum must be in [0, 1), got " + std::to_string(o.momentum));
@@ -83,9 +99,6 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
       context_(std::make_unique<Context>(*this)) {
   if (!model_) throw std::invalid_argument("the trainer needs a model, got null");
   if (!options_.context) options_.context = distributed::single_process_context();
-  if (!(options_.learning_rate > 0)) {
-    throw std::invalid_argument("learning rate must be > 0, got " + std::to_string(options_.learning_rate));
-  }
   options_.clipping.validate();
   options_.loss_options.validate(options_.loss);
   check_optimizer_options(options_);

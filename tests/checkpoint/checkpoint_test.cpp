@@ -414,6 +414,25 @@ TEST_F(Checkpoints, ARetryInTheSameProcessWaitsForTheLastBackupAndResumesFromThe
   EXPECT_EQ(run.trainer.context().global_step(), 60);
 }
 
+TEST_F(Checkpoints, AFitThatThrowsLeavesTheBackupItAskedForLastOnDiskForAnotherTrainer) {
+  auto slow = std::make_shared<FaultInjectingFileSystem>(posix_file_system());
+  slow->slow_down(FaultOp::rename, std::chrono::milliseconds(300));  // the last backup lags the crash
+  BackupAndRestoreOptions backup;
+  backup.backup_dir = dir_;
+  backup.save_freq = 3;
+  backup.warn = warn_;
+  backup.fs = slow;
+  MlpRun first;
+  auto first_backup = std::make_shared<BackupAndRestore>(backup);
+  EXPECT_THROW(first.trainer.fit(first.data, first.fit({first_backup, std::make_shared<CrashAt>(14)})), std::runtime_error);
+  // the first trainer and its callback live on; a second trainer in the same process restores
+  MlpRun second;
+  auto restore = std::make_shared<BackupAndRestore>(backup);
+  second.trainer.fit(second.data, second.fit({restore}));
+  EXPECT_EQ(restore->restored_step(), 12);  // Keras: the backup of step 12 is written before the exception escapes
+  EXPECT_EQ(second.trainer.context().global_step(), 60);
+}
+
 TEST_F(Checkpoints, CallbackCountersTravelWithTheCheckpoint) {
   MlpRun run;
   EarlyStoppingOptions o;

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "fitscope/data/cached_dataset.hpp"
 #include "fitscope/data/loader.hpp"
@@ -332,6 +333,18 @@ TEST(Transforms, NormalizeUsesOneMeanAndStdPerChannel) {
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "normalize has 2 channels, the inputs have 3");
+  }
+  // float inputs: a deviation past float's range would divide them to infinity, found only as a NaN loss
+  for (const auto& [mean, std, message] :
+       {std::tuple{0.5, 1e-45, "normalize: a standard deviation must be within float's range [1.17549e-38, 3.40282e+38], got 1e-45"},
+        std::tuple{0.5, 0.0, "normalize: a standard deviation must be within float's range [1.17549e-38, 3.40282e+38], got 0"},
+        std::tuple{1e39, 0.5, "normalize: a mean must be within float's range [-3.40282e+38, 3.40282e+38], got 1e+39"}}) {
+    try {
+      Normalize({mean}, {std});
+      ADD_FAILURE() << message;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_STREQ(e.what(), message);
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -146,6 +147,11 @@ TEST_F(ShardStreamTest, ListShardsSortsTheMatchesLeavesOutDirectoriesAndNamesAPa
   EXPECT_NE(error.find("no shard file matches '" + path("valid-*.tfrecord") + "'"), std::string::npos) << error;
   EXPECT_NE(error_of([&] { list_shards(path("train-dir.*")); }).find("train-dir.*"), std::string::npos)
       << "a directory is not a shard";
+  // a FIFO would block the first open() forever
+  ASSERT_EQ(::mkfifo(path("train-0003.tfrecord").c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { list_shards(path("train-*.tfrecord")); }),
+            "shard " + path("train-0003.tfrecord") + " (matched by '" + path("train-*.tfrecord") +
+                "') is a FIFO, not a regular file (a shard is read from its start at every epoch)");
 }
 
 TEST_F(ShardStreamTest, AssignShardsGivesEachRankEveryWorldSizethShardAndRefusesFewerShardsThanRanks) {

@@ -788,6 +788,11 @@ TEST(DataCommand, ABadImageExitsTwoNamingTheFileAndSkipBadFilesGoesOnWithAWarnin
             std::string::npos) << r.err;
   expect_usage_error({"train", "--data", "images:" + tmp.path() + "/none"}, "image folder " + tmp.path() + "/none: not a directory");
   expect_usage_error({"make-images", tmp.path() + "/x", "--format", "gif"}, "--format: gif not in {jpg,png}");
+  const std::string file = tmp.path() + "/a-file";
+  std::ofstream(file) << "in the way\n";
+  expect_usage_error({"make-images", file, "--count", "10"}, file + ": a file, not a folder (expected a folder to write the images into)");
+  expect_usage_error({"make-images", file + "/sub", "--count", "10", "--layout", "tar", "--shards", "2"},
+                     file + "/sub: " + file + " is a file, not a folder");
   expect_usage_error({"train", "--cache-budget", "12Q"}, "--cache-budget: expected a size in bytes such as 1048576, 512M or 2G, got '12Q'");
 }
 

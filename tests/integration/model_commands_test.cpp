@@ -94,11 +94,50 @@ TEST(ConfigFile, AnUnknownSettingABadValueOrASectionExitsTwoNamingTheFile) {
   expect_usage_error({"train", "--config", file}, "--config " + file + ": cache = maybe: expected true or false");
   write(file, "epochs = 3\ncache = maybe\n");  // not TOML: the line and column named
   expect_usage_error({"train", "--config", file}, "--config " + file + ": line 2, column 9: ");
+  write(file, "data = \"csv:a\\u0000b.csv\"\n");  // TOML's escape of a NUL: a path read up to it names another file
+  expect_usage_error({"train", "--config", file}, "--config " + file + ": data: a NUL byte at offset 5 of the value");
   write(file, "[train]\nepochs = 3\n");
   expect_usage_error({"train", "--config", file}, "--config " + file + ": section [train]: the settings are the flags' names");
   write(file, "batch-sizes = [16, 32]\nepochs = 2\n");
   expect_usage_error({"sweep", "--config", file}, "unknown setting 'epochs' for fitscope sweep");
   expect_usage_error({"train", "--config", tmp.path() + "/none.toml"}, "--config " + tmp.path() + "/none.toml: cannot be read");
+}
+
+TEST(EvaluateCommand, MatchesOtherDataToTheRunsClassesByNameAndRefusesAClassItNeverSaw) {
+  TempDir tmp;
+  const std::string images = tmp.path() + "/images", dir = tmp.path() + "/run", other = tmp.path() + "/other";
+  ASSERT_EQ(run_fitscope({"make-images", images, "--count", "200", "--size", "8", "--format", "png", "--channels", "1"}).exit_code, 0);
+  ASSERT_EQ(train({"train", "--data", "images:" + images, "--model", "mlp", "--epochs", "1", "--threads", "1", "--quiet"}, dir).exit_code, 0);
+  const json classes = json::parse(read_file(dir + "/summary.json")).at("class_names");
+  ASSERT_EQ(classes.size(), 10u) << classes.dump();
+  EXPECT_EQ(classes.at(3), "class_03");
+  // other data without the first two classes: by position, class_02 would be label 0
+  for (const char* name : {"class_02", "class_05", "class_09"}) {
+    std::filesystem::copy(images + "/" + name, other + "/" + name, std::filesystem::copy_options::recursive);
+  }
+  const std::string csv = tmp.path() + "/predicted.csv";
+  const ProcessResult p = run_fitscope({"predict", dir, "--data", "images:" + other, "--out", csv});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::vector<std::string> rows = lines_of(read_file(csv));
+  ASSERT_EQ(rows.size(), 61u);  // a header, 20 images of each of 3 classes
+  EXPECT_EQ(rows[0].substr(0, 32), "index,example,target,predicted,o");
+  int64_t right = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const std::vector<std::string> f = fields(rows[i]);
+    const std::string folder = std::filesystem::path(f.at(1).substr(1, f.at(1).size() - 2)).parent_path().filename().string();
+    EXPECT_EQ(classes.at(std::stoi(f.at(2))).get<std::string>(), folder) << rows[i];
+    right += f.at(2) == f.at(3);
+  }
+  const std::string out = tmp.path() + "/evaluation.json";
+  ASSERT_EQ(run_fitscope({"evaluate", dir, "--data", "images:" + other, "--out", out}).exit_code, 0);
+  EXPECT_NEAR(json::parse(read_file(out)).at("logs").at("accuracy").get<double>(), static_cast<double>(right) / 60.0, 1e-6);
+
+  expect_usage_error({"predict", dir, "--data", "images:" + other, "--out", tmp.path() + "/none/p.csv"},
+                     "--out " + tmp.path() + "/none/p.csv: its folder " + tmp.path() + "/none is not a directory");
+  std::filesystem::create_directories(other + "/dog");
+  std::filesystem::copy(images + "/class_00", other + "/dog", std::filesystem::copy_options::recursive);
+  expect_usage_error({"evaluate", dir, "--data", "images:" + other},
+                     "class folder dog is not one of the 10 classes it must match (class_00, class_01, ");
 }
 
 TEST(EvaluateCommand, ReproducesTheRunsValidationLogsFromItsDirectoryAndTakesOtherData) {

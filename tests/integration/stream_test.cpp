@@ -83,6 +83,21 @@ TEST(Streams, ShardsWrittenByAnotherProgramTrainTheSeedCnnToTheFolderAccuracy) {
   EXPECT_EQ(streams.at("ranks").at(0).at("shards").size(), 3u);
 }
 
+TEST(Streams, AStreamWithoutValidationDataSaysItIsNotValidated) {
+  const TempDir tmp;
+  const std::string shards = tmp.path() + "/shards", run = tmp.path() + "/run";
+  ASSERT_EQ(fitscope_cli({"make-images", shards, "--count", "40", "--size", "8", "--layout", "tfrecord", "--shards", "2"}).exit_code, 0);
+  const ProcessResult r = fitscope_cli({"train", "--model", "mlp", "--data", "tfrecord:" + shards + "/*.tfrecord", "--epochs", "1",
+                                        "--run-dir", run});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string said = "--data tfrecord:" + shards + "/*.tfrecord is a stream, which has no last examples to hold out: the "
+                           "run is not validated (--validation-split 0.2 dropped); give --validation-data to validate it";
+  EXPECT_NE(r.err.find("fitscope: warning: " + said), std::string::npos) << r.err;
+  const json warnings = summary_of(run).at("warnings");
+  EXPECT_NE(warnings.dump().find("is a stream, which has no last examples to hold out"), std::string::npos) << warnings.dump();
+  EXPECT_FALSE(summary_of(run).at("logs").contains("val_loss"));
+}
+
 TEST(Streams, AStreamedRunKilledMidEpochResumesToTheUninterruptedWeights) {
   const TempDir tmp;
   const std::string shards = tmp.path() + "/shards";

@@ -148,7 +148,14 @@ TEST(Trainer, BadOptionsAreRejectedByName) {
             "a training set of 100 examples gives no batch of 200 with drop_last");
   TrainerOptions bad;
   bad.learning_rate = 0;
-  EXPECT_EQ(message_of([&] { Trainer t(models::Mlp(), bad); }), "learning rate must be > 0, got 0.000000");
+  EXPECT_EQ(message_of([&] { Trainer t(models::Mlp(), bad); }), "learning rate must be > 0 and within float's range (<= 3.40282e+38), got 0");
+  bad.learning_rate = 1e39;  // finite as a double, infinite as the float weights' step
+  EXPECT_EQ(message_of([&] { Trainer t(models::Mlp(), bad); }),
+            "learning rate must be > 0 and within float's range (<= 3.40282e+38), got 1e+39");
+  bad.learning_rate = 0.1;
+  bad.weight_decay = 1e300;
+  EXPECT_EQ(message_of([&] { Trainer t(models::Mlp(), bad); }),
+            "weight decay must be >= 0 and within float's range (<= 3.40282e+38), got 1e+300");
 }
 
 TEST(Trainer, EvaluateAgreesWithTheValidationLogsOfFit) {

@@ -249,7 +249,7 @@ TEST(Optimizers, SettingsThatDoNotApplyAreRefusedByName) {
   EXPECT_EQ(message(o), "nesterov needs a momentum > 0, got 0");
   o.nesterov = false;
   o.weight_decay = -1;
-  EXPECT_EQ(message(o), "weight decay must be a finite number >= 0, got -1.000000");
+  EXPECT_EQ(message(o), "weight decay must be >= 0 and within float's range (<= 3.40282e+38), got -1");
   EXPECT_THROW(parse_optimizer("rmsprop"), std::invalid_argument);
 }
 

@@ -94,6 +94,11 @@ int main(int argc, char** argv) {
     if (fitscope::is_stream_spec(train_options.spec.data) && !train_options.validation_split_given) {
       train_options.fit.validation_split = 0;
       used["validation-split"] = "0";
+      if (train_options.spec.validation_data.empty()) {
+        train_options.run.warnings.push_back(
+            "RunSpec::data " + train_options.spec.data + " is a stream, which has no last examples to hold out: the run is "
+            "not validated (FitOptions::validation_split 0.2 dropped); give RunSpec::validation_data to validate it");
+      }
     }
     if (!train_options.spec.validation_data.empty()) used["validation-data"] = absolute_spec(train_options.spec.validation_data);
     const std::string head = "# fitscope train: the settings of this run; `fitscope train --config config.toml` repeats it\n\n";

@@ -53,6 +53,11 @@ class BackupAndRestore : public Callback {
   void on_train_batch_end(int64_t batch, Logs& logs) override;
   void on_epoch_end(int64_t epoch, Logs& logs) override;
   void on_train_end(Logs& logs) override;
+  /// Detached when a fit ends, however it ends: a fit that throws has not flushed the backup it asked
+  /// for last, and the next fit (this callback's or another trainer's) must find it on disk, as Keras
+  /// writes it before the exception escapes. So the detach waits for the write in flight (bounded by
+  /// its retries); a write that fails then is warned about, never thrown over the fit's own error.
+  void set_context(TrainingContext* context) override;
 
   /// Whether on_train_begin restored a backup, and from which step.
   bool restored() const { return restored_.has_value(); }

@@ -22,6 +22,7 @@ class CachedDataset : public Dataset {
   Example get(int64_t index) const override;
   std::string source() const override { return base_->source() + " | cache"; }
   std::vector<std::string> skipped() const override { return base_->skipped(); }
+  std::vector<std::string> class_names() const override { return base_->class_names(); }
   bool labeled() const override { return base_->labeled(); }
   std::string example_name(int64_t index) const override { return base_->example_name(index); }
   /// Examples held so far, and their bytes.

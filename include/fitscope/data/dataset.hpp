@@ -41,6 +41,10 @@ class Dataset {
   /// What the source left out as bad so far, "path: reason" each (an image folder's skip_bad_files):
   /// a Run counts them in summary.json. Decorators pass their base's on.
   virtual std::vector<std::string> skipped() const { return {}; }
+  /// The classes' names in label order where the source names them (an image folder's sub-folders),
+  /// so that other data can be matched to them by name: a Run keeps them in summary.json; empty where
+  /// a label is only a number. Decorators pass their base's on.
+  virtual std::vector<std::string> class_names() const { return {}; }
   /// Whether the examples have targets. Data to predict may have none (a folder of loose images, a CSV
   /// without its label column): their targets are -1, and fit and evaluate refuse them.
   virtual bool labeled() const { return true; }

@@ -64,6 +64,7 @@ class ImageFolderDataset : public Dataset {
 
   /// The class names (the sub-folders), in index order.
   const std::vector<std::string>& classes() const { return classes_; }
+  std::vector<std::string> class_names() const override { return classes_; }
   /// Example `index`'s file and class.
   const std::string& file(int64_t index) const { return files_.at(static_cast<std::size_t>(index)); }
   int64_t target(int64_t index) const { return targets_.at(static_cast<std::size_t>(index)); }

@@ -21,6 +21,7 @@ class MapDataset : public Dataset {
   Example get(int64_t index) const override { return function_(base_->get(index), index); }
   std::string source() const override { return base_->source() + " | " + name_; }
   std::vector<std::string> skipped() const override { return base_->skipped(); }
+  std::vector<std::string> class_names() const override { return base_->class_names(); }
   bool labeled() const override { return base_->labeled(); }
   std::string example_name(int64_t index) const override { return base_->example_name(index); }
 

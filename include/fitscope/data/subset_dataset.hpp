@@ -19,6 +19,7 @@ class SubsetDataset : public Dataset {
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::string source() const override { return base_->source(); }
   std::vector<std::string> skipped() const override { return base_->skipped(); }
+  std::vector<std::string> class_names() const override { return base_->class_names(); }
   bool labeled() const override { return base_->labeled(); }
   bool in_memory() const override { return base_->in_memory(); }
   std::string example_name(int64_t index) const override { return base_->example_name(begin_ + index); }

@@ -132,7 +132,8 @@ void remove_earlier_run(const std::string& dir, const std::vector<std::string>& 
 
 /// Refuses (std::invalid_argument naming `flag`, the path and its run directory) an output `path` that
 /// is a run's own file: one with a run's name in a directory holding a manifest.json, or listed in it,
-/// other than the names in `allowed` (a command's own output, as evaluate's evaluation.json).
+/// other than the names in `allowed` (a command's own output, as evaluate's evaluation.json); and one
+/// whose folder does not exist, or that is a directory, before any work is done for it.
 void check_output_path(const std::string& flag, const std::string& path, const std::set<std::string>& allowed = {});
 
 }  // namespace fitscope

@@ -20,6 +20,9 @@ struct RunOptions {
   /// The command that started the run, for summary.json's `settings` and the report (the CLI gives its
   /// own); empty = none recorded.
   std::string command_line;
+  /// What the caller has to say before the run (a setting it dropped, say): warned as the run's own
+  /// when it starts, and kept in summary.json's `warnings`.
+  std::vector<std::string> warnings;
   /// The run's settings as text, written as config.toml in the run directory (the CLI gives its
   /// resolved flags, which `fitscope train --config` reads back); empty = no config.toml.
   std::string configuration;

@@ -25,7 +25,9 @@ struct TrainedRun {
 /// The run in `run` with its final weights (model.weights.pt; a TorchScript run's trained model.pt) or,
 /// with `best`, its best ones (best.weights.pt), checked against the CRC-32 its manifest recorded.
 /// `spec` is the run's (RunSpec::from_config) or names other data for the same model: then the model
-/// keeps the run's classes (its summary.json's output shape) when spec.num_classes is unset. Throws
+/// keeps the run's classes (its summary.json's output shape) when spec.num_classes is unset, and an
+/// image folder's class folders are matched to the run's by name (summary.json's class_names) when
+/// spec.images.classes is empty: a folder of another name is refused, naming the run's. Throws
 /// std::invalid_argument naming the run and the file that is missing or changed.
 TrainedRun open_trained_run(const RunDirectory& run, RunSpec spec, TrainerOptions options, bool best);
 

@@ -123,6 +123,10 @@ struct RunSummary {
   int64_t skipped_files = 0;
   std::vector<std::string> skipped_files_first;
   static constexpr std::size_t kSkippedFilesListed = 100;
+  /// The training data's class names in label order (Dataset::class_names: an image folder's
+  /// sub-folders), so that evaluate and predict match other data's folders to them by name; empty
+  /// where the labels are only numbers (summary.json's `class_names`).
+  std::vector<std::string> class_names;
   LoaderStats loader;
   CpuUtilization cpu;
   std::optional<double> gpu_utilization, gpu_memory_peak_mb;  ///< unset = not sampled
