@@ -96,9 +96,24 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
   detail::check_image_read_options(where, options_.height, options_.width, options_.channels, options_.max_pixels);
   std::error_code ec;
   if (!fs::is_directory(dir_, ec)) throw std::invalid_argument(where + ": not a directory");
+  // an entry whose type cannot be told (a symbolic link loop, a link to nothing) is a bad file: named,
+  // or left out and listed under skip_bad_files, never an exception from deep in the listing
+  const auto type_of = [&](const fs::directory_entry& entry) {
+    std::error_code status_error;
+    const fs::file_type type = entry.status(status_error).type();
+    if (!status_error && type != fs::file_type::not_found) return type;
+    const std::string why = entry.path().string() + ": cannot be read (" +
+                            (status_error ? status_error.message() : std::string("a link to nothing")) +
+                            "; a symbolic link loop or a dangling link?)";
+    if (!options_.skip_bad_files) throw std::invalid_argument(where + ": " + why);
+    skipped_.push_back(why);
+    return fs::file_type::unknown;
+  };
   std::vector<std::string> folders;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    if (entry.is_directory() && entry.path().filename().string().front() != '.') folders.push_back(entry.path().filename().string());
+    if (entry.path().filename().string().front() != '.' && type_of(entry) == fs::file_type::directory) {
+      folders.push_back(entry.path().filename().string());
+    }
   }
   if (ec) throw std::invalid_argument(where + ": cannot be listed: " + ec.message());
   std::sort(folders.begin(), folders.end());
@@ -119,9 +134,9 @@ ImageFolderDataset::ImageFolderDataset(std::string dir, ImageFolderOptions optio
     const fs::path folder = loose ? fs::path(dir_) : fs::path(dir_) / name;
     std::vector<std::pair<fs::path, std::size_t>> images;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
-      if (entry.is_regular_file() && entry.path().filename().string().front() != '.' &&
-          format_of_extension(entry.path()) != ImageFormat::unknown) {
-        images.emplace_back(entry.path(), static_cast<std::size_t>(entry.file_size()));
+      if (entry.path().filename().string().front() != '.' && format_of_extension(entry.path()) != ImageFormat::unknown &&
+          type_of(entry) == fs::file_type::regular) {
+        images.emplace_back(entry.path(), static_cast<std::size_t>(fs::file_size(entry.path())));
       }
     }
     std::sort(images.begin(), images.end());

@@ -308,31 +308,57 @@ Batch Loader::build_from_stream(int64_t batch, const StopToken* stop) const {
     s.after.emplace(batch, s.reader.position());
     turn_over();
   }
-  // the first example gives the batch's shapes; the others are decoded into its rows, as an image
-  // folder's batch is (no tensor per example to stack)
-  const Example first = s.data.decode(records.front());
-  std::vector<int64_t> shape = first.data.sizes().vec(), target_shape = first.target.sizes().vec();
-  shape.insert(shape.begin(), count);
-  target_shape.insert(target_shape.begin(), count);
-  Batch out{at::empty(shape, first.data.options()), at::empty(target_shape, first.target.options())};
-  const bool class_indices = first.target.dim() == 0 && first.target.scalar_type() == at::kLong;
-  for (int64_t i = 0; i < count; ++i) {
-    const at::Tensor row = out.inputs[i];
-    const Example e = i == 0 ? first : s.data.decode(records[static_cast<std::size_t>(i)], row);
-    if (!e.data.is_same(row)) {
-      if (e.data.sizes() != row.sizes()) {
-        const ShardRecord& r = records[static_cast<std::size_t>(i)];
-        throw std::invalid_argument(s.data.shard_path(r) + ": the record at byte offset " + std::to_string(r.offset) +
-                                    " gives an input of shape " + c10::str(e.data.sizes()) + " in a batch of " +
-                                    c10::str(row.sizes()) + " (expected inputs of one shape: images need a size to resize to)");
+  // the first record that decodes gives the batch's shapes; the others are decoded into its rows, as
+  // an image folder's batch is (no tensor per example to stack). With skip_bad_records a record that
+  // fails to decode (its pixels: what the count's check does not read) is left out of the batch and
+  // counted, as an image folder's bad file is, so that no epoch stops at it.
+  const bool skip = s.data.options().skip_bad_records;
+  Batch out;
+  bool class_indices = false;
+  int64_t rows = 0;
+  for (const ShardRecord& record : records) {
+    try {
+      if (!out.inputs.defined()) {
+        const Example first = s.data.decode(record);
+        std::vector<int64_t> shape = first.data.sizes().vec(), target_shape = first.target.sizes().vec();
+        shape.insert(shape.begin(), count);
+        target_shape.insert(target_shape.begin(), count);
+        out = Batch{at::empty(shape, first.data.options()), at::empty(target_shape, first.target.options())};
+        class_indices = first.target.dim() == 0 && first.target.scalar_type() == at::kLong;
+        out.inputs[0].copy_(first.data);
+        out.targets[0].copy_(first.target);
+        ++rows;
+        continue;
       }
-      row.copy_(e.data);
+      const at::Tensor row = out.inputs[rows];
+      const Example e = s.data.decode(record, row);
+      if (!e.data.is_same(row)) {
+        if (e.data.sizes() != row.sizes()) {
+          throw std::invalid_argument(s.data.shard_path(record) + ": the record at byte offset " + std::to_string(record.offset) +
+                                      " gives an input of shape " + c10::str(e.data.sizes()) + " in a batch of " +
+                                      c10::str(row.sizes()) + " (expected inputs of one shape: images need a size to resize to)");
+        }
+        row.copy_(e.data);
+      }
+      if (class_indices) {  // a class index, written as an image folder's are (no tensor operation per example)
+        out.targets.data_ptr<int64_t>()[rows] = *e.target.data_ptr<int64_t>();
+      } else {
+        out.targets[rows].copy_(e.target);
+      }
+      ++rows;
+    } catch (const std::invalid_argument& e) {
+      if (!skip) throw;
+      s.data.note_bad_record(record, e.what());
     }
-    if (class_indices) {  // a class index, written as an image folder's are (no tensor operation per example)
-      out.targets.data_ptr<int64_t>()[i] = *e.target.data_ptr<int64_t>();
-    } else {
-      out.targets[i].copy_(e.target);
-    }
+  }
+  if (rows == 0) {
+    throw std::invalid_argument(data_->source() + ": none of the " + std::to_string(count) + " records of batch " +
+                                std::to_string(batch) + " decodes (every one was bad and skipped; the last: " +
+                                s.data.skipped().back() + ")");
+  }
+  if (rows < count) {
+    out.inputs = out.inputs.narrow(0, 0, rows);
+    out.targets = out.targets.narrow(0, 0, rows);
   }
   return out;
 }

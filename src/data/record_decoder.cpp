@@ -68,10 +68,10 @@ std::string kind_phrase(const ExampleFeature& feature) {
 
 /// Decodes an encoded image as ImageFolderDataset::decode_into does (the same codec call, then
 /// detail::pixels_to_tensor), so a file's bytes give the same tensor from a folder and from a shard. `where` names the record and feature in errors.
-/// With `with_pixels` false only the header is read and checked (RecordDecoder::check): no tensor.
-/// The pixels go into `into` when it has the image's shape.
-at::Tensor decode_image(const std::string& bytes, const std::string& where, const RecordDecoderOptions& options, bool with_pixels,
-                        const at::Tensor& into) {
+/// With `check` set only the header is read and checked (RecordDecoder::check): no tensor, the shape
+/// the image would have in *check. The pixels go into `into` when it has the image's shape.
+at::Tensor decode_image(const std::string& bytes, const std::string& where, const RecordDecoderOptions& options,
+                        std::vector<int64_t>* check, const at::Tensor& into) {
   // The header first: a record has no scan, so channels 0 means this image's own, and the pixel budget
   // is checked here, before the decoder allocates, with this option's name in the message.
   const detail::ImageHeader header = detail::read_header(bytes, where);
@@ -80,10 +80,13 @@ at::Tensor decode_image(const std::string& bytes, const std::string& where, cons
                                 std::to_string(header.height * header.width) + " pixels, above the budget of " +
                                 std::to_string(options.max_pixels) + " pixels an image (RecordDecoderOptions::max_pixels)");
   }
-  if (!with_pixels) return {};
   const int64_t channels = options.channels != 0 ? options.channels : header.channels;
   const int64_t height = options.height > 0 ? options.height : header.height;
   const int64_t width = options.width > 0 ? options.width : header.width;
+  if (check) {
+    *check = {channels, height, width};
+    return {};
+  }
   detail::Pixels pixels = options.dct_scaling ? detail::decode(bytes, where, channels, 0, height, width)
                                               : detail::decode(bytes, where, channels, 0);
   const bool fits = into.defined() && into.sizes() == at::IntArrayRef({channels, height, width});
@@ -169,26 +172,32 @@ RecordDecoder::RecordDecoder(RecordDecoderOptions options) : options_(std::move(
   }
   input_names_ = alternatives(options_.features.input, where + ": input feature");
   target_names_ = alternatives(options_.features.target, where + ": target feature");
+  feature_names_ = input_names_;
+  feature_names_.insert(feature_names_.end(), target_names_.begin(), target_names_.end());
 }
 
 Example RecordDecoder::decode(const ShardRecord& record, const std::string& shard_path, const at::Tensor& into) const {
-  return options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, true, into)
-                                              : decode_tfrecord(record, shard_path, true, into);
+  return options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, nullptr, into)
+                                              : decode_tfrecord(record, shard_path, nullptr, into);
 }
 
-void RecordDecoder::check(const ShardRecord& record, const std::string& shard_path) const {
-  (void)(options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, false, {}) : decode_tfrecord(record, shard_path, false, {}));
+std::vector<int64_t> RecordDecoder::check(const ShardRecord& record, const std::string& shard_path) const {
+  std::vector<int64_t> shape;
+  (void)(options_.format == ShardFormat::kTar ? decode_tar(record, shard_path, &shape, {})
+                                              : decode_tfrecord(record, shard_path, &shape, {}));
+  return shape;
 }
 
-Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images,
+Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::string& shard_path, std::vector<int64_t>* check,
                                        const at::Tensor& into) const {
-  const ExampleFeatures example = parse_example(record.bytes, shard_path, record.offset);
+  const ExampleFeatures example = parse_example(record.bytes, shard_path, record.offset, feature_names_);
   const std::string at = shard_path + ": the record at byte offset " + std::to_string(record.offset);
   const auto find = [&](const std::vector<std::string>& names, const std::string& spec, const char* expected) {
     const auto it = find_first(example.features, names);
     if (it == example.features.end()) {
+      // all its features parsed for the message (the record was parsed for the wanted ones only)
       throw std::invalid_argument(at + " has no feature " + spec + " (expected " + expected + "; its features: " +
-                                  some_names(example.features) + ")");
+                                  some_names(parse_example(record.bytes, shard_path, record.offset).features) + ")");
     }
     return it;
   };
@@ -201,10 +210,11 @@ Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::str
       throw std::invalid_argument(input_at + ": a bytes_list of " + std::to_string(encoded->size()) +
                                   " elements (expected exactly one: the encoded JPEG or PNG)");
     }
-    out.data = decode_image(encoded->front(), input_at, options_, images, into);
+    out.data = decode_image(encoded->front(), input_at, options_, check, into);
   } else if (const auto* values = std::get_if<std::vector<float>>(&input->second)) {
     if (values->empty()) throw std::invalid_argument(input_at + ": an empty float_list (expected a feature vector of at least one value)");
     const auto length = static_cast<int64_t>(values->size());
+    if (check) *check = {length};
     out.data = into.defined() && into.sizes() == at::IntArrayRef({length}) ? into : at::empty({length}, at::kFloat);
     std::copy(values->begin(), values->end(), out.data.data_ptr<float>());
   } else {
@@ -226,7 +236,7 @@ Example RecordDecoder::decode_tfrecord(const ShardRecord& record, const std::str
   return out;
 }
 
-Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& shard_path, bool images,
+Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& shard_path, std::vector<int64_t>* check,
                                   const at::Tensor& into) const {
   const std::string at = shard_path + ": the sample " + record.key + " at byte offset " + std::to_string(record.offset);
   const auto find = [&](const std::vector<std::string>& names, const std::string& spec, const char* expected) {
@@ -239,7 +249,7 @@ Example RecordDecoder::decode_tar(const ShardRecord& record, const std::string& 
 
   Example out;
   const auto input = find(input_names_, options_.features.input, "the input: a JPEG or PNG");
-  out.data = decode_image(input->second, at + ", part " + input->first, options_, images, into);
+  out.data = decode_image(input->second, at + ", part " + input->first, options_, check, into);
 
   const auto target = find(target_names_, options_.features.target, "the target: the class index as decimal text");
   const std::string target_at = at + ", part " + target->first;

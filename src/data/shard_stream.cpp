@@ -26,10 +26,20 @@ std::string counted(std::size_t n, const char* noun) {
 }
 
 void check_reader_options(const ShardReaderOptions& options) {
+  if (options.max_record_bytes < 1) {
+    throw std::invalid_argument("ShardReaderOptions::max_record_bytes must be >= 1, got " + std::to_string(options.max_record_bytes));
+  }
   if (options.format == ShardFormat::kTfRecord && !options.required_parts.empty()) {
     throw std::invalid_argument("ShardReaderOptions::required_parts names the parts of tar samples; a TFRecord "
                                 "record has none (expected no required parts for ShardFormat::kTfRecord)");
   }
+}
+
+// what a record holds in memory, for the shuffle buffer's byte budget
+int64_t record_bytes(const ShardRecord& record) {
+  auto bytes = static_cast<int64_t>(record.bytes.size() + record.key.size());
+  for (const auto& [extension, part] : record.parts) bytes += static_cast<int64_t>(extension.size() + part.size());
+  return bytes;
 }
 
 // the effective buffer: 0 and 1 both mean records in file order
@@ -61,11 +71,17 @@ ShardReader::ShardReader(const std::string& path, ShardReaderOptions options, in
     : path_(path), options_(std::move(options)), shard_(shard) {
   check_reader_options(options_);
   if (options_.format == ShardFormat::kTfRecord) {
-    tfrecord_ = std::make_unique<TfRecordReader>(path_);
+    TfRecordReaderOptions record_options;
+    record_options.max_record_bytes = options_.max_record_bytes;
+    tfrecord_ = std::make_unique<TfRecordReader>(path_, record_options);
   } else {
+    TarReaderOptions member_options;
+    member_options.max_member_bytes = options_.max_record_bytes;
+    member_options.step_over_large_members = true;
     TarSampleOptions sample_options;
     sample_options.required = options_.required_parts;
-    tar_ = std::make_unique<TarSampleReader>(TarReader(path_), std::move(sample_options));
+    sample_options.max_sample_bytes = options_.max_record_bytes;
+    tar_ = std::make_unique<TarSampleReader>(TarReader(path_, member_options), std::move(sample_options));
   }
 }
 
@@ -294,6 +310,10 @@ ShardStream::ShardStream(std::vector<std::string> shards, ShardStreamOptions opt
     throw std::invalid_argument("ShardStreamOptions::shuffle_buffer must be >= 0 (0 or 1: no shuffle), got " +
                                 std::to_string(options_.shuffle_buffer));
   }
+  if (options_.shuffle_buffer_bytes < 0) {
+    throw std::invalid_argument("ShardStreamOptions::shuffle_buffer_bytes must be >= 0 (0: no byte budget), got " +
+                                std::to_string(options_.shuffle_buffer_bytes));
+  }
   check_reader_options(options_.reader);
   set_epoch(0);
 }
@@ -311,6 +331,7 @@ void ShardStream::set_epoch(int64_t epoch) {
   reader_.reset();
   draws_ = 0;
   buffer_.clear();
+  buffer_bytes_ = 0;
 }
 
 bool ShardStream::read_into_buffer() {
@@ -334,6 +355,7 @@ bool ShardStream::read_into_buffer() {
     skipped_.take(reader_->skipped(), skipped_before);
     if (got) {
       shard_position_ = reader_->position();
+      buffer_bytes_ += record_bytes(record);
       buffer_.push_back(std::move(record));
       return true;
     }
@@ -346,7 +368,11 @@ bool ShardStream::read_into_buffer() {
 
 bool ShardStream::next(ShardRecord& record) {
   // tf.data's shuffle: top the buffer up, hand out a uniformly drawn slot, move the last record into it
-  while (buffer_.size() < capacity_ && read_into_buffer()) {
+  const auto has_room = [this] {
+    return buffer_.size() < capacity_ &&
+           (buffer_.empty() || options_.shuffle_buffer_bytes == 0 || buffer_bytes_ < options_.shuffle_buffer_bytes);
+  };
+  while (has_room() && read_into_buffer()) {
   }
   if (buffer_.empty()) return false;
   std::size_t slot = 0;
@@ -355,6 +381,7 @@ bool ShardStream::next(ShardRecord& record) {
     slot = static_cast<std::size_t>(sample_bits(options_.seed, epoch_, draws_, kDrawStream) % buffer_.size());
   }
   record = std::move(buffer_[slot]);
+  buffer_bytes_ -= record_bytes(record);
   if (slot + 1 != buffer_.size()) buffer_[slot] = std::move(buffer_.back());
   buffer_.pop_back();
   ++draws_;
@@ -441,6 +468,8 @@ void ShardStream::restore(const StreamPosition& position) {
   reader_ = std::move(current);
   draws_ = position.draws;
   buffer_ = std::move(buffer);
+  buffer_bytes_ = 0;
+  for (const ShardRecord& record : buffer_) buffer_bytes_ += record_bytes(record);
   skipped_.count = position.skipped;
   skipped_.recent.clear();
 }

@@ -15,6 +15,7 @@ ShardReaderOptions reader_options(const StreamDatasetOptions& o, const RecordDec
   ShardReaderOptions r;
   r.format = o.format;
   r.skip_bad_records = o.skip_bad_records;
+  r.max_record_bytes = o.max_record_bytes;
   // a tar sample must have its input and target (a member without its pair is a bad record)
   if (o.format == ShardFormat::kTar) r.required_parts = {decoder.options().features.input, decoder.options().features.target};
   return r;
@@ -22,8 +23,14 @@ ShardReaderOptions reader_options(const StreamDatasetOptions& o, const RecordDec
 
 }  // namespace
 
+struct StreamDataset::DecodeFailures {
+  std::mutex mutex;
+  std::set<std::pair<int64_t, int64_t>> records;  // (shard, offset)
+  SkippedRecords skipped;
+};
+
 StreamDataset::StreamDataset(std::string pattern, StreamDatasetOptions options)
-    : pattern_(std::move(pattern)), options_(std::move(options)) {
+    : pattern_(std::move(pattern)), options_(std::move(options)), decode_failures_(std::make_shared<DecodeFailures>()) {
   options_.decoder.format = options_.format;
   if (options_.shuffle_buffer < 0) {
     throw std::invalid_argument("StreamDatasetOptions::shuffle_buffer must be >= 0 (0 or 1: no shuffle), got " +
@@ -45,8 +52,11 @@ StreamDataset::StreamDataset(std::string pattern, StreamDatasetOptions options)
       try {
         if (!first_.data.defined()) {
           first_ = decoder_->decode(record, shards_[s]);
-        } else {
-          decoder_->check(record, shards_[s]);
+        } else if (const std::vector<int64_t> shape = decoder_->check(record, shards_[s]); shape != first_.data.sizes().vec()) {
+          throw std::invalid_argument(shards_[s] + ": the record at byte offset " + std::to_string(record.offset) +
+                                      " gives an input of shape " + c10::str(at::IntArrayRef(shape)) + ", the stream's first " +
+                                      c10::str(first_.data.sizes()) + " (expected inputs of one shape: feature vectors of one "
+                                      "length, images of one size and channel count, or RecordDecoderOptions' size to resize to)");
         }
       } catch (const std::invalid_argument& e) {
         if (!options_.skip_bad_records) throw;
@@ -64,6 +74,23 @@ StreamDataset::StreamDataset(std::string pattern, StreamDatasetOptions options)
                                 " (expected shards with records, such as write_synthetic_shards writes)");
   }
   records_per_epoch_ = records_;
+}
+
+std::vector<std::string> StreamDataset::skipped() const {
+  std::lock_guard<std::mutex> lock(decode_failures_->mutex);
+  SkippedRecords all = skipped_;
+  all.take(decode_failures_->skipped);
+  return all.recent;
+}
+
+int64_t StreamDataset::skipped_count() const {
+  std::lock_guard<std::mutex> lock(decode_failures_->mutex);
+  return skipped_.count + decode_failures_->skipped.count;
+}
+
+void StreamDataset::note_bad_record(const ShardRecord& record, const std::string& reason) const {
+  std::lock_guard<std::mutex> lock(decode_failures_->mutex);
+  if (decode_failures_->records.insert({record.shard, record.offset}).second) decode_failures_->skipped.note(reason);
 }
 
 Example StreamDataset::get(int64_t index) const {
@@ -89,6 +116,7 @@ ShardStream StreamDataset::open_stream() const {
   o.reader = reader_options(options_, *decoder_);
   o.seed = options_.seed;
   o.shuffle_buffer = options_.shuffle_buffer;
+  o.shuffle_buffer_bytes = options_.shuffle_buffer_bytes;
   return ShardStream(shards_, o);
 }
 

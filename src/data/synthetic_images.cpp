@@ -10,13 +10,30 @@
 #include "synthetic_parts.hpp"
 
 namespace fitscope {
+namespace {
+
+constexpr int64_t kMaxSyntheticSide = 4096;
+constexpr int64_t kMaxPrototypeFloats = int64_t{1} << 28;  // 1 GiB of class prototypes
+constexpr uint64_t kHeldOutSeeds = 0x9E3779B97F4A7C15ull;  // held-out parts' seeds: apart from the others'
+
+}  // namespace
+
 namespace detail {
 
 void check_synthetic_images_options(const SyntheticImagesOptions& o) {
   if (o.count < 1) throw std::invalid_argument("SyntheticImagesOptions::count must be >= 1, got " + std::to_string(o.count));
-  if (o.height < 8 || o.width < 8) {
-    throw std::invalid_argument("SyntheticImagesOptions::height and width must be >= 8, got " + std::to_string(o.height) +
-                                "x" + std::to_string(o.width));
+  if (o.height < 8 || o.width < 8 || o.height > kMaxSyntheticSide || o.width > kMaxSyntheticSide) {
+    throw std::invalid_argument("SyntheticImagesOptions::height and width must be in [8, " + std::to_string(kMaxSyntheticSide) +
+                                "] (each image is drawn as float pixels in memory), got " + std::to_string(o.height) + "x" +
+                                std::to_string(o.width));
+  }
+  // the classes' prototypes are drawn whole, at the larger side, before any image
+  const int64_t side = std::max(o.height, o.width);
+  if (o.classes > kMaxPrototypeFloats / (side * side)) {
+    throw std::invalid_argument("SyntheticImagesOptions::classes " + std::to_string(o.classes) + " at " + std::to_string(side) + "x" +
+                                std::to_string(side) + ": the class prototypes would take " +
+                                std::to_string(o.classes * side * side * 4 >> 20) + " MiB of float pixels, above " +
+                                std::to_string(kMaxPrototypeFloats * 4 >> 20) + " MiB (expected fewer classes or smaller images)");
   }
 }
 
@@ -45,6 +62,7 @@ void for_each_synthetic_part(const SyntheticImagesOptions& o, const std::functio
     SyntheticOptions s;
     s.size = std::min(part, o.count - first);
     s.seed = o.seed * 1000003 + static_cast<uint64_t>(first / part);  // distinct parts, distinct seeds,
+    if (o.held_out) s.seed ^= kHeldOutSeeds;                           // (held out: apart from those)
     s.prototype_seed = o.seed * 1000003;                               // the same classes (part 0's)
     s.classes = o.classes;
     s.image_size = side;

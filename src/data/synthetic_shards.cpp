@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -130,6 +131,30 @@ void check_shard_options(const SyntheticShardsOptions& o) {
   detail::checked_file_format(o.write);
 }
 
+/// Throws std::invalid_argument naming `dir` when it holds shard files of another set (train-*-of-8
+/// before train-*-of-4, plain beside gzip, tar shards past the new count): a glob of the new shards
+/// would read them too. Files of the new set's names are replaced, as before.
+void refuse_other_shard_sets(const std::string& dir, const SyntheticShardsOptions& o) {
+  const std::string prefix = o.format == ShardFormat::kTfRecord ? "train-" : "shard-";
+  const std::string marker = o.format == ShardFormat::kTfRecord ? ".tfrecord" : ".tar";
+  std::vector<std::string> others;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.find(marker) == std::string::npos || name.find(".tmp.") != std::string::npos) continue;
+    const std::size_t digits = name.find_first_not_of("0123456789", prefix.size());
+    const long long k = digits > prefix.size() && digits - prefix.size() < 12 ? std::stoll(name.substr(prefix.size(), digits - prefix.size())) : -1;
+    if (k >= 0 && k < o.shards && name == synthetic_shard_name(o, k)) continue;
+    others.push_back(name);
+  }
+  if (others.empty()) return;
+  std::sort(others.begin(), others.end());
+  throw std::invalid_argument(dir + ": holds " + std::to_string(others.size()) + " shard file" + (others.size() == 1 ? "" : "s") +
+                              " of another set (" + others.front() + (others.size() > 1 ? ", ..." : "") + "), which a glob of the " +
+                              std::to_string(o.shards) + " new ones (" + prefix + "*" + marker + (o.gzip ? ".gz" : "") +
+                              ") would read too (expected a folder without them: remove them, or write into another folder)");
+}
+
 }  // namespace
 
 std::string synthetic_shard_name(const SyntheticShardsOptions& o, int64_t index) {
@@ -147,6 +172,7 @@ std::vector<WrittenShard> write_synthetic_shards(const std::string& dir, const S
   check_shard_options(o);
   detail::check_output_folder(dir);
   fs::create_directories(dir);
+  refuse_other_shard_sets(dir, o);
   const detail::ImageFormat format = detail::checked_file_format(o.write);
   const auto shard_start = [&](int64_t k) { return k * o.count / o.shards; };  // contiguous runs
 

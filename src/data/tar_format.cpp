@@ -341,6 +341,18 @@ bool TarReader::next(TarMember& member) {
     }
     const std::string subject = "the member " + detail::quoted_bytes(name);
     if (name.empty()) fail(entry, "the member", "a regular file without a name");
+    member.dropped_bytes = 0;
+    if (size > static_cast<uint64_t>(options_.max_member_bytes) && options_.step_over_large_members &&
+        size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - kBlock)) {
+      skip(static_cast<int64_t>(size + padding(size)), entry, subject, "its data and padding");
+      member.bytes.clear();
+      member.dropped_bytes = static_cast<int64_t>(size);
+      member.name = std::move(name);
+      member.offset = member_offset_ = entry;
+      data_offset_ = position_ - static_cast<int64_t>(size + padding(size));
+      ++members_;
+      return true;
+    }
     if (size > static_cast<uint64_t>(options_.max_member_bytes)) {
       fail(entry, subject, "it declares " + std::to_string(size) + " data bytes, more than " +
                                "TarReaderOptions::max_member_bytes (" + std::to_string(options_.max_member_bytes) + ")");
@@ -440,7 +452,7 @@ bool TarSampleReader::next(TarSample& sample) {
   sample.key.clear();
   sample.parts.clear();
   sample.offset = -1;
-  std::string repeated;  // the first repeated part: what is wrong with the sample, once all of it is read
+  std::string wrong;  // the first repeated or stepped-over part: what is wrong with the sample, once all of it is read
   uint64_t bytes = 0;
   for (;;) {
     if (!has_pending_) {
@@ -461,14 +473,19 @@ bool TarSampleReader::next(TarSample& sample) {
     }
     has_pending_ = false;
     if (sample.parts.count(pending_name_.extension) != 0) {
-      if (repeated.empty()) {
-        repeated = "has the extension " + detail::quoted_bytes(pending_name_.extension) + " twice: the member " +
-                   detail::quoted_bytes(pending_.name) + " at byte offset " + std::to_string(pending_.offset) +
-                   " repeats it (a sample holds one member per extension)";
+      if (wrong.empty()) {
+        wrong = "has the extension " + detail::quoted_bytes(pending_name_.extension) + " twice: the member " +
+                detail::quoted_bytes(pending_.name) + " at byte offset " + std::to_string(pending_.offset) +
+                " repeats it (a sample holds one member per extension)";
       }
       continue;
     }
-    bytes += pending_.bytes.size();
+    if (pending_.dropped_bytes > 0 && wrong.empty()) {
+      wrong = "has the member " + detail::quoted_bytes(pending_.name) + " at byte offset " + std::to_string(pending_.offset) +
+              " of " + std::to_string(pending_.dropped_bytes) + " data bytes, more than TarReaderOptions::max_member_bytes (" +
+              std::to_string(reader_.options().max_member_bytes) + "): stepped over, not read";
+    }
+    bytes += pending_.bytes.size() + static_cast<uint64_t>(pending_.dropped_bytes);
     if (bytes > static_cast<uint64_t>(options_.max_sample_bytes)) {
       sample.parts.clear();  // over: the rest of the sample is read and dropped
       continue;
@@ -476,7 +493,7 @@ bool TarSampleReader::next(TarSample& sample) {
     sample.parts.emplace(pending_name_.extension, std::move(pending_.bytes));
   }
   if (sample.offset < 0) return false;
-  if (!repeated.empty()) fail(sample, repeated);
+  if (!wrong.empty()) fail(sample, wrong);
   if (bytes > static_cast<uint64_t>(options_.max_sample_bytes)) {
     fail(sample, "holds " + std::to_string(bytes) + " bytes in its members, more than TarSampleOptions::max_sample_bytes (" +
                      std::to_string(options_.max_sample_bytes) + ")");

@@ -6,8 +6,12 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <google/protobuf/wire_format_lite.h>
+
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "tf_example.pb.h"
@@ -56,6 +60,79 @@ bool is_utf8(const std::string& s) {
   return true;
 }
 
+/// A Feature's list as plain values, moving its byte strings out.
+ExampleFeature values_of(pb::Feature& feature) {
+  switch (feature.kind_case()) {
+    case pb::Feature::kBytesList: {
+      auto* list = feature.mutable_bytes_list()->mutable_value();
+      std::vector<std::string> bytes;
+      bytes.reserve(static_cast<std::size_t>(list->size()));
+      for (std::string& value : *list) bytes.push_back(std::move(value));  // the image's bytes, not copied
+      return bytes;
+    }
+    case pb::Feature::kFloatList: {
+      const auto& list = feature.float_list().value();
+      return std::vector<float>(list.begin(), list.end());
+    }
+    case pb::Feature::kInt64List: {
+      const auto& list = feature.int64_list().value();
+      return std::vector<int64_t>(list.begin(), list.end());
+    }
+    case pb::Feature::KIND_NOT_SET:
+      break;
+  }
+  return std::monostate{};
+}
+
+using google::protobuf::internal::WireFormatLite;
+using Wire = google::protobuf::io::CodedInputStream;
+
+/// Calls `field(number, bytes)` for each length-delimited field of the message in `bytes`, skipping
+/// the others; false when the wire format is malformed.
+template <typename Field>
+bool for_each_length_delimited(std::string_view bytes, Field&& field) {
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
+  Wire in(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
+  while (const uint32_t tag = in.ReadTag()) {
+    if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WireFormatLite::SkipField(&in, tag)) return false;
+      continue;
+    }
+    uint32_t length = 0;
+    if (!in.ReadVarint32(&length)) return false;
+    const int at = in.CurrentPosition();
+    if (length > bytes.size() - static_cast<std::size_t>(at)) return false;
+    if (!field(WireFormatLite::GetTagFieldNumber(tag), bytes.substr(static_cast<std::size_t>(at), length))) return false;
+    if (!in.Skip(static_cast<int>(length))) return false;
+  }
+  return in.ConsumedEntireMessage();
+}
+
+/// The features of `record` named in `only`, walking Example.features (field 1), its map entries
+/// (field 1) and each entry's key (1) and value (2) in the wire format: the others are never copied.
+/// Repeated fields merge and a repeated key's last value wins, as protobuf parses them. False when
+/// the wire format is malformed or a name is not UTF-8.
+bool parse_selected(std::string_view record, const std::vector<std::string>& only, ExampleFeatures& out) {
+  return for_each_length_delimited(record, [&](int number, std::string_view features) {
+    if (number != 1) return true;
+    return for_each_length_delimited(features, [&](int number, std::string_view entry) {
+      if (number != 1) return true;
+      std::string_view key, value;
+      const bool well_formed = for_each_length_delimited(entry, [&](int number, std::string_view field) {
+        if (number == 1) key = field;
+        if (number == 2) value = field;
+        return true;
+      });
+      if (!well_formed || !is_utf8(std::string(key))) return false;
+      if (std::find(only.begin(), only.end(), key) == only.end()) return true;
+      pb::Feature feature;
+      if (!feature.ParseFromArray(value.data(), static_cast<int>(value.size()))) return false;
+      out.features[std::string(key)] = values_of(feature);
+      return true;
+    });
+  });
+}
+
 }  // namespace
 
 const ExampleFeature* ExampleFeatures::find(const std::string& name) const {
@@ -71,41 +148,20 @@ const char* feature_kind_name(const ExampleFeature& feature) {
                     feature);
 }
 
-ExampleFeatures parse_example(const std::string& record, const std::string& source, int64_t offset) {
+ExampleFeatures parse_example(const std::string& record, const std::string& source, int64_t offset,
+                              const std::vector<std::string>& only) {
+  ExampleFeatures out;
   pb::Example example;
-  if (record.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-      !example.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+  const bool parsed = !only.empty() ? parse_selected(record, only, out)
+                                    : record.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
+                                          example.ParseFromArray(record.data(), static_cast<int>(record.size()));
+  if (!parsed) {
     throw std::invalid_argument(source + ": the record at byte offset " + std::to_string(offset) + " (" +
                                 std::to_string(record.size()) +
                                 " bytes) is not a tf.train.Example: its protobuf wire format is malformed, or a "
                                 "feature name is not UTF-8");
   }
-  ExampleFeatures out;
-  for (auto& [name, feature] : *example.mutable_features()->mutable_feature()) {
-    ExampleFeature& values = out.features[name];
-    switch (feature.kind_case()) {
-      case pb::Feature::kBytesList: {
-        auto* list = feature.mutable_bytes_list()->mutable_value();
-        std::vector<std::string> bytes;
-        bytes.reserve(static_cast<std::size_t>(list->size()));
-        for (std::string& value : *list) bytes.push_back(std::move(value));  // the image's bytes, not copied
-        values = std::move(bytes);
-        break;
-      }
-      case pb::Feature::kFloatList: {
-        const auto& list = feature.float_list().value();
-        values = std::vector<float>(list.begin(), list.end());
-        break;
-      }
-      case pb::Feature::kInt64List: {
-        const auto& list = feature.int64_list().value();
-        values = std::vector<int64_t>(list.begin(), list.end());
-        break;
-      }
-      case pb::Feature::KIND_NOT_SET:
-        break;
-    }
-  }
+  for (auto& [name, feature] : *example.mutable_features()->mutable_feature()) out.features[name] = values_of(feature);
   return out;
 }
 

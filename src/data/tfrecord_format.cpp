@@ -268,8 +268,21 @@ bool TfRecordReader::next(std::string& record) {
                  (options_.compression == TfRecordCompression::kNone ? "" : " (nor a gzip one)"), true);
   }
   if (length > static_cast<uint64_t>(options_.max_record_bytes)) {
-    fail(at, "the record declares " + std::to_string(length) + " data bytes, more than " +
-                 "TfRecordReaderOptions::max_record_bytes (" + std::to_string(options_.max_record_bytes) + ")", true);
+    // stepped over, never held: the reader then stands at the next record (a gzip bomb costs inflating
+    // time, bounded by the file's size, and no memory)
+    const std::string over = "the record declares " + std::to_string(length) + " data bytes, more than " +
+                             "TfRecordReaderOptions::max_record_bytes (" + std::to_string(options_.max_record_bytes) + ")";
+    char dropped[kChunk];
+    for (uint64_t left = length + kFooterBytes; left > 0;) {
+      const auto want = static_cast<std::size_t>(std::min<uint64_t>(left, kChunk));
+      const std::size_t got = read(dropped, want);
+      left -= got;
+      if (got < want) {
+        fail(at, over + ", and the stream ends inside them (" + std::to_string(length + kFooterBytes - left) +
+                     " bytes there, with the data's CRC): the file is truncated", true);
+      }
+    }
+    fail(at, over + ": stepped over, not read", false);
   }
   // the data in pieces: a declared length the stream does not hold never becomes an allocation
   const auto size = static_cast<std::size_t>(length);

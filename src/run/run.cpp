@@ -203,6 +203,7 @@ struct Run::Start {
 RunSummary Run::fit(Trainer& trainer, std::shared_ptr<const Dataset> train, FitOptions fit) {
   check_ranks_agree(trainer, *train, fit);
   streams_ = detail::gather_streams(*trainer.options().context, *train);
+  stream_skips_gathered_ = detail::stream_skipped_count(*train);
   const Start start = prepare_directory(trainer, train, fit);
   const std::shared_ptr<BackupAndRestore> backup = add_callbacks(fit, start);
   add_sinks(fit, start, backup);
@@ -456,6 +457,7 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
   if (const auto restarts = distributed::restart_history_from_environment()) {
     summary.restarts = account_restarts(*restarts, resumed_from_step_, trainer.measured().time.first_step_end);
   }
+  if (streams_) streams_->skipped_records += detail::stream_skipped_count(*train_data_) - stream_skips_gathered_;  // found while training
   summary.streams = streams_;
   summary.class_names = train_data_->class_names();
   std::vector<std::string> skipped = train_data_->skipped();

@@ -68,6 +68,7 @@ StreamDatasetOptions stream_options(const RunSpec& s, ShardFormat format, uint64
   o.decoder.max_pixels = s.images.max_pixels;
   o.decoder.classes = s.num_classes.value_or(10);  // a stream's labels are not known before it is read
   o.shuffle_buffer = s.shuffle_buffer;
+  o.max_record_bytes = s.max_record_bytes;
   o.seed = seed;
   o.skip_bad_records = s.images.skip_bad_files;
   o.rank = rank;
@@ -217,6 +218,7 @@ RunSpec RunSpec::from_config(const std::string& run_dir) {
     else if (name == "num-classes") spec.num_classes = count(v);
     else if (name == "shuffle-buffer") spec.shuffle_buffer = count(v);
     else if (name == "features") spec.features = v;
+    else if (name == "max-record-bytes") spec.max_record_bytes = count(v);
     else if (name == "max-image-pixels") spec.images.max_pixels = count(v);
     else if (name == "skip-bad-files") spec.images.skip_bad_files = v == "true";
     else if (name == "color-mode") spec.images.channels = color_mode_channels(v);

@@ -8,6 +8,11 @@
 
 namespace fitscope::detail {
 
+int64_t stream_skipped_count(const Dataset& train) {
+  const auto* stream = dynamic_cast<const StreamDataset*>(&train);
+  return stream ? stream->skipped_count() : 0;
+}
+
 std::optional<StreamsSummary> gather_streams(distributed::Context& ranks, const Dataset& train) {
   const auto* stream = dynamic_cast<const StreamDataset*>(&train);
   if (!stream) return std::nullopt;

@@ -14,4 +14,8 @@ namespace fitscope::detail {
 /// Trainer evens the ranks out to. Nothing for other data (and no collective).
 std::optional<StreamsSummary> gather_streams(distributed::Context& ranks, const Dataset& train);
 
+/// A StreamDataset's bad records skipped so far on this rank (those its loaders found while training
+/// included); 0 for other data.
+int64_t stream_skipped_count(const Dataset& train);
+
 }  // namespace fitscope::detail

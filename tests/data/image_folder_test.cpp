@@ -173,6 +173,28 @@ TEST_F(ImageFolder, EveryKindOfBadFileIsNamedAndSkippingLeavesThemOut) {
   EXPECT_EQ(scan_error(), "no error");  // the same size: fine
 }
 
+TEST_F(ImageFolder, ASymbolicLinkLoopOrALinkToNothingIsNamedOrSkipped) {
+  write(30, 16, "png", 1);
+  const std::string where = "image folder " + dir_.string() + ": ";
+  fs::create_symlink("loop.png", dir_ / "class_00/loop.png");  // itself
+  const std::string loop = (dir_ / "class_00/loop.png").string();
+  const std::string message = scan_error();
+  EXPECT_EQ(message.rfind(where + loop + ": cannot be read (", 0), 0u) << message;
+  EXPECT_NE(message.find("; a symbolic link loop or a dangling link?)"), std::string::npos) << message;
+  fs::create_symlink("nothing", dir_ / "class_01/gone.png");
+  fs::create_symlink("class_09", dir_ / "class_09");  // a class folder that is a loop
+  ImageFolderOptions skip;
+  skip.skip_bad_files = true;
+  const ImageFolderDataset images(dir_.string(), skip);
+  EXPECT_EQ(images.size(), 30);
+  ASSERT_EQ(images.skipped().size(), 3u);
+  std::string all;
+  for (const std::string& s : images.skipped()) all += s + "\n";
+  for (const char* name : {"class_00/loop.png", "class_01/gone.png", "class_09"}) {
+    EXPECT_NE(all.find((dir_ / name).string() + ": cannot be read ("), std::string::npos) << name << " in:\n" << all;
+  }
+}
+
 TEST_F(ImageFolder, ImagesOfDifferentSizesNeedASizeAndAFolderNeedsClasses) {
   fs::create_directories(dir_);
   EXPECT_EQ(scan_error(), "image folder " + dir_.string() + ": no class folders and no images (expected " + dir_.string() +

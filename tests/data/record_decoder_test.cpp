@@ -232,6 +232,52 @@ TEST_F(RecordDecoderTest, AFloatListInputIsAOneDimensionalFloatTensorOfItsValues
   EXPECT_TRUE(at::equal(first.data, at::tensor({1.5f, -2.0f, 3.25f})));
   EXPECT_EQ(first.target.item<int64_t>(), 1);
   EXPECT_EQ(decoder.decode(records.at(1), path("vectors.tfrecord")).data.sizes(), (std::vector<int64_t>{4}));
+  // check gives the shape decode would, without the pixels (StreamDataset compares it with the first's)
+  EXPECT_EQ(decoder.check(records.at(1), path("vectors.tfrecord")), (std::vector<int64_t>{4}));
+  const std::string image = bytes_of(ImageFolderDataset(write_images("png", 1, 6, 16)).file(0));
+  RecordDecoderOptions resized;
+  resized.height = 8;
+  resized.width = 12;
+  resized.channels = 3;
+  const std::vector<ShardRecord> images = write_tfrecords("image.tfrecord", {image_example(image, 0)});
+  EXPECT_EQ(RecordDecoder().check(images.at(0), path("image.tfrecord")), (std::vector<int64_t>{1, 16, 16}));
+  EXPECT_EQ(RecordDecoder(resized).check(images.at(0), path("image.tfrecord")), (std::vector<int64_t>{3, 8, 12}));
+}
+
+TEST_F(RecordDecoderTest, OnlyTheInputAndTargetFeaturesAreParsedAndTheyAreWhatAFullParseGives) {
+  ExampleFeatures e = image_example("not read here", 4);
+  e.features["unused/big"] = std::vector<std::string>{std::string(1 << 20, 'u')};
+  e.features["unused/floats"] = std::vector<float>{1.0f, 2.0f};
+  e.features["unused/none"] = std::monostate{};
+  const std::string bytes = serialize_example(e);
+  const ExampleFeatures all = parse_example(bytes, "test", 0);
+  EXPECT_EQ(all.features.size(), 6u);
+  const ExampleFeatures some = parse_example(bytes, "test", 0, {"image/class/label", "unused/floats", "absent"});
+  ASSERT_EQ(some.features.size(), 2u);
+  EXPECT_EQ(some.features.at("image/class/label"), all.features.at("image/class/label"));
+  EXPECT_EQ(some.features.at("unused/floats"), all.features.at("unused/floats"));
+  EXPECT_EQ(parse_example(bytes, "test", 0, {"unused/none"}).features.at("unused/none"), ExampleFeature{});
+  // a repeated Features field merges, and a repeated key's last value wins, as protobuf parses them
+  ExampleFeatures later;
+  later.features["image/class/label"] = std::vector<int64_t>{9};
+  const std::string merged = bytes + serialize_example(later);
+  EXPECT_EQ(parse_example(merged, "test", 0).features.at("image/class/label"), ExampleFeature(std::vector<int64_t>{9}));
+  EXPECT_EQ(parse_example(merged, "test", 0, {"image/class/label"}).features.at("image/class/label"),
+            ExampleFeature(std::vector<int64_t>{9}));
+  // malformed bytes are refused either way
+  for (const std::vector<std::string>& only : {std::vector<std::string>{}, std::vector<std::string>{"image/class/label"}}) {
+    EXPECT_NE(error_of([&] { parse_example(bytes.substr(0, bytes.size() / 2), "test", 7, only); })
+                  .find("test: the record at byte offset 7 (" + std::to_string(bytes.size() / 2) + " bytes) is not a tf.train.Example"),
+              std::string::npos);
+  }
+  // the decoder parses its features only, and a missing one still lists every feature the record has
+  const std::vector<ShardRecord> records = write_tfrecords("unused.tfrecord", {e});
+  RecordDecoderOptions options;
+  options.features = RecordFeatures::parse("unused/floats,image/class/label");
+  EXPECT_TRUE(at::equal(RecordDecoder(options).decode(records.at(0), path("unused.tfrecord")).data, at::tensor({1.0f, 2.0f})));
+  options.features = RecordFeatures::parse("missing,image/class/label");
+  expect_contains(error_of([&] { RecordDecoder(options).decode(records.at(0), path("unused.tfrecord")); }),
+                  "its features: image/class/label, image/encoded, image/format, unused/big, unused/floats and 1 more");
 }
 
 TEST_F(RecordDecoderTest, EveryTfRecordErrorNamesTheFileTheOffsetAndTheFeature) {

@@ -286,6 +286,32 @@ TEST_F(ShardStreamTest, TheShuffleBufferHoldsAtMostItsSizeAndEachDrawComesFromTh
   EXPECT_EQ(stream.buffered(), 0);
 }
 
+TEST_F(ShardStreamTest, TheShuffleBufferStopsFillingAtItsByteBudgetAndARestoreFillsItAlike) {
+  std::vector<std::string> records;
+  for (int i = 0; i < 40; ++i) records.push_back(std::string(static_cast<std::size_t>(100 + 37 * (i % 5)), static_cast<char>('a' + i % 26)));
+  write("big.tfrecord", framed(records));
+  ShardStreamOptions options = shuffled(1000);
+  options.shuffle_buffer_bytes = 500;
+  ShardStream stream({path("big.tfrecord")}, options);
+  ShardRecord record;
+  std::vector<std::string> first_half;
+  for (int draw = 0; draw < 20; ++draw) {
+    ASSERT_TRUE(stream.next(record));
+    first_half.push_back(describe(record));
+    EXPECT_LE(stream.buffered(), 4) << "records of 100 to 248 bytes: at most 4 under 500 bytes, then one more, one drawn";
+  }
+  const StreamPosition position = stream.position();
+  const std::vector<std::string> rest = drain(stream);
+  EXPECT_EQ(first_half.size() + rest.size(), records.size());
+  ShardStream again({path("big.tfrecord")}, options);
+  again.restore(position);
+  EXPECT_EQ(drain(again), rest);
+  // one record over the budget still streams, one at a time
+  options.shuffle_buffer_bytes = 1;
+  ShardStream tight({path("big.tfrecord")}, options);
+  EXPECT_EQ(drain(tight).size(), records.size());
+}
+
 TEST_F(ShardStreamTest, TarShardsStreamTheirSamplesShuffled) {
   const std::vector<std::string> shards = write_tar_shards(3, 9);
   ShardStreamOptions options = shuffled(5, 3, ShardFormat::kTar);

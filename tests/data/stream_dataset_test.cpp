@@ -178,6 +178,82 @@ TEST_F(StreamDatasetTest, BadRecordsAreNamedByFileOffsetAndFeatureOrSkippedAndCo
   EXPECT_EQ(epoch[0].size(), 4);
 }
 
+TEST_F(StreamDatasetTest, AFeatureVectorOfAnotherLengthIsNamedByTheCountOrSkipped) {
+  std::ostringstream file;
+  int64_t short_at = 0;
+  for (const std::size_t length : {4, 4, 3, 4}) {
+    if (length == 3) short_at = static_cast<int64_t>(file.str().size());
+    ExampleFeatures e;
+    e.features["x"] = std::vector<float>(length, 1.0f);
+    e.features["y"] = std::vector<int64_t>{1};
+    write_tfrecord(file, serialize_example(e));
+  }
+  write("vectors.tfrecord", file.str());
+  StreamDatasetOptions options;
+  options.decoder.features = RecordFeatures::parse("x,y");
+  const std::string message = error_of([&] { StreamDataset(path("vectors.tfrecord"), options); });
+  EXPECT_NE(message.find(path("vectors.tfrecord") + ": the record at byte offset " + std::to_string(short_at) +
+                         " gives an input of shape [3], the stream's first [4]"), std::string::npos) << message;
+  options.skip_bad_records = true;
+  auto data = std::make_shared<StreamDataset>(path("vectors.tfrecord"), options);
+  EXPECT_EQ(data->records(), 3);
+  Loader loader(data, loader_options(1));
+  EXPECT_EQ(epoch_of(loader, 0).at(0).inputs.sizes(), (std::vector<int64_t>{3, 4}));
+}
+
+TEST_F(StreamDatasetTest, ARecordWhosePixelsDoNotDecodeIsLeftOutOfItsBatchAndCountedOnceOverEpochs) {
+  SyntheticShardsOptions o;
+  o.count = 3;
+  o.height = o.width = 8;
+  o.write.format = "png";
+  write_synthetic_shards(path("png"), o);
+  std::vector<std::string> good;
+  ShardReader reader(path("png/train-00000-of-00001.tfrecord"));
+  for (ShardRecord r; reader.next(r);) good.push_back(r.bytes);
+  ASSERT_EQ(good.size(), 3u);
+  // the PNG's header reads (the count passes it), a byte of its pixel data is wrong (decoding fails)
+  ExampleFeatures broken = parse_example(good[1], "test", 0);
+  std::string& png = std::get<std::vector<std::string>>(broken.features.at("image/encoded")).front();
+  png[png.size() / 2] ^= 0x5A;
+  std::ostringstream file;
+  write_tfrecord(file, good[0]);
+  const auto broken_at = static_cast<int64_t>(file.str().size());
+  write_tfrecord(file, serialize_example(broken));
+  write_tfrecord(file, good[2]);
+  write("broken.tfrecord", file.str());
+
+  auto strict = std::make_shared<StreamDataset>(path("broken.tfrecord"), StreamDatasetOptions{});
+  EXPECT_EQ(strict->records(), 3);
+  Loader stops(strict, loader_options(1));
+  const std::string message = error_of([&] { epoch_of(stops, 0); });
+  EXPECT_NE(message.find(path("broken.tfrecord") + ": the record at byte offset " + std::to_string(broken_at)), std::string::npos)
+      << message;
+
+  StreamDatasetOptions skip;
+  skip.skip_bad_records = true;
+  auto data = std::make_shared<StreamDataset>(path("broken.tfrecord"), skip);
+  EXPECT_EQ(data->skipped_count(), 0) << "the count reads no pixels";
+  Loader loader(data, loader_options(2));
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    const std::vector<Batch> batches = epoch_of(loader, epoch);
+    ASSERT_EQ(batches.size(), 1u);
+    EXPECT_EQ(batches[0].size(), 2) << "epoch " << epoch;
+    EXPECT_EQ(data->skipped_count(), 1) << "epoch " << epoch;
+  }
+  ASSERT_EQ(data->skipped().size(), 1u);
+  EXPECT_NE(data->skipped()[0].find("byte offset " + std::to_string(broken_at)), std::string::npos) << data->skipped()[0];
+  // a copy for even ranks shares the count
+  EXPECT_EQ(data->limited_to(2)->skipped_count(), 1);
+  // a batch of nothing but bad records says so
+  auto alone = std::make_shared<StreamDataset>(path("broken.tfrecord"), skip);
+  LoaderOptions one = loader_options(0);
+  one.batch_size = 1;
+  Loader single(alone, one);
+  single.set_epoch(0);
+  single.next();
+  EXPECT_NE(error_of([&] { single.next(); }).find("none of the 1 records of batch 1 decodes"), std::string::npos);
+}
+
 TEST_F(StreamDatasetTest, AStreamHasNoExampleByIndexAndTheLoaderRefusesACacheForIt) {
   auto data = std::make_shared<StreamDataset>(write_shards(20, 1), StreamDatasetOptions{});
   EXPECT_NE(error_of([&] { data->get(0); }).find("is a stream, read in order by a Loader"), std::string::npos);
@@ -194,12 +270,15 @@ TEST_F(StreamDatasetTest, ImagesOfOtherSizesInOneBatchAreNamedByTheirRecord) {
     o.height = o.width = side;
     write_synthetic_shards(path(dir), o);
   }
-  auto data = std::make_shared<StreamDataset>(path("*") + "/*.tfrecord", StreamDatasetOptions{});
-  Loader loader(data, loader_options(0));
-  loader.set_epoch(0);
-  const std::string message = error_of([&] { loader.next(); });
+  // found by the count, before training, from the headers
+  const std::string message = error_of([&] { StreamDataset(path("*") + "/*.tfrecord", StreamDatasetOptions{}); });
   EXPECT_NE(message.find(path("b") + "/train-00000-of-00001.tfrecord: the record at byte offset 0 gives an input of shape "
-                         "[3, 16, 16] in a batch of [3, 8, 8]"), std::string::npos) << message;
+                         "[3, 16, 16], the stream's first [3, 8, 8]"), std::string::npos) << message;
+  StreamDatasetOptions skip;
+  skip.skip_bad_records = true;
+  const StreamDataset skipped(path("*") + "/*.tfrecord", skip);
+  EXPECT_EQ(skipped.records(), 2);
+  EXPECT_EQ(skipped.skipped_count(), 2);
   // with a size to resize to, they batch
   StreamDatasetOptions resized;
   resized.decoder.height = resized.decoder.width = 12;

@@ -8,9 +8,13 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include <ATen/ATen.h>
+
+#include "fitscope/data/image_folder.hpp"
 #include "fitscope/data/synthetic_shards.hpp"
 #include "fitscope/data/tar_format.hpp"
 #include "fitscope/data/tf_example.hpp"
@@ -237,6 +241,80 @@ TEST_F(SyntheticShards, BadOptionsAreRefusedNamingTheValueBeforeAnythingIsWritte
   o.count = 0;
   EXPECT_EQ(error_of([&] { write_synthetic_shards(path("out"), o); }), "SyntheticImagesOptions::count must be >= 1, got 0");
   EXPECT_FALSE(fs::exists(path("out")));
+}
+
+TEST_F(SyntheticShards, AFolderHoldingAnotherShardSetIsRefusedAndTheSameSetIsReplaced) {
+  SyntheticShardsOptions o = small_set(ShardFormat::kTfRecord, 4);
+  write_synthetic_shards(path("shards"), o);
+  write_synthetic_shards(path("shards"), o);  // the same set again: its files replaced
+  o.shards = 2;
+  EXPECT_EQ(error_of([&] { write_synthetic_shards(path("shards"), o); }),
+            path("shards") + ": holds 4 shard files of another set (train-00000-of-00004.tfrecord, ...), which a glob of "
+                             "the 2 new ones (train-*.tfrecord) would read too (expected a folder without them: remove them, "
+                             "or write into another folder)");
+  o.shards = 4;
+  o.gzip = true;  // the same count gzipped: the plain ones would be read too
+  EXPECT_NE(error_of([&] { write_synthetic_shards(path("shards"), o); }).find("holds 4 shard files of another set"), std::string::npos);
+  EXPECT_EQ(names_in(path("shards")).size(), 4u) << "nothing written";
+  o = small_set(ShardFormat::kTar, 2);
+  write_synthetic_shards(path("tar"), o);
+  o.shards = 3;  // more tar shards: shard-00000 and -00001 replaced
+  write_synthetic_shards(path("tar"), o);
+  o.shards = 2;  // fewer: shard-00002.tar would stay behind
+  EXPECT_NE(error_of([&] { write_synthetic_shards(path("tar"), o); }).find("holds 1 shard file of another set (shard-00002.tar)"),
+            std::string::npos);
+}
+
+TEST_F(SyntheticShards, AHeldOutSetIsTheSameTaskDrawnApartAndSizesAreBoundedByMemory) {
+  SyntheticImagesOptions o;
+  o.count = 1500;
+  o.height = o.width = 16;
+  o.classes = 3;
+  o.write.format = "png";
+  o.write.channels = 1;
+  const auto class_means = [&](const std::string& dir, const SyntheticImagesOptions& options) {
+    write_synthetic_images(path(dir), options);
+    const ImageFolderDataset images(path(dir));
+    const Batch all = images.get_batch([&] {
+      std::vector<int64_t> every(static_cast<std::size_t>(images.size()));
+      for (std::size_t i = 0; i < every.size(); ++i) every[i] = static_cast<int64_t>(i);
+      return every;
+    }());
+    std::vector<at::Tensor> means;
+    for (int64_t c = 0; c < 3; ++c) means.push_back(all.inputs.index_select(0, at::nonzero(all.targets.eq(c)).flatten()).mean(0));
+    return std::tuple{means, all.inputs, all.targets};
+  };
+  const auto [train, train_images, train_targets] = class_means("train", o);
+  SyntheticImagesOptions held = o;
+  held.held_out = true;
+  const auto [val, val_images, val_targets] = class_means("val", held);
+  SyntheticImagesOptions other = o;
+  other.seed = 1;
+  const auto [another, another_images, another_targets] = class_means("other", other);
+  EXPECT_FALSE(at::equal(train_images.narrow(0, 0, 10), val_images.narrow(0, 0, 10))) << "other draws";
+  // the held-out images are told apart by the training set's class means as well as the training
+  // images are (the same task); another seed's at chance (other classes)
+  const at::Tensor means = at::stack(train).flatten(1);  // [3, pixels]
+  const auto nearest_mean_accuracy = [&means](const at::Tensor& images, const at::Tensor& targets) {
+    const at::Tensor distances = at::cdist(images.flatten(1), means);  // [n, 3]
+    return distances.argmin(1).eq(targets).to(at::kFloat).mean().item<double>();
+  };
+  const double train_accuracy = nearest_mean_accuracy(train_images, train_targets);
+  const double held_out_accuracy = nearest_mean_accuracy(val_images, val_targets);
+  const double other_accuracy = nearest_mean_accuracy(another_images, another_targets);
+  EXPECT_GT(held_out_accuracy, train_accuracy - 0.08) << "as well as the training images themselves";
+  EXPECT_LT(other_accuracy, held_out_accuracy - 0.12) << "about chance (1/3)";
+  std::printf("nearest training-class mean: training %.3f, held out %.3f, another seed %.3f\n", train_accuracy, held_out_accuracy, other_accuracy);
+  SyntheticImagesOptions big = o;
+  big.height = big.width = 4097;
+  EXPECT_EQ(error_of([&] { write_synthetic_images(path("big"), big); }),
+            "SyntheticImagesOptions::height and width must be in [8, 4096] (each image is drawn as float pixels in memory), got 4097x4097");
+  big.height = big.width = 4096;
+  big.classes = 100;
+  EXPECT_EQ(error_of([&] { write_synthetic_images(path("big"), big); }),
+            "SyntheticImagesOptions::classes 100 at 4096x4096: the class prototypes would take 6400 MiB of float pixels, "
+            "above 1024 MiB (expected fewer classes or smaller images)");
+  EXPECT_FALSE(fs::exists(path("big")));
 }
 
 TEST_F(SyntheticShards, AFailedShardLeavesNoFileNamedAsAShardNorATemporaryOne) {

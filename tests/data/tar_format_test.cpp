@@ -428,6 +428,33 @@ TEST_F(TarFormat, ASampleOverItsByteLimitIsRefusedAndARequiredListIsChecked) {
             "'jpg|png')");
 }
 
+TEST_F(TarFormat, AMemberOverTheBudgetIsSteppedOverSoItsSampleIsRefusedAndTheNextOneReads) {
+  write("shard.tar", archive({{"s/000.jpg", "small"}, {"s/000.cls", "1"}, {"s/001.jpg", std::string(100'000, 'x')},
+                              {"s/001.cls", "2"}, {"s/002.jpg", "small"}, {"s/002.cls", "3"}}));
+  TarReaderOptions members;
+  members.max_member_bytes = 1000;
+  members.step_over_large_members = true;
+  TarSampleOptions options;
+  options.max_sample_bytes = 1000;
+  TarSampleReader samples(TarReader(path("shard.tar"), members), options);
+  TarSample sample;
+  ASSERT_TRUE(samples.next(sample));
+  EXPECT_EQ(sample.key, "s/000");
+  EXPECT_EQ(error_of([&] { samples.next(sample); }),
+            path("shard.tar") + ": the sample at byte offset 2048 (key 's/001') has the member 's/001.jpg' at byte offset "
+                                "2048 of 100000 data bytes, more than TarReaderOptions::max_member_bytes (1000): stepped "
+                                "over, not read");
+  ASSERT_TRUE(samples.next(sample));
+  EXPECT_EQ(sample.key, "s/002");
+  EXPECT_EQ(sample.parts.at("cls"), "3");
+  // without stepping over, the member is refused as before and the reader stops there
+  TarReader plain(path("shard.tar"), TarReaderOptions{1000});
+  TarMember member;
+  ASSERT_TRUE(plain.next(member));
+  ASSERT_TRUE(plain.next(member));
+  EXPECT_NE(error_of([&] { plain.next(member); }).find("more than TarReaderOptions::max_member_bytes (1000)"), std::string::npos);
+}
+
 TEST_F(TarFormat, AReaderErrorPassesThroughTheSampleReader) {
   std::string bytes = archive({{"s/000.jpg", "a"}, {"s/000.cls", "0"}});
   bytes[1024 + 148] = 'z';  // the second header's checksum

@@ -199,6 +199,27 @@ TEST_F(TfRecord, ATruncatedFileNamesTheOffsetOfTheCutRecord) {
   }
 }
 
+TEST_F(TfRecord, ARecordOverTheBudgetIsSteppedOverWithoutBeingHeldAndTheNextOneReads) {
+  const std::string big(100'000, 'b');
+  for (const bool gzip : {false, true}) {
+    const std::string name = gzip ? "over.tfrecord.gz" : "over.tfrecord";
+    gzip ? write_gz(name, framed({"first", big, "third"})) : write(name, framed({"first", big, "third"}));
+    TfRecordReaderOptions options;
+    options.max_record_bytes = 1000;
+    TfRecordReader reader(path(name), options);
+    std::string record;
+    ASSERT_TRUE(reader.next(record));
+    EXPECT_EQ(record, "first");
+    EXPECT_EQ(error_of([&] { reader.next(record); }),
+              path(name) + ": the record at " + (gzip ? "uncompressed " : "") + "byte offset 21: the record declares 100000 data "
+                           "bytes, more than TfRecordReaderOptions::max_record_bytes (1000): stepped over, not read");
+    EXPECT_LE(record.capacity(), std::size_t{1000}) << "the big record never held";
+    ASSERT_TRUE(reader.next(record)) << name;
+    EXPECT_EQ(record, "third");
+    EXPECT_FALSE(reader.next(record));
+  }
+}
+
 TEST_F(TfRecord, AHugeDeclaredLengthIsRefusedBeforeAnythingIsRead) {
   std::string header(8, '\0');
   header[7] = 0x10;  // 2^60 bytes
@@ -210,7 +231,8 @@ TEST_F(TfRecord, AHugeDeclaredLengthIsRefusedBeforeAnythingIsRead) {
   TfRecordReader reader(path("huge.tfrecord"));
   EXPECT_EQ(error_of([&] { reader.next(record); }),
             path("huge.tfrecord") + ": the record at byte offset 0: the record declares 1152921504606846976 data "
-                                    "bytes, more than TfRecordReaderOptions::max_record_bytes (1073741824)");
+                                    "bytes, more than TfRecordReaderOptions::max_record_bytes (1073741824), and the "
+                                    "stream ends inside them (4 bytes there, with the data's CRC): the file is truncated");
   // below the limit, a length the file does not hold is a truncation, read in pieces
   TfRecordReaderOptions options;
   options.max_record_bytes = int64_t{1} << 62;

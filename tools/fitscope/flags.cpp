@@ -67,6 +67,10 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
                       "image=image/encoded,label=image/class/label; tar: image=jpg|jpeg|png,label=cls); a float_list "
                       "input is a feature vector")
       ->check(parsed_by(RecordFeatures::parse, "image=KEY,label=KEY"));
+  command->add_option("--max-record-bytes", o.spec.max_record_bytes,
+                      "tfrecord: and tar: streams: the most bytes a record may hold; a larger one is stepped over "
+                      "without being held in memory, a bad record (see --skip-bad-files)")
+      ->check(integer_in(1, std::numeric_limits<int64_t>::max()))->capture_default_str();
   command->add_option("--max-image-pixels", o.spec.images.max_pixels,
                       "images:DIR: the most pixels an image may declare in its header, checked before decoding (0 = no "
                       "limit; PIL's MAX_IMAGE_PIXELS)")

@@ -172,7 +172,9 @@ std::string in_flags(std::string message) {
       {"ImageFolderOptions::skip_bad_files", "--skip-bad-files"}, {"RunSpec::model", "--model"},
       {"RunSpec::data", "--data"}, {"RunSpec::validation_data", "--validation-data"},
       {"RunSpec::num_classes", "--num-classes"}, {"RecordDecoderOptions::classes", "--num-classes"},
-      {"FitOptions::validation_data", "--validation-data"}, {"StreamDatasetOptions::shuffle_buffer", "--shuffle-buffer"}, {"LossOptions::class_weights", "--class-weight"},
+      {"FitOptions::validation_data", "--validation-data"}, {"StreamDatasetOptions::shuffle_buffer", "--shuffle-buffer"},
+      {"TfRecordReaderOptions::max_record_bytes", "--max-record-bytes"}, {"TarReaderOptions::max_member_bytes", "--max-record-bytes"},
+      {"TarSampleOptions::max_sample_bytes", "--max-record-bytes"}, {"LossOptions::class_weights", "--class-weight"},
       {"Backend::gloo or Backend::automatic", "gloo or auto"}, {"Backend::nccl", "--dist-backend nccl"},
       {"SyntheticImagesOptions::count", "--count"}, {"SyntheticImagesOptions::height and width", "--size"}};
   for (const auto& [option, flag] : kFlags) {

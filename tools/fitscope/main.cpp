@@ -164,7 +164,10 @@ int main(int argc, char** argv) {
   make_images->add_option("--quality", make_images_options.write.quality, "JPEG quality")->check(integer_in(1, 100))->capture_default_str();
   make_images->add_option("--channels", make_images_options.write.channels, "1 (grayscale) or 3 (RGB: each image tinted at random)")
       ->check(CLI::IsMember({1, 3}))->capture_default_str();
-  make_images->add_option("--seed", make_images_options.seed, "Seed of the images")->capture_default_str();
+  make_images->add_option("--seed", make_images_options.seed, "Seed of the images (another seed is another task: other classes)")->capture_default_str();
+  make_images->add_flag("--held-out", make_images_options.held_out,
+                        "Images of the same task as --seed's, drawn apart from those written without it: a set to validate on "
+                        "(make-images val --held-out --count 500)");
   make_images->add_option("--layout", make_images_options.layout,
                           "folder (a class folder per class), tfrecord (tf.train.Example records in train-00000-of-0000N.tfrecord) "
                           "or tar (WebDataset's shard-00000.tar: NNNNNN.jpg and NNNNNN.cls per image)")

@@ -80,7 +80,8 @@ void run_predict(const ModelCommandOptions& m, const TrainCommandOptions& run, s
 
 void run_make_images(const MakeImagesOptions& m, std::ostream& out) {
   const std::string images = std::to_string(m.count) + " " + std::to_string(m.height) + "x" + std::to_string(m.width) + " " +
-                             (m.write.channels == 1 ? "grayscale " : "") + m.write.format + " images";
+                             (m.write.channels == 1 ? "grayscale " : "") + m.write.format + " images" +
+                             (m.held_out ? " (held out: the task of seed " + std::to_string(m.seed) + ", other draws)" : "");
   if (m.layout == "folder") {
     if (m.shards != 0) {
       throw std::invalid_argument("--shards " + std::to_string(m.shards) + ": expected --layout tfrecord or tar (a folder is not sharded)");

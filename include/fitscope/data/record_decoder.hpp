@@ -10,9 +10,9 @@
 /// index). A tar record is a WebDataset sample: its input a part holding a JPEG or PNG, its target a
 /// part holding the class index as decimal text (WebDataset's `.cls`; surrounding whitespace ignored).
 ///
-/// Nothing is compared across records: a stream whose records differ in feature-vector length, image
-/// size (without a size to resize to) or channels (without a channel count) fails when the batch is
-/// collated, not here. Errors are std::invalid_argument naming the shard file, the record's byte
+/// Nothing is compared across records here: StreamDataset compares each record's shape (check's) with
+/// the first's. Only the input's and target's features of a TFRecord record are parsed; the others
+/// are stepped over (parse_example's `only`). Errors are std::invalid_argument naming the shard file, the record's byte
 /// offset, the feature and what was expected.
 
 #include <cstdint>
@@ -81,19 +81,24 @@ class RecordDecoder {
   Example decode(const ShardRecord& record, const std::string& shard_path, const at::Tensor& into = {}) const;
   /// What decode checks, but that an image's pixels decode: the record parses, has its features of the
   /// right kinds, a target in range and an image whose header reads and fits the budget. Cheap (no
-  /// pixels), for a pass over a whole stream (StreamDataset's count). Throws as decode does.
-  void check(const ShardRecord& record, const std::string& shard_path) const;
+  /// pixels), for a pass over a whole stream (StreamDataset's count). Returns the shape decode's input
+  /// would have. Throws as decode does.
+  std::vector<int64_t> check(const ShardRecord& record, const std::string& shard_path) const;
 
   /// The options, with the features filled in (defaults, lower-cased tar extensions).
   const RecordDecoderOptions& options() const { return options_; }
 
  private:
-  // `images` false: check()'s pass (an image's header only, Example::data left undefined)
-  Example decode_tfrecord(const ShardRecord& record, const std::string& shard_path, bool images, const at::Tensor& into) const;
-  Example decode_tar(const ShardRecord& record, const std::string& shard_path, bool images, const at::Tensor& into) const;
+  // `check` set: check()'s pass (an image's header only, Example::data left undefined, the input's
+  // shape in *check)
+  Example decode_tfrecord(const ShardRecord& record, const std::string& shard_path, std::vector<int64_t>* check,
+                          const at::Tensor& into) const;
+  Example decode_tar(const ShardRecord& record, const std::string& shard_path, std::vector<int64_t>* check,
+                     const at::Tensor& into) const;
 
   RecordDecoderOptions options_;
   std::vector<std::string> input_names_, target_names_;  // the features' alternatives, split once
+  std::vector<std::string> feature_names_;               // both: the only features a TFRecord record is parsed for
 };
 
 }  // namespace fitscope

@@ -9,7 +9,7 @@
 /// The shuffle is tf.data's `shuffle(buffer_size)`: before each draw the buffer is topped up with the
 /// next records to its size, a uniformly chosen slot is handed out (the last slot's record moves into
 /// it), and once the shards are read through the buffer drains in random order. Memory is bounded by
-/// the buffer plus the record handed out. Each draw's slot is a pure function of (seed, epoch, draw
+/// the buffer (in records and in bytes) plus the record handed out. Each draw's slot is a pure function of (seed, epoch, draw
 /// number), so a position holds no random state: only where the reader stands and which records the
 /// buffer holds, by shard and offset; restore() reads those again.
 ///
@@ -64,6 +64,10 @@ struct ShardReaderOptions {
   std::vector<std::string> required_parts;
   /// Skip a bad record that the reader can step over, instead of throwing (see above).
   bool skip_bad_records = false;
+  /// The most bytes a record may hold (a TFRecord record's data; a tar sample's members together, each
+  /// member too). A record declaring more is stepped over without being held and is a bad record
+  /// (skippable): so no record takes more memory than this, whatever the shard declares.
+  int64_t max_record_bytes = int64_t{256} << 20;
 };
 
 /// Reads the records of one shard file in order. Not thread-safe. Movable, not copyable.
@@ -143,6 +147,11 @@ struct ShardStreamOptions {
   uint64_t seed = 0;
   /// Records held for the shuffle; 0 or 1: no shuffle (shards in their given order, records in file order).
   int64_t shuffle_buffer = 0;
+  /// The most bytes the shuffle buffer holds: it is topped up while it holds fewer records than
+  /// shuffle_buffer and fewer bytes than this (at least one record), so large records shuffle in a
+  /// smaller window instead of taking shuffle_buffer times their size. 0 = no byte budget. Which
+  /// records are held depends only on the records, so a position restores the same buffer.
+  int64_t shuffle_buffer_bytes = int64_t{1} << 30;
 };
 
 class ShardStream {
@@ -190,6 +199,7 @@ class ShardStream {
   std::unique_ptr<ShardReader> reader_;  // on order_[shard_index_], opened when first read
   int64_t draws_ = 0;
   std::vector<ShardRecord> buffer_;
+  int64_t buffer_bytes_ = 0;  // the bytes of buffer_'s records
   SkippedRecords skipped_;
 };
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -40,6 +41,12 @@ struct StreamDatasetOptions {
   /// Skip the records the reader can step over (a bad data CRC, an Example that does not decode, a
   /// tar sample without its pair) with a count and a reason, instead of failing.
   bool skip_bad_records = false;
+  /// The most bytes a record may hold (ShardReaderOptions::max_record_bytes): a larger one is stepped
+  /// over, not held, and is a bad record. With the shuffle buffer's byte budget it bounds the stream's
+  /// memory: about shuffle_buffer_bytes + (batches read ahead x batch size) x max_record_bytes.
+  int64_t max_record_bytes = int64_t{256} << 20;
+  /// ShardStreamOptions::shuffle_buffer_bytes: the shuffle buffer holds at most this many bytes.
+  int64_t shuffle_buffer_bytes = int64_t{1} << 30;
   int64_t rank = 0, world_size = 1;  ///< this rank's shards: assign_shards(list_shards(glob), rank, world_size)
 };
 
@@ -61,10 +68,16 @@ class StreamDataset : public Dataset {
   std::vector<int64_t> example_shape() const override { return first_.data.sizes().vec(); }
   /// The first good record of this rank's shards, decoded (to try a model on).
   const Example& first() const { return first_; }
-  /// The bad records the count skipped (with skip_bad_records): "reason" each, the reason naming the
-  /// file and the record's offset. At most SkippedRecords::kRecentReasons; skipped_count() has them all.
-  std::vector<std::string> skipped() const override { return skipped_.recent; }
-  int64_t skipped_count() const { return skipped_.count; }
+  /// The bad records skipped (with skip_bad_records): those the count found, and those a loader found
+  /// since when decoding (note_bad_record), "reason" each, the reason naming the file and the record's
+  /// offset. At most SkippedRecords::kRecentReasons; skipped_count() counts them all, each record once.
+  /// Thread-safe.
+  std::vector<std::string> skipped() const override;
+  int64_t skipped_count() const;
+  /// With skip_bad_records: a record of open_stream()'s whose input failed to decode while training
+  /// (its pixels, which the count does not decode), left out of its batch by the loader. Counted once
+  /// per record, however many epochs meet it. Thread-safe; shared with the copies limited_to makes.
+  void note_bad_record(const ShardRecord& record, const std::string& reason) const;
 
   /// Every shard the glob matched, sorted, and the indices into it of this rank's.
   const std::vector<std::string>& all_shards() const { return all_shards_; }
@@ -97,6 +110,8 @@ class StreamDataset : public Dataset {
   Example first_;
   SkippedRecords skipped_;
   std::set<std::pair<int64_t, int64_t>> bad_records_;  // (shard, offset) the count skipped that the reader reads
+  struct DecodeFailures;                                 // what loaders found bad since (note_bad_record)
+  std::shared_ptr<DecodeFailures> decode_failures_;
 };
 
 }  // namespace fitscope

@@ -14,9 +14,12 @@ namespace fitscope {
 /// What write_synthetic_images makes.
 struct SyntheticImagesOptions {
   int64_t count = 2000;             ///< images (>= 1)
-  int64_t height = 64, width = 64;  ///< each side >= 8; a non-square image is the square one, resized
+  int64_t height = 64, width = 64;  ///< each side in [8, 4096]; a non-square image is the square one, resized
   int64_t classes = 10;             ///< classes (>= 2): one folder each
   uint64_t seed = 0;                ///< the same seed gives the same images
+  /// Images of the same task as the seed's (the same classes, drawn alike) but drawn apart from those
+  /// written without it: a held-out set to validate on (another seed is another task).
+  bool held_out = false;
   /// format, quality and channels (1 gray; 3 RGB, each image tinted at random); its classes and
   /// first_index are set by write_synthetic_images.
   ImageFolderWriteOptions write{"jpg", 90, 3};

@@ -35,12 +35,19 @@ struct TarMember {
   std::string name;    ///< the full path as stored (a pax path, a GNU long name, or prefix/name)
   std::string bytes;   ///< its data
   int64_t offset = -1; ///< the byte offset of its first header (a long name's or pax header's, when it has one)
+  /// With TarReaderOptions::step_over_large_members: the data bytes of a member above max_member_bytes,
+  /// stepped over and not held (`bytes` is then empty); 0 otherwise.
+  int64_t dropped_bytes = 0;
 };
 
 struct TarReaderOptions {
   /// A member declaring more data bytes than this is refused before anything is read of it. The data
   /// is read in pieces, so even below this limit a member is never allocated beyond the bytes there.
   int64_t max_member_bytes = int64_t{1} << 30;
+  /// Instead of refusing a member above max_member_bytes, step over its data (read through and
+  /// dropped) and return it with TarMember::dropped_bytes set: a sample reader then refuses the sample
+  /// and stands at the next one.
+  bool step_over_large_members = false;
   /// The same for a GNU long name's or a pax extended header's data, which is held whole.
   int64_t max_extended_header_bytes = int64_t{1} << 20;
 };
@@ -87,6 +94,7 @@ class TarReader {
   /// How many members next() returned (since opening, or since the last seek).
   int64_t members() const { return members_; }
   const std::string& source() const { return source_; }
+  const TarReaderOptions& options() const { return options_; }
 
   /// Moves to `offset`, which must be a position() or an offset() this stream had (a header at a
   /// 512-byte block from the start). A file opened by path seeks; a borrowed stream only skips forward

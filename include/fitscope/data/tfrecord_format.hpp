@@ -33,8 +33,11 @@ enum class TfRecordCompression {
 
 struct TfRecordReaderOptions {
   TfRecordCompression compression = TfRecordCompression::kAuto;
-  /// A record declaring more data bytes than this is refused before anything is read of it. The data
-  /// is read in pieces, so even below this limit a record is never allocated beyond the bytes there.
+  /// The most data bytes a record may hold. A record declaring more is stepped over without being held
+  /// (read through and dropped, 64 KiB at a time) and refused with an error after which the reader
+  /// stands at the next record, as after a bad data CRC; where the stream ends inside it, the file is
+  /// truncated. The data is read in pieces, so even below this limit a record is never allocated
+  /// beyond the bytes there.
   int64_t max_record_bytes = int64_t{1} << 30;
 };
 

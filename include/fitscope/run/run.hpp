@@ -98,6 +98,7 @@ class Run {
   History history_;
   std::optional<ModelSummary> model_summary_;
   std::optional<StreamsSummary> streams_;
+  int64_t stream_skips_gathered_ = 0;  // this rank's skipped records when streams_ was gathered
   std::vector<std::string> early_warnings_;  // said before the fit, which starts its own list
   std::unique_ptr<Signals> signals_;
   std::unique_ptr<RunDirectoryLock> lock_;  // the chief's, from the fit's start to the Run's end

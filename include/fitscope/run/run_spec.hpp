@@ -38,6 +38,7 @@ struct RunSpec {
   /// images.skip_bad_files skips bad records.
   int64_t shuffle_buffer = 1000;
   std::string features;
+  int64_t max_record_bytes = int64_t{256} << 20;  ///< streams: StreamDatasetOptions::max_record_bytes
   /// The Normalize every batch gets (training, evaluation, prediction); empty = none.
   std::vector<double> normalize_mean, normalize_std;
   bool unlabeled = false;           ///< data to predict: a CSV or IDX set may come without its labels

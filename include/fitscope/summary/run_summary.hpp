@@ -91,7 +91,7 @@ struct StreamsSummary {
   int64_t shards = 0;               ///< the files the glob matched
   int64_t shuffle_buffer = 0;
   int64_t records_per_epoch = 0;    ///< per rank: the fewest any rank's shards hold, so steps are equal
-  int64_t skipped_records = 0;      ///< the bad records skipped (skip_bad_records), every rank's
+  int64_t skipped_records = 0;      ///< the bad records skipped (skip_bad_records): every rank's before training, the chief's found while training
   std::vector<Rank> ranks;
 };
 
