@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -174,6 +175,21 @@ RecordDecoder::RecordDecoder(RecordDecoderOptions options) : options_(std::move(
   target_names_ = alternatives(options_.features.target, where + ": target feature");
   feature_names_ = input_names_;
   feature_names_.insert(feature_names_.end(), target_names_.begin(), target_names_.end());
+}
+
+void RecordDecoder::compact(ShardRecord& record) const noexcept {
+  constexpr std::size_t kCompactAbove = std::size_t{1} << 20;  // below, the features other than ours cost little
+  try {
+    if (options_.format == ShardFormat::kTar) {
+      for (auto it = record.parts.begin(); it != record.parts.end();) {
+        const bool used = std::find(feature_names_.begin(), feature_names_.end(), it->first) != feature_names_.end();
+        it = used ? std::next(it) : record.parts.erase(it);
+      }
+    } else if (record.bytes.size() > kCompactAbove) {
+      record.bytes = serialize_example(parse_example(record.bytes, "", record.offset, feature_names_));
+    }
+  } catch (const std::exception&) {  // left whole: decode names what is wrong with it
+  }
 }
 
 Example RecordDecoder::decode(const ShardRecord& record, const std::string& shard_path, const at::Tensor& into) const {

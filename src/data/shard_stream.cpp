@@ -354,6 +354,7 @@ bool ShardStream::read_into_buffer() {
     }
     skipped_.take(reader_->skipped(), skipped_before);
     if (got) {
+      if (options_.compact) options_.compact(record);
       shard_position_ = reader_->position();
       buffer_bytes_ += record_bytes(record);
       buffer_.push_back(std::move(record));
@@ -453,6 +454,7 @@ void ShardStream::restore(const StreamPosition& position) {
       refuse(path + ": no record starts at byte offset " + std::to_string(wanted.offset) +
              " any more, where the position holds a buffered one (the file changed since)");
     }
+    if (options_.compact) options_.compact(record);
   }
   std::unique_ptr<ShardReader> current;
   if (static_cast<std::size_t>(position.shard_index) < order.size() && position.shard_position != 0) {

@@ -117,6 +117,7 @@ ShardStream StreamDataset::open_stream() const {
   o.seed = options_.seed;
   o.shuffle_buffer = options_.shuffle_buffer;
   o.shuffle_buffer_bytes = options_.shuffle_buffer_bytes;
+  o.compact = [decoder = decoder_](ShardRecord& record) { decoder->compact(record); };
   return ShardStream(shards_, o);
 }
 

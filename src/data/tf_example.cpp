@@ -117,14 +117,22 @@ bool parse_selected(std::string_view record, const std::vector<std::string>& onl
     if (number != 1) return true;
     return for_each_length_delimited(features, [&](int number, std::string_view entry) {
       if (number != 1) return true;
-      std::string_view key, value;
+      // a repeated key: the last; a repeated value: the values merged, which parsing them as one does
+      std::string_view key;
+      std::vector<std::string_view> values;
       const bool well_formed = for_each_length_delimited(entry, [&](int number, std::string_view field) {
         if (number == 1) key = field;
-        if (number == 2) value = field;
+        if (number == 2) values.push_back(field);
         return true;
       });
       if (!well_formed || !is_utf8(std::string(key))) return false;
       if (std::find(only.begin(), only.end(), key) == only.end()) return true;
+      std::string merged;
+      std::string_view value = values.empty() ? std::string_view() : values.front();
+      if (values.size() > 1) {
+        for (const std::string_view v : values) merged.append(v);
+        value = merged;
+      }
       pb::Feature feature;
       if (!feature.ParseFromArray(value.data(), static_cast<int>(value.size()))) return false;
       out.features[std::string(key)] = values_of(feature);

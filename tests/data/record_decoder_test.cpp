@@ -275,6 +275,20 @@ TEST_F(RecordDecoderTest, OnlyTheInputAndTargetFeaturesAreParsedAndTheyAreWhatAF
   RecordDecoderOptions options;
   options.features = RecordFeatures::parse("unused/floats,image/class/label");
   EXPECT_TRUE(at::equal(RecordDecoder(options).decode(records.at(0), path("unused.tfrecord")).data, at::tensor({1.0f, 2.0f})));
+  // compact keeps what decode reads and nothing else: the same Example from a record of a few bytes
+  ShardRecord compacted = records.at(0);
+  RecordDecoder(options).compact(compacted);
+  EXPECT_LT(compacted.bytes.size(), std::size_t{100}) << "the unused 1 MiB dropped";
+  EXPECT_EQ(compacted.offset, records.at(0).offset);
+  EXPECT_TRUE(at::equal(RecordDecoder(options).decode(compacted, path("unused.tfrecord")).data, at::tensor({1.0f, 2.0f})));
+  EXPECT_EQ(parse_example(compacted.bytes, "test", 0).features.size(), 2u);
+  ShardRecord sample;
+  sample.parts = {{"png", "p"}, {"cls", "1"}, {"json", std::string(1000, 'j')}};
+  RecordDecoderOptions tar;
+  tar.format = ShardFormat::kTar;
+  RecordDecoder(tar).compact(sample);
+  EXPECT_EQ(sample.parts.size(), 2u);
+  EXPECT_EQ(sample.parts.count("json"), 0u);
   options.features = RecordFeatures::parse("missing,image/class/label");
   expect_contains(error_of([&] { RecordDecoder(options).decode(records.at(0), path("unused.tfrecord")); }),
                   "its features: image/class/label, image/encoded, image/format, unused/big, unused/floats and 1 more");

@@ -1,7 +1,7 @@
 // libFuzzer target: the tar reader (ustar, GNU and pax headers) and the grouping of its members into
 // WebDataset samples must either read or throw std::invalid_argument, never crash; every member read
 // must be the archive's bytes at its data offset and read back the same once written again, and every
-// sample must hold the parts it was asked for.
+// sample must hold the parts it was asked for, within its byte budget (with members over it stepped over).
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -45,12 +45,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } catch (const std::invalid_argument&) {
   }
-  try {
+  // samples as a stream reads them: members over a small budget stepped over (their sample refused)
+  for (const bool step_over : {false, true}) try {
     std::istringstream in(input);
+    fitscope::TarReaderOptions member_options = options;
+    if (step_over) member_options.max_member_bytes = 256;
+    member_options.step_over_large_members = step_over;
     fitscope::TarSampleOptions sample_options;
     sample_options.required = {"jpg|png", "cls"};
-    sample_options.max_sample_bytes = int64_t{1} << 20;
-    fitscope::TarSampleReader samples(fitscope::TarReader(in, "fuzz", options), sample_options);
+    sample_options.max_sample_bytes = member_options.max_member_bytes;
+    fitscope::TarSampleReader samples(fitscope::TarReader(in, "fuzz", member_options), sample_options);
     fitscope::TarSample sample;
     for (;;) {
       const int64_t before = samples.position();
@@ -65,6 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           (sample.parts.count("jpg") == 0 && sample.parts.count("png") == 0) || sample.parts.count("cls") == 0) {
         __builtin_trap();
       }
+      std::size_t held = 0;
+      for (const auto& part : sample.parts) held += part.second.size();
+      if (held > static_cast<std::size_t>(sample_options.max_sample_bytes)) __builtin_trap();  // nothing over the budget held
     }
   } catch (const std::invalid_argument&) {
   }

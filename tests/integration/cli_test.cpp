@@ -828,6 +828,13 @@ TEST(DataCommand, MakeImagesWritesTfRecordAndTarShardsAndRefusesShardFlagsItCann
   expect_usage_error({"make-images", none, "--layout", "tar", "--count", "3", "--shards", "4"},
                      "--shards 4: expected at most --count (3) so that every shard holds an image");
   EXPECT_FALSE(std::filesystem::exists(none));
+  // a folder holding another shard set; sizes whose drawing would not fit memory
+  expect_usage_error({"make-images", records, "--count", "40", "--size", "16", "--layout", "tfrecord", "--shards", "2"},
+                     records + ": holds 4 shard files of another set (train-00000-of-00004.tfrecord, ...)");
+  expect_usage_error({"make-images", none, "--count", "2", "--size", "16384,16384"},
+                     "--size must be in [8, 4096] (each image is drawn as float pixels in memory), got 16384x16384");
+  EXPECT_EQ(names_in(records).size(), 4u);
+  EXPECT_FALSE(std::filesystem::exists(none));
 }
 
 TEST(Cli, SaysItsVersionAndPrintsItsUsageWhenCalledBare) {

@@ -7,8 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,47 @@ TEST(Streams, ShardsWrittenByAnotherProgramTrainTheSeedCnnToTheFolderAccuracy) {
   EXPECT_EQ(streams.at("shards"), 3);
   EXPECT_EQ(streams.at("records_per_epoch"), 2000);  // 2500 written, 500 held out
   EXPECT_EQ(streams.at("ranks").at(0).at("shards").size(), 3u);
+}
+
+TEST(Streams, TheReadmesShardExampleRunAsWrittenValidatesAboveNinetyPercent) {
+#ifdef FITSCOPE_SANITIZED
+  GTEST_SKIP() << "a training judged by its accuracy: run in the plain build";
+#endif
+  // the README's first lines under "Training on shards", each command split at its spaces, quotes
+  // dropped: make-images shards, make-images val --held-out, train on the shards validating on val
+  const std::string readme = read_file(std::string(FITSCOPE_SOURCE_DIR) + "/README.md");
+  const std::size_t section = readme.find("#### Training on shards");
+  ASSERT_NE(section, std::string::npos);
+  const std::size_t block = readme.find("```\n", section) + 4;
+  std::vector<std::vector<std::string>> commands;
+  for (std::size_t at = block; readme.compare(at, 3, "```") != 0 && commands.size() < 3;) {
+    const std::size_t end = readme.find('\n', at);
+    std::vector<std::string> words;
+    std::istringstream line(readme.substr(at, end - at));
+    for (std::string word; line >> word;) {
+      word.erase(std::remove(word.begin(), word.end(), '\''), word.end());
+      words.push_back(word);
+    }
+    commands.push_back(words);
+    at = end + 1;
+  }
+  ASSERT_EQ(commands.size(), 3u);
+  ASSERT_EQ(commands[2].at(1), "train");
+  const TempDir tmp;
+  for (std::vector<std::string>& command : commands) {
+    ASSERT_EQ(command.at(0), "fitscope");
+    command.erase(command.begin());
+    if (command[0] == "train") command.insert(command.end(), {"--run-dir", "run", "--quiet"});
+    const ProcessResult r = run_process([&] {
+      std::vector<std::string> args = {"/bin/sh", "-c", "cd '" + tmp.path() + "' && exec \"$0\" \"$@\"", FITSCOPE_CLI};
+      args.insert(args.end(), command.begin(), command.end());
+      return args;
+    }());
+    ASSERT_EQ(r.exit_code, 0) << command[0] << ": " << r.err;
+  }
+  const double accuracy = summary_of(tmp.path() + "/run").at("logs").at("val_accuracy").get<double>();
+  std::cout << "[ measured ] the README's shard example: val_accuracy " << accuracy << "\n";
+  EXPECT_GT(accuracy, 0.9);
 }
 
 TEST(Streams, AStreamWithoutValidationDataSaysItIsNotValidated) {

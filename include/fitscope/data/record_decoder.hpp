@@ -85,6 +85,12 @@ class RecordDecoder {
   /// would have. Throws as decode does.
   std::vector<int64_t> check(const ShardRecord& record, const std::string& shard_path) const;
 
+  /// Drops from `record` what decode will not read, for a record held a while (a shuffle buffer): a tar
+  /// sample's other parts; a TFRecord record over 1 MiB is rewritten as an Example of its input and
+  /// target features only (one that does not parse is left whole, for decode to name what is wrong).
+  /// Decoding the result gives what decoding the record gives. Never throws.
+  void compact(ShardRecord& record) const noexcept;
+
   /// The options, with the features filled in (defaults, lower-cased tar extensions).
   const RecordDecoderOptions& options() const { return options_; }
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -152,6 +153,10 @@ struct ShardStreamOptions {
   /// smaller window instead of taking shuffle_buffer times their size. 0 = no byte budget. Which
   /// records are held depends only on the records, so a position restores the same buffer.
   int64_t shuffle_buffer_bytes = int64_t{1} << 30;
+  /// Called on each record as it is read, before it enters the buffer (and on those restore() reads
+  /// again): StreamDataset drops there what its decoder will not read, so that the buffer holds only
+  /// that. Must not throw. Empty: records kept as read.
+  std::function<void(ShardRecord&)> compact;
 };
 
 class ShardStream {
