@@ -303,6 +303,17 @@ StreamPosition StreamPosition::decode(const std::string& text) {
 
 // ---- ShardStream ----
 
+namespace {
+
+/// Why a position's record no longer reads at `offset` of `path`: the file changed after the position
+/// was taken (a backup's), which is not the same as a corrupt file.
+std::string changed_since(const std::string& path, int64_t offset, const std::string& what) {
+  return path + " changed since the position was taken (the backup's): at byte offset " + std::to_string(offset) +
+         ", where it held a record, " + what + " (expected the shards as they were when the backup was written)";
+}
+
+}  // namespace
+
 ShardStream::ShardStream(std::vector<std::string> shards, ShardStreamOptions options)
     : shards_(std::move(shards)), options_(std::move(options)), capacity_(buffer_capacity(options_.shuffle_buffer)) {
   if (shards_.empty()) throw std::invalid_argument("a shard stream needs at least one shard file, got none");
@@ -444,23 +455,39 @@ void ShardStream::restore(const StreamPosition& position) {
              " is out of range");
     }
     const std::string& path = shards_[static_cast<std::size_t>(wanted.shard)];
-    if (reader_shard != wanted.shard) {
-      reader = std::make_unique<ShardReader>(path, options_.reader, wanted.shard);
-      reader_shard = wanted.shard;
-    }
-    reader->seek(wanted.offset);
     ShardRecord& record = buffer[slot];
-    if (!reader->next(record) || record.offset != wanted.offset) {
-      refuse(path + ": no record starts at byte offset " + std::to_string(wanted.offset) +
-             " any more, where the position holds a buffered one (the file changed since)");
+    bool found = false;
+    try {
+      if (reader_shard != wanted.shard) {
+        reader = std::make_unique<ShardReader>(path, options_.reader, wanted.shard);
+        reader_shard = wanted.shard;
+      }
+      reader->seek(wanted.offset);
+      found = reader->next(record) && record.offset == wanted.offset;
+    } catch (const std::invalid_argument& e) {  // what reads as corrupt there now is a file that changed
+      reader.reset();
+      reader_shard = -1;
+      refuse(changed_since(path, wanted.offset, e.what()));
     }
+    if (!found) refuse(changed_since(path, wanted.offset, "no record starts there any more"));
     if (options_.compact) options_.compact(record);
   }
   std::unique_ptr<ShardReader> current;
   if (static_cast<std::size_t>(position.shard_index) < order.size() && position.shard_position != 0) {
     const int64_t shard = order[static_cast<std::size_t>(position.shard_index)];
-    current = std::make_unique<ShardReader>(shards_[static_cast<std::size_t>(shard)], options_.reader, shard);
-    current->seek(position.shard_position);
+    const std::string& path = shards_[static_cast<std::size_t>(shard)];
+    try {
+      // the record the stream reads next must still read where the position stands: tried by a
+      // reader of its own, so that the stream's own reads are not moved
+      ShardReader probe(path, options_.reader, shard);
+      probe.seek(position.shard_position);
+      ShardRecord next;
+      probe.next(next);
+      current = std::make_unique<ShardReader>(path, options_.reader, shard);
+      current->seek(position.shard_position);
+    } catch (const std::invalid_argument& e) {
+      refuse(changed_since(path, position.shard_position, e.what()));
+    }
   }
 
   epoch_ = position.epoch;

@@ -180,7 +180,7 @@ Run::Run(RunOptions options) : options_(std::move(options)), start_(FitTime::Clo
 
 Run::~Run() = default;
 
-int Run::interrupted_by() const { return signals_ ? g_signal.load() : 0; }
+int Run::interrupted_by() const { return stop_on_signal_ && stop_on_signal_->stopped() ? g_signal.load() : 0; }
 
 void Run::rewrite_configuration(const std::string& configuration) {
   if (!lock_ || configuration == options_.configuration) return;  // the lock: the chief's, after fit's start
@@ -341,7 +341,10 @@ std::shared_ptr<BackupAndRestore> Run::add_callbacks(FitOptions& fit, const Star
     backup = std::make_shared<BackupAndRestore>(b);
     first.push_back(backup);
   }
-  if (signals_) first.push_back(std::make_shared<detail::StopOnSignal>(g_signal, backup));
+  if (signals_) {
+    stop_on_signal_ = std::make_shared<detail::StopOnSignal>(g_signal, backup);
+    first.push_back(stop_on_signal_);
+  }
   if (distributed::has_launcher()) first.push_back(std::make_shared<detail::TellLauncher>());
   if (options_.terminate_on_nan) first.push_back(std::make_shared<TerminateOnNaN>(/*raise_error=*/true));
   if (chief && options_.progress_bar && options_.verbose > 0) {
@@ -480,10 +483,10 @@ RunSummary Run::finish(Trainer& trainer, const FitOptions& fit, const std::strin
     write_html_report(files.report_sources(), files.report());
     report_path_ = files.report();
   }
-  if (!summary.interrupted && interrupted_by() != 0) {  // the signal came while the files were written
-    summary.interrupted = true;
-    summary.warnings.push_back("a signal (" + std::string(strsignal(interrupted_by())) +
-                               ") came while the run's files were written, after training ended: they are complete");
+  if (signals_ && !summary.interrupted && g_signal.load() != 0) {  // it came after the last batch: training ended
+    summary.warnings.push_back("a signal (" + std::string(strsignal(g_signal.load())) +
+                               ") came after training ended, while the run's files were written: they are complete, "
+                               "and the run is not interrupted");
     write_file_atomically(summary_path, summary.to_json());
   }
   write_run_manifest(directory_, /*complete=*/true);

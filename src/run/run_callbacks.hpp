@@ -27,6 +27,8 @@ class StopOnSignal : public Callback {
     return t;
   }
   void on_train_begin(Logs&) override { stopping_ = false; }
+  /// Whether a signal stopped the last fit (at a batch's end): not one that came after its last batch.
+  bool stopped() const { return stopping_; }
   void on_train_batch_end(int64_t, Logs&) override {
     if (signalled()) context().request_stop();
   }

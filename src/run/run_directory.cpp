@@ -94,6 +94,24 @@ std::vector<std::string> files_under(const fs::path& dir, const std::string& ent
   return files;
 }
 
+/// Whether `file` (relative to the run directory) has a name a run writes: one of its files at the
+/// top, or in one of its folders a file it writes there (and that file's temporaries): TensorBoard's
+/// event files, the backups, the best checkpoint. What a user put into those folders has other names.
+bool written_by_a_run(const std::string& file) {
+  using D = RunDirectory;
+  static const std::pair<const char*, const char*> kWrittenIn[] = {
+      {D::kTrainEvents, "events.out.tfevents."}, {D::kValidationEvents, "events.out.tfevents."},
+      {D::kBackup, "ckpt-"}, {D::kCheckpoints, "best.fitscope"}};
+  const fs::path path(file);
+  const std::string name = path.filename().string();
+  if (path.parent_path().empty()) return is_run_file_name(name);
+  if (path.parent_path().has_parent_path()) return false;  // a run writes one folder deep
+  for (const auto& [folder, prefix] : kWrittenIn) {
+    if (path.parent_path() == folder && name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string RunDirectory::file(const char* name) const { return (fs::path(path_) / name).string(); }
@@ -276,7 +294,7 @@ void remove_earlier_run(const std::string& dir, const std::vector<std::string>& 
         const fs::path path = fs::path(dir) / file;
         owned = found != m->files.end() && fs::is_regular_file(fs::symlink_status(path)) && record_of(path) == found->second;
       } else if (m) {
-        owned = is_run_file_name(top_of(file));  // a run that did not end: its names are its own
+        owned = written_by_a_run(file);  // a run that did not end: the names it writes are its own
       }
       if (!owned) in_the_way.push_back(file);
     }

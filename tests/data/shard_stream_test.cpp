@@ -471,9 +471,18 @@ TEST_F(ShardStreamTest, RestoreRefusesAnotherStreamsPositionAndNamesAFileThatCha
   moved.buffer[0].offset += 1;  // not where a record starts
   ShardStream resumed(shards, shuffled(4, 1));
   const std::string error = error_of([&] { resumed.restore(moved); });
-  EXPECT_NE(error.find(shards[static_cast<std::size_t>(moved.buffer[0].shard)]), std::string::npos) << error;
+  EXPECT_NE(error.find(shards[static_cast<std::size_t>(moved.buffer[0].shard)] + " changed since the position was taken (the "
+                       "backup's): at byte offset " + std::to_string(moved.buffer[0].offset) + ", where it held a record, "),
+            std::string::npos) << error;
   resumed.restore(position);
   EXPECT_EQ(drain(resumed), rest);
+  // a shard rewritten since: said to have changed, not to be corrupt
+  const auto s = static_cast<std::size_t>(position.buffer[0].shard);
+  write("part-" + std::to_string(s) + ".tfrecord", framed(records_of(7, 3)));
+  ShardStream after_change(shards, shuffled(4, 1));
+  const std::string changed = error_of([&] { after_change.restore(position); });
+  EXPECT_NE(changed.find("cannot restore the shard stream: " + shards[s] + " changed since the position was taken (the backup's)"),
+            std::string::npos) << changed;
 }
 
 TEST_F(ShardStreamTest, ABadRecordNamesTheFileAndOffsetOrIsSkippedAndCounted) {

@@ -98,6 +98,31 @@ TEST(Overwrite, RemovesTheEarlierRunsFilesButRefusesOnesTheRunDidNotWriteOrThatC
   EXPECT_TRUE(fs::exists(dir + "/metrics.csv"));
 }
 
+TEST(Overwrite, OfAKilledRunRemovesOnlyTheFilesItWritesNotOnesPutInItsFoldersSince) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/run";
+  ASSERT_EQ(run_fitscope(quick_run(dir, {"--checkpoint-every", "2"})).exit_code, 0);
+  // as a run killed mid-training leaves it: a manifest not complete, a backup, event files
+  std::ofstream(dir + "/manifest.json") << R"({"version": 1, "complete": false, "files": []})" << "\n";
+  fs::create_directories(dir + "/backup");
+  std::ofstream(dir + "/backup/ckpt-000000000002.fitscope") << "a backup";
+  for (const char* mine : {"train/my_notes.txt", "backup/keep-this.pt", "checkpoints/mine.fitscope"}) {
+    fs::create_directories(fs::path(dir + "/" + mine).parent_path());
+    std::ofstream(dir + "/" + mine) << "mine";
+  }
+  ProcessResult r = run_fitscope(quick_run(dir, {"--overwrite"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("holds backup/keep-this.pt, checkpoints/mine.fitscope, train/my_notes.txt, which no run wrote there"),
+            std::string::npos) << r.err;
+  for (const char* kept : {"train/my_notes.txt", "backup/keep-this.pt", "checkpoints/mine.fitscope", "backup/ckpt-000000000002.fitscope"}) {
+    EXPECT_TRUE(fs::exists(dir + "/" + kept)) << kept;
+  }
+  for (const char* mine : {"train/my_notes.txt", "backup/keep-this.pt", "checkpoints/mine.fitscope"}) fs::remove(dir + "/" + mine);
+  r = run_fitscope(quick_run(dir, {"--overwrite"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/backup/ckpt-000000000002.fitscope"));
+}
+
 TEST(RunDirectoryLock, ASecondRunOrOverwriteOfALiveRunsDirectoryExitsTwoNamingItsProcess) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";

@@ -36,6 +36,9 @@
 namespace fitscope {
 
 class BackupAndRestore;
+namespace detail {
+class StopOnSignal;
+}
 
 class Run {
  public:
@@ -58,7 +61,9 @@ class Run {
   const std::string& directory() const { return directory_; }
   /// report.html's path; empty when not written.
   const std::string& report_path() const { return report_path_; }
-  /// The signal that ended the run early (SIGINT, SIGTERM); 0 = none.
+  /// The signal that stopped training early (SIGINT, SIGTERM); 0 = none. A signal that comes after
+  /// training ended (while the files are written, when the backups are already gone) does not count:
+  /// the run is complete, and summary.json warns of it; a wrapper that resumes on 128 + signal gets 0.
   int interrupted_by() const;
   /// The global step of the backup the fit resumed from, when it did.
   std::optional<int64_t> resumed_from_step() const { return resumed_from_step_; }
@@ -101,6 +106,7 @@ class Run {
   int64_t stream_skips_gathered_ = 0;  // this rank's skipped records when streams_ was gathered
   std::vector<std::string> early_warnings_;  // said before the fit, which starts its own list
   std::unique_ptr<Signals> signals_;
+  std::shared_ptr<detail::StopOnSignal> stop_on_signal_;  // the fit's, with signals_: whether a signal stopped it
   std::unique_ptr<RunDirectoryLock> lock_;  // the chief's, from the fit's start to the Run's end
 };
 

@@ -7,7 +7,9 @@
 ///
 /// manifest.json: {"version": 1, "complete": bool, "files": [{"path", "size", "crc32"}, ...]}.
 /// "complete" is false from the run's start until its files are written (a killed run leaves it so):
-/// then every entry with one of the run's names (is_run_file_name) is the run's. Once complete, the run
+/// then the run's are its files at the top (is_run_file_name) and, in its folders, the files it
+/// writes there (event files in train/ and validation/, ckpt-* in backup/, best.fitscope in
+/// checkpoints/); anything else a user put there since is not. Once complete, the run
 /// owns exactly the files listed, and a listed file whose size or CRC-32 changed is no longer its.
 /// Functions throw std::invalid_argument (naming the directory and the files, and the options by their
 /// names in RunOptions) for what is in the way, std::runtime_error for I/O errors. Not thread-safe for one directory; the lock is across processes.
