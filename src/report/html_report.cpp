@@ -13,6 +13,7 @@
 
 #include "fitscope/io/atomic_file.hpp"
 #include "report/page.hpp"
+#include "report/step_series.hpp"
 #include "report/svg.hpp"
 #include "fitscope/io/detail/bounded_json.hpp"
 #include "fitscope/summary/run_summary.hpp"
@@ -70,28 +71,14 @@ std::string settings_table(const RunSummary& s) {
 
 /// Each step's phases stacked (TensorBoard Profiler's step-time graph), from steps.csv: the phases
 /// that took time, at most 300 columns (groups of consecutive steps averaged beyond that).
-std::string phases_per_step(const Table& steps) {
-  const std::size_t n = steps.rows.size();
-  if (n == 0) return {};
-  const std::size_t group = (n + 299) / 300;
+std::string phases_per_step(const RankSteps& steps) {
+  if (steps.rows == 0) return {};
   std::vector<svg::Series> layers;
-  for (Phase phase : all_phases()) {
-    const int c = steps.column(std::string(phase_name(phase)) + "_ms");
-    if (c < 0) continue;
-    const std::vector<double> ms = steps.values(c);
-    if (std::all_of(ms.begin(), ms.end(), [](double v) { return v == 0; })) continue;  // never happened
-    svg::Series layer{std::string(phase_name(phase)), {}, {}, false, false, {}, {}};
-    for (std::size_t i = 0; i < n; i += group) {
-      const std::size_t end = std::min(n, i + group);
-      double sum = 0;
-      for (std::size_t j = i; j < end; ++j) sum += ms[j];
-      layer.x.push_back(static_cast<double>(i));
-      layer.y.push_back(sum / static_cast<double>(end - i));
-    }
-    layers.push_back(std::move(layer));
+  for (const auto& [column, means] : steps.phases) {
+    layers.push_back({column.substr(0, column.size() - 3), steps.group_x, means, false, false, {}, {}});  // NAME_ms
   }
   svg::ChartOptions o;
-  o.title = group > 1 ? "Each step's phases (mean of every " + std::to_string(group) + " steps)" : "Each step's phases";
+  o.title = steps.group > 1 ? "Each step's phases (mean of every " + std::to_string(steps.group) + " steps)" : "Each step's phases";
   o.x_label = "step";
   o.y_label = "time (ms)";
   o.height = 280;
@@ -280,30 +267,21 @@ std::string train_report(const ReportSources& files) {
   const fs::path steps_path = files.steps;
   const double warmup = static_cast<double>(s.warmup_steps);
   if (fs::exists(steps_path)) {
-    const Table all_steps = read_table(steps_path);
+    std::vector<std::string> phase_columns;
+    for (Phase phase : all_phases()) phase_columns.push_back(std::string(phase_name(phase)) + "_ms");
     // a data-parallel run's steps.csv holds every rank's rows: the chief's are the steps, the others'
-    // are drawn beside them, one series per rank
-    const std::map<double, Table> ranks = all_steps.split_by(all_steps.column("rank"));
-    const Table steps = ranks.empty() ? all_steps : ranks.begin()->second;
-    const int step_ms = steps.column("step_ms"), data_wait = steps.column("data_wait_ms");
-    if (step_ms < 0) throw std::invalid_argument(steps_path.string() + ": line 1: no step_ms column");
-    const std::vector<double> ms = steps.values(step_ms);
-    const std::size_t stride = std::max<std::size_t>(1, ms.size() / 1500);
-    std::vector<double> x;
-    for (std::size_t i = 0; i < ms.size(); i += stride) x.push_back(static_cast<double>(i));
-    const Rolling r = rolling(ms, 51);
-    svg::Series raw{"each step", x, thin(ms, stride), true, true, {}, {}};
+    // are drawn beside them, one series per rank; read down to the charts' points as it streams
+    const std::map<double, RankSteps> ranks = read_step_series(steps_path, phase_columns);
+    const RankSteps empty;
+    const RankSteps& steps = ranks.empty() ? empty : ranks.begin()->second;
+    const RollingSample& r = steps.step_ms;
     const std::string chief = ranks.size() > 1 ? "rank " + svg::format_number(ranks.begin()->first) + ": " : "";
-    raw.name = chief + raw.name;
-    svg::Series p50{chief + "rolling p50 (band: p10 to p90)", x, thin(r.p50, stride), false, false, thin(r.p10, stride),
-                    thin(r.p90, stride)};
+    svg::Series raw{chief + "each step", r.x, r.value, true, true, {}, {}};
+    svg::Series p50{chief + "rolling p50 (band: p10 to p90)", r.x, r.p50, false, false, r.p10, r.p90};
     std::vector<svg::Series> series = {p50, raw};
     for (auto it = std::next(ranks.begin(), ranks.empty() ? 0 : 1); it != ranks.end(); ++it) {
-      const std::vector<double> rank_ms = it->second.values(step_ms);
-      std::vector<double> rank_x;
-      for (std::size_t i = 0; i < rank_ms.size(); i += stride) rank_x.push_back(static_cast<double>(i));
-      series.push_back({"rank " + svg::format_number(it->first) + ": rolling p50", rank_x,
-                        thin(rolling(rank_ms, 51).p50, stride), false, false, {}, {}});
+      series.push_back({"rank " + svg::format_number(it->first) + ": rolling p50", it->second.step_ms.x, it->second.step_ms.p50,
+                        false, false, {}, {}});
     }
     svg::ChartOptions o;
     o.title = "Step time over the run";
@@ -330,15 +308,14 @@ std::string train_report(const ReportSources& files) {
            << fixed(s.loader.batch_build_ms, 2) << " ms, " << fixed(s.loader.batch_build_cpu_ms, 2) << " ms of it on a CPU.</p>";
     }
     body << loader_changes(s.loader);
-    if (data_wait >= 0) {
-      const std::vector<double> wait = steps.values(data_wait);
+    if (steps.has_data_wait) {
+      const RollingSample& wait = steps.data_wait_ms;
       svg::ChartOptions w;
       w.title = "Time the step waited for its batch";
       w.x_label = "step";
       w.y_label = "data wait (ms)";
       w.height = 240;
-      body << svg::line_chart({{"rolling p50", x, thin(rolling(wait, 51).p50, stride), false, false, {}, {}},
-                               {"each step", x, thin(wait, stride), true, true, {}, {}}},
+      body << svg::line_chart({{"rolling p50", wait.x, wait.p50, false, false, {}, {}}, {"each step", wait.x, wait.value, true, true, {}, {}}},
                               w);
     }
   } else {

@@ -21,16 +21,6 @@ std::vector<double> Table::values(int c) const {
   return out;
 }
 
-std::map<double, Table> Table::split_by(int c) const {
-  std::map<double, Table> out;
-  for (const auto& r : rows) {
-    Table& t = out[c < 0 ? 0.0 : r[static_cast<std::size_t>(c)]];
-    t.columns = columns;
-    t.rows.push_back(r);
-  }
-  return out;
-}
-
 namespace {
 
 std::vector<std::string> split(const std::string& line) {
@@ -47,31 +37,53 @@ std::string read_text(const fs::path& path) {
   return read_whole_file(path.string(), "a file of a run directory", std::uintmax_t{1} << 30);
 }
 
-Table read_table(const fs::path& path) {
-  std::istringstream in(read_text(path));
-  Table t;
+void for_each_csv_row(const fs::path& path, const std::function<void(const std::vector<std::string>&)>& header,
+                      const std::function<void(const std::vector<double>&)>& row) {
+  constexpr std::size_t kMaxLine = std::size_t{1} << 20;  // far beyond any row a run writes
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw std::invalid_argument(path.string() + ": not a regular file (expected a CSV a run wrote)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path.string() + ": cannot be read");
   std::string line;
-  int64_t number = 1;
-  if (!std::getline(in, line) || line.empty()) throw std::invalid_argument(path.string() + ": line 1: expected a header line");
-  t.columns = split(line);
-  while (std::getline(in, line)) {
-    ++number;
+  int64_t number = 0;
+  const auto next_line = [&] {
+    line.clear();
+    for (int c; (c = in.get()) != EOF && c != '\n';) {
+      if (line.size() == kMaxLine) {
+        throw std::invalid_argument(path.string() + ": line " + std::to_string(number + 1) + ": longer than " +
+                                    std::to_string(kMaxLine) + " bytes (expected a CSV a run wrote)");
+      }
+      line.push_back(static_cast<char>(c));
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    ++number;
+    return !line.empty() || in;
+  };
+  if (!next_line() || line.empty()) throw std::invalid_argument(path.string() + ": line 1: expected a header line");
+  const std::vector<std::string> columns = split(line);
+  header(columns);
+  std::vector<double> values;
+  while (next_line()) {
     if (line.empty()) continue;
     const auto fields = split(line);
-    if (fields.size() != t.columns.size()) {
-      throw std::invalid_argument(path.string() + ": line " + std::to_string(number) + ": " +
-                                  std::to_string(fields.size()) + " fields, expected " +
-                                  std::to_string(t.columns.size()) + " like the header");
+    if (fields.size() != columns.size()) {
+      throw std::invalid_argument(path.string() + ": line " + std::to_string(number) + ": " + std::to_string(fields.size()) +
+                                  " fields, expected " + std::to_string(columns.size()) + " like the header");
     }
-    std::vector<double> row;
+    values.clear();
     for (const auto& f : fields) {
       char* end = nullptr;
       const double v = std::strtod(f.c_str(), &end);
-      row.push_back(end == f.c_str() || *end != '\0' ? std::nan("") : v);
+      values.push_back(end == f.c_str() || *end != '\0' ? std::nan("") : v);
     }
-    t.rows.push_back(std::move(row));
+    row(values);
   }
+}
+
+Table read_table(const fs::path& path) {
+  Table t;
+  for_each_csv_row(path, [&](const std::vector<std::string>& columns) { t.columns = columns; },
+                   [&](const std::vector<double>& row) { t.rows.push_back(row); });
   return t;
 }
 
@@ -97,26 +109,6 @@ std::string field(const json& j, const char* key) {
 
 double number(const json& j, const char* key, double fallback) {
   return j.is_object() && j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : fallback;
-}
-
-Rolling rolling(const std::vector<double>& v, std::size_t window) {
-  Rolling r;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const std::size_t lo = i >= window / 2 ? i - window / 2 : 0, hi = std::min(v.size(), i + window / 2 + 1);
-    std::vector<double> w(v.begin() + static_cast<std::ptrdiff_t>(lo), v.begin() + static_cast<std::ptrdiff_t>(hi));
-    std::sort(w.begin(), w.end());
-    const auto at = [&](double q) { return w[static_cast<std::size_t>(q * static_cast<double>(w.size() - 1))]; };
-    r.p10.push_back(at(0.1));
-    r.p50.push_back(at(0.5));
-    r.p90.push_back(at(0.9));
-  }
-  return r;
-}
-
-std::vector<double> thin(const std::vector<double>& v, std::size_t stride) {
-  std::vector<double> out;
-  for (std::size_t i = 0; i < v.size(); i += stride) out.push_back(v[i]);
-  return out;
 }
 
 namespace {

@@ -1,12 +1,13 @@
 #pragma once
-// Private: the report's building blocks. Numeric CSV tables (steps.csv, metrics.csv), JSON read with a
-// bounded depth, number and percentage formatting (one rounding rule), rolling quantiles, and the
-// self-contained HTML page with its style. Used by html_report.cpp; pure functions.
+// Private: the report's building blocks. CSV rows streamed (steps.csv) or read into a table
+// (metrics.csv), JSON read with a bounded depth, number and percentage formatting (one rounding rule),
+// and the self-contained HTML page with its style. Used by html_report.cpp; pure functions.
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,13 +29,16 @@ struct Table {
     return -1;
   }
   std::vector<double> values(int c) const;
-  /// The rows of each value of column `c` (steps.csv's rank), in order; all rows under 0 without it.
-  std::map<double, Table> split_by(int c) const;
 };
 
 /// The whole file; std::invalid_argument naming it when it cannot be read.
 std::string read_text(const std::filesystem::path& path);
-/// A Table; std::invalid_argument naming the file and line of a short or long row.
+/// Streams a CSV a run wrote: `header` gets its first line's names, `row` each later line's values
+/// (NaN for a field that is not a number; empty lines skipped), one line in memory at a time.
+/// std::invalid_argument naming the file and line of a short or long row, or of a line over 1 MiB.
+void for_each_csv_row(const std::filesystem::path& path, const std::function<void(const std::vector<std::string>&)>& header,
+                      const std::function<void(const std::vector<double>&)>& row);
+/// A Table (for the small CSVs: metrics.csv); throws as for_each_csv_row.
 Table read_table(const std::filesystem::path& path);
 /// JSON nested at most 64 deep; std::invalid_argument naming the file otherwise.
 json read_json(const std::filesystem::path& path);
@@ -49,13 +53,6 @@ std::string field(const json& j, const char* key);
 /// A number of a JSON object, or `fallback` when absent or not a number.
 double number(const json& j, const char* key, double fallback = 0);
 
-/// Rolling median, 10th and 90th percentile over a centred window.
-struct Rolling {
-  std::vector<double> p10, p50, p90;
-};
-Rolling rolling(const std::vector<double>& v, std::size_t window);
-/// Every `stride`-th element, so a chart holds at most ~limit points.
-std::vector<double> thin(const std::vector<double>& v, std::size_t stride);
 
 /// Escaped text whose flag names (--workers, --callback-mode) never break across lines.
 std::string with_unbroken_flags(const std::string& text);
