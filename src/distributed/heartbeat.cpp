@@ -22,6 +22,9 @@ struct Heartbeat::State {
   std::vector<int64_t> seen;                // last counter value of each rank
   std::vector<Clock::time_point> changed;   // when it last moved
   Clock::time_point store_answered;         // the last time the store answered
+  Clock::duration paused{};                 // the longest time this process did not run (its wait overslept)
+  Clock::time_point pause_ended;            // when that pause ended
+  Clock::time_point waiting_since;          // when the current wait began ({} when not waiting)
 
   static std::string key(int64_t r) { return "fitscope/heartbeat/" + std::to_string(r); }
 
@@ -49,7 +52,16 @@ struct Heartbeat::State {
           }
         }
       }
+      // a wait that oversleeps by far means this process did not run (SIGSTOP, a debugger, swapping):
+      // then its peers, not it, saw silence, and its own diagnosis must say so
+      const auto before = waiting_since = Clock::now();
       wake.wait_for(lock, interval, [this] { return stop; });
+      const auto after = Clock::now();
+      waiting_since = {};
+      if (!stop && after - before > 4 * interval && after - before > paused) {
+        paused = after - before;
+        pause_ended = after;
+      }
     }
     finished = true;
     wake.notify_all();
@@ -97,6 +109,23 @@ Heartbeat::~Heartbeat() {
   state_->wake.notify_all();
   // a store operation stuck on a stopped peer must not hold up the exit: the thread owns its state
   state_->wake.wait_for(lock, 2 * state_->interval, [this] { return state_->finished; });
+}
+
+std::string Heartbeat::own_pause(std::chrono::milliseconds longer_than, std::chrono::milliseconds within) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  const auto now = Clock::now();
+  // a wait still going far past its interval: the process has just run again, before its thread did
+  if (state_->waiting_since != Clock::time_point{} && now - state_->waiting_since > 4 * state_->interval &&
+      now - state_->waiting_since > state_->paused) {
+    state_->paused = now - state_->waiting_since;
+    state_->pause_ended = now;
+  }
+  if (state_->paused <= longer_than || now - state_->pause_ended > within) return {};
+  char text[200];
+  std::snprintf(text, sizeof text, "did not run for %.1f s until %.1f s ago (the process was stopped: SIGSTOP, a debugger or the "
+                "machine swapping), so its peers took it for failed",
+                std::chrono::duration<double>(state_->paused).count(), std::chrono::duration<double>(now - state_->pause_ended).count());
+  return text;
 }
 
 std::string Heartbeat::diagnose() {

@@ -24,6 +24,10 @@ class Heartbeat {
   /// Which ranks stopped beating, waiting up to four intervals for the evidence; empty when all
   /// beat on.
   std::string diagnose();
+  /// When this process itself did not run for longer than `longer_than` (its beating thread overslept:
+  /// it was stopped) and that ended less than `within` ago, what happened, to blame it rather than the
+  /// peers that gave up on it; empty otherwise.
+  std::string own_pause(std::chrono::milliseconds longer_than, std::chrono::milliseconds within) const;
 
  private:
   struct State;

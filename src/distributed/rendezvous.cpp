@@ -124,7 +124,9 @@ void Rendezvous::setup_failed(const std::exception& e) const {
 void Rendezvous::fail(const char* what, const std::exception& e) {
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (failure_.empty()) {
-    std::string who = heartbeat_->diagnose();
+    // a rank that was itself stopped sees its peers gone when it runs again: it is the one to name
+    const std::string paused = heartbeat_->own_pause(timeout_ / 2, 2 * timeout_);
+    std::string who = paused.empty() ? heartbeat_->diagnose() : "this rank (" + std::to_string(env_.rank) + "), which " + paused + ",";
     if (who.empty()) who = "a peer";
     failure_ = who + " stopped taking part: " + what + " failed on rank " + std::to_string(env_.rank) + " (timeout " +
                std::to_string(timeout_.count()) + " ms): " + first_line(e);

@@ -328,6 +328,7 @@ class LiveLaunch {
     }
     return -1;
   }
+  pid_t pid() const { return pid_; }
   std::string text() const {
     std::string all;
     for (const auto& l : lines_) all += l.first + "\n";
@@ -403,6 +404,32 @@ void lose_rank_one(int sig) {
 TEST(Distributed, KilledRankIsNamedBySurvivorWithinTheTimeoutAndTheLauncherFails) { lose_rank_one(SIGKILL); }
 
 TEST(Distributed, StoppedRankIsNamedBySurvivorWithinTheTimeoutAndTheLauncherCleansUp) { lose_rank_one(SIGSTOP); }
+
+/// Rank 1 is stopped until rank 0 gives up on it, then continued: rank 0 names rank 1, and rank 1's
+/// own log names itself (it did not run), not rank 0, whose store it finds gone.
+TEST(Distributed, ARankStoppedAndThenContinuedNamesItselfNotThePeerThatGaveUpOnIt) {
+  constexpr int kTimeoutS = 3;
+  TempDir dir;
+  const std::string port = std::to_string(20000 + ::getpid() % 20000);
+  const auto rank = [&](int r) {  // as torchrun starts a rank (env execs it: its pid is the rank's)
+    return std::vector<std::string>{"/usr/bin/env", "RANK=" + std::to_string(r), "LOCAL_RANK=0", "WORLD_SIZE=2",
+                                    "LOCAL_WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port, FITSCOPE_CLI, "train",
+                                    "--model", "mlp", "--epochs", "1000", "--synthetic-size", "2000", "--run-dir", dir.path() + "/run",
+                                    "--no-progress", "--dist-timeout", std::to_string(kTimeoutS)};
+  };
+  LiveLaunch one(rank(1));
+  LiveLaunch zero(rank(0));
+  ASSERT_TRUE(wait_for_file(dir.path() + "/run/metrics.csv", 60)) << zero.text() << one.text();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(::kill(one.pid(), SIGSTOP), 0);
+  EXPECT_EQ(zero.wait_exit(std::chrono::seconds(4 * kTimeoutS)), 1) << zero.text();
+  EXPECT_NE(zero.text().find("rank 1"), std::string::npos) << zero.text();
+  ASSERT_EQ(::kill(one.pid(), SIGCONT), 0);
+  EXPECT_EQ(one.wait_exit(std::chrono::seconds(4 * kTimeoutS)), 1) << one.text();
+  const std::string said = one.text();
+  EXPECT_NE(said.find("this rank (1), which did not run for "), std::string::npos) << said;
+  EXPECT_EQ(said.find("rank 0 (it hosts the rendezvous store"), std::string::npos) << said;
+}
 
 TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
   TempDir dir;
