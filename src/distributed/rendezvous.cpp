@@ -4,13 +4,20 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <utility>
 
 #include "fitscope/distributed/context.hpp"
+#include "fitscope/distributed/launch.hpp"
 #include "fitscope/distributed/launcher_channel.hpp"
 
 namespace fitscope::distributed::detail {
@@ -33,6 +40,48 @@ bool turn_libuv_off(Options& options) {  // whether it was on
   }
 }
 
+// libtorch 2.x takes a listening socket for the store's server (TCPStoreOptions::masterListenFd): one
+// bound to the rendezvous address alone, so the store is served there and nowhere else. 1.13's server
+// listens on every address of the host and cannot be told otherwise.
+template <typename Options, typename = void>
+struct HasMasterListenFd : std::false_type {};
+template <typename Options>
+struct HasMasterListenFd<Options, std::void_t<decltype(std::declval<Options&>().masterListenFd)>> : std::true_type {};
+
+/// A socket listening on `host`:`port` only (the first of its addresses that binds). Throws
+/// std::runtime_error naming the address when none does.
+int listen_only_on(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    throw std::runtime_error("cannot resolve the rendezvous address " + host + ": " + ::gai_strerror(rc));
+  }
+  std::string why = "no address";
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+      ::freeaddrinfo(found);
+      return fd;
+    }
+    why = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + " for the rendezvous store: " + why);
+}
+
+template <typename Options>
+void listen_on_the_address_only(Options& options, const std::string& host) {
+  if constexpr (HasMasterListenFd<Options>::value) {
+    if (options.isServer) options.masterListenFd = listen_only_on(host, options.port);
+  }
+}
+
 c10::intrusive_ptr<c10d::Store> tcp_store(const std::string& host, c10d::TCPStoreOptions options) {
   try {
     return c10::make_intrusive<c10d::TCPStore>(host, options);
@@ -43,6 +92,16 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const std::string& host, c10d::TCPStor
 }
 
 }  // namespace
+
+}  // namespace fitscope::distributed::detail
+
+namespace fitscope::distributed {
+
+bool rendezvous_store_listens_on_master_addr_only() { return detail::HasMasterListenFd<c10d::TCPStoreOptions>::value; }
+
+}  // namespace fitscope::distributed
+
+namespace fitscope::distributed::detail {
 
 std::string first_line(const std::exception& e) {
   std::string text = e.what();
@@ -148,6 +207,7 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::connect(bool host) const {
   options.numWorkers = static_cast<std::size_t>(env_.world_size);
   options.waitWorkers = host;
   options.timeout = timeout_;
+  listen_on_the_address_only(options, env_.master_addr);
   return tcp_store(env_.master_addr, options);
 }
 

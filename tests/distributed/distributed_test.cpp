@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -431,6 +433,54 @@ TEST(Distributed, ARankStoppedAndThenContinuedNamesItselfNotThePeerThatGaveUpOnI
   EXPECT_EQ(said.find("rank 0 (it hosts the rendezvous store"), std::string::npos) << said;
 }
 
+/// The addresses on which a socket of this network namespace listens on `port`, as /proc/net/tcp and
+/// tcp6 write them (hex: 0100007F is 127.0.0.1, zeros are every address).
+std::set<std::string> listening_on(int port) {
+  char hex_port[8];
+  std::snprintf(hex_port, sizeof hex_port, "%04X", port);
+  std::set<std::string> addresses;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::istringstream lines(read_file(table));
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const std::size_t colon = local.find(':');
+      if (state == "0A" && colon != std::string::npos && local.substr(colon + 1) == hex_port) addresses.insert(local.substr(0, colon));
+    }
+  }
+  return addresses;
+}
+
+TEST(Distributed, TheRendezvousStoreListensWhereTheLaunchHelpSays) {
+  const ProcessResult help = run_process({FITSCOPE_CLI, "launch", "--help"});
+  std::string said;  // the help's words, its line breaks and indentation as single spaces
+  std::istringstream words(help.out);
+  for (std::string word; words >> word;) said += word + " ";
+  const bool address_only = said.find("on this address only") != std::string::npos;
+  ASSERT_TRUE(address_only || said.find("on every address of its host") != std::string::npos) << help.out;
+  EXPECT_NE(said.find("it keeps nobody out"), std::string::npos) << help.out;
+  const int port = 20000 + (::getpid() + 7919) % 20000;
+  TempDir dir;
+  // rank 0 of two, alone: it serves the store and waits for rank 1
+  LiveLaunch zero({"/usr/bin/env", "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1",
+                   "MASTER_PORT=" + std::to_string(port), FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1", "--run-dir",
+                   dir.path() + "/run", "--dist-timeout", "20"});
+  std::set<std::string> addresses;
+  for (const auto until = Clock::now() + std::chrono::seconds(20); addresses.empty() && Clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    addresses = listening_on(port);
+  }
+  if (address_only) {
+    EXPECT_EQ(addresses, (std::set<std::string>{"0100007F"})) << "127.0.0.1 alone";
+  } else {
+    ASSERT_EQ(addresses.size(), 1u);
+    EXPECT_EQ(addresses.begin()->find_first_not_of('0'), std::string::npos) << *addresses.begin() << ": every address";
+  }
+}
+
 TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
   TempDir dir;
   const std::string whole = dir.path() + "/whole", killed = dir.path() + "/killed";
@@ -562,22 +612,6 @@ TEST(Distributed, RanksAlreadyStartedAreStoppedWhenALaterOneCannotStart) {
   EXPECT_GE(count, 1) << "no rank started before the descriptors ran out: " << r.err;
 }
 
-/// Whether anything listens on TCP `port` here (/proc/net/tcp and tcp6, state 0A).
-bool listening_on(int port) {
-  char hex[8];
-  std::snprintf(hex, sizeof hex, ":%04X", port);
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state;
-      fields >> slot >> local >> remote >> state;
-      if (state == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, hex) == 0) return true;
-    }
-  }
-  return false;
-}
-
 /// On one node the ranks meet in a file only this user reads: no port is opened for the store.
 TEST(Distributed, AOneNodeLaunchOpensNoPortForItsStore) {
   TempDir dir;
@@ -587,7 +621,7 @@ TEST(Distributed, AOneNodeLaunchOpensNoPortForItsStore) {
                                    "--verbose", "2", "--run-dir", dir.path() + "/run"};
   fitscope::testing::Child run(args);
   const bool training = wait_for_file(dir.path() + "/run/metrics.csv");
-  const bool listening = listening_on(std::stoi(port));
+  const bool listening = !listening_on(std::stoi(port)).empty();
   run.signal(SIGINT);  // the launcher passes it on: the ranks stop too
   const ProcessResult r = run.wait();
   ASSERT_TRUE(training) << r.err;

@@ -202,7 +202,14 @@ int main(int argc, char** argv) {
   launch->add_option("--nnodes", launch_options.nnodes, "Machines in the run")->check(integer_in(1, 1 << 16))->capture_default_str();
   launch->add_option("--node-rank", launch_options.node_rank, "This machine's index in [0, --nnodes)")
       ->check(integer_in(0, 1 << 16))->capture_default_str();
-  launch->add_option("--master-addr", launch_options.master_addr, "Address of the machine of rank 0 (it hosts the rendezvous store)")
+  launch->add_option("--master-addr", launch_options.master_addr,
+                     std::string("Address of the machine of rank 0. With several nodes it serves the rendezvous store on "
+                                 "--master-port ") +
+                         (fitscope::distributed::rendezvous_store_listens_on_master_addr_only()
+                              ? "on this address only"
+                              : "on every address of its host (the TCPStore of this build's libtorch cannot bind one)") +
+                         "; anyone who reaches that port can read and write the store: --job-id makes the ranks of "
+                         "another job refuse to join, it keeps nobody out, so keep the port inside a trusted network")
       ->type_name("HOST")->capture_default_str();
   launch->add_option("--master-port", launch_options.master_port, "Port of the rendezvous store")
       ->check(integer_in(1, 65535))->capture_default_str();

@@ -55,4 +55,10 @@ struct LaunchOptions {
 /// std::runtime_error when a process cannot be started.
 int launch(const LaunchOptions& options, const std::vector<std::string>& command, std::ostream& out, std::ostream& err);
 
+/// Whether rank 0 serves the rendezvous store (a c10d TCPStore, several nodes: MASTER_PORT) on
+/// MASTER_ADDR alone: true where libtorch's TCPStore takes a listening socket (masterListenFd, 2.x), false
+/// where it listens on every address of its host and cannot be told otherwise (1.13). Either way anyone who reaches the port can read and write the store:
+/// the job id makes the ranks of another job refuse to join, it keeps nobody out.
+bool rendezvous_store_listens_on_master_addr_only();
+
 }  // namespace fitscope::distributed
