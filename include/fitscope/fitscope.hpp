@@ -96,6 +96,7 @@
 #include "fitscope/threads/thread_policy.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/threads/trainer_threads.hpp"
+#include "fitscope/threads/usable_cores.hpp"
 #include "fitscope/timing/callback_timing.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"

@@ -17,6 +17,7 @@
 
 #include "fitscope/threads/thread_names.hpp"
 #include "fitscope/threads/thread_policy.hpp"
+#include "fitscope/threads/usable_cores.hpp"
 
 #include "error_context.hpp"
 #include "fitscope/data/cached_dataset.hpp"
@@ -71,8 +72,7 @@ int64_t default_queue_max_bytes() {
 }
 
 int64_t auto_max_workers() {
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::clamp<int64_t>(4 * cores, 16, 64);
+  return std::clamp<int64_t>(4 * usable_cores().cores, 16, 64);
 }
 
 std::string on_off(bool tuned, int64_t value) { return tuned ? "auto" : std::to_string(value); }

@@ -5,11 +5,13 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -110,6 +112,11 @@ std::string first_line(const std::exception& e) {
 
 Rendezvous::Rendezvous(const Environment& env, std::chrono::milliseconds timeout, const std::string& bind)
     : env_(env), timeout_(timeout), bind_(bind) {
+  // a write to a peer's closed socket must fail the collective (EPIPE, and the peer is named), not kill
+  // this rank without a word: SIGPIPE is ignored, as Python does for torch's ranks, unless the program
+  // handles it itself
+  struct sigaction pipe {};
+  if (::sigaction(SIGPIPE, nullptr, &pipe) == 0 && pipe.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
   tell_launcher_timeout(timeout);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   // a process of another job on the same port is refused, clearly
@@ -203,12 +210,14 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::connect(bool host) const {
   }
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(env_.master_port);
-  options.isServer = host && env_.rank == 0;
+  options.isServer = host && env_.rank == 0 && !env_.agent_store;  // torchrun's agent hosts it: all are clients
   options.numWorkers = static_cast<std::size_t>(env_.world_size);
-  options.waitWorkers = host;
+  options.waitWorkers = host && !env_.agent_store;
   options.timeout = timeout_;
   listen_on_the_address_only(options, env_.master_addr);
-  return tcp_store(env_.master_addr, options);
+  auto store = tcp_store(env_.master_addr, options);
+  if (!env_.agent_store) return store;
+  return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(env_.restart_count), store);
 }
 
 }  // namespace fitscope::distributed::detail

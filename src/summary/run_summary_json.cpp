@@ -136,6 +136,7 @@ std::string RunSummary::to_json() const {
         {"blas", threads.setting.blas},
         {"blas_library", threads.blas_library},
         {"cores", threads.cores},
+        {"cores_limit", threads.cores_limit},
         {"chosen_by", threads.chosen_by},
         {"search_steps", threads.search_steps},
         {"search_needs_steps", threads.search_needs_steps},
@@ -166,6 +167,8 @@ std::string RunSummary::to_json() const {
         {"other_threads_cores", cpu.other_cores},
         {"machine_share", cpu.machine_share},
         {"cores", cpu.cores},
+        {"throttled_periods", cpu.throttled_periods},
+        {"throttled_s", cpu.throttled_s},
         {"pools", pools}}},
       {"gpu_utilization", optional_number(gpu_utilization)},
       {"gpu_memory_peak_mb", optional_number(gpu_memory_peak_mb)},
@@ -316,6 +319,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.threads.setting = {threads.get<int64_t>("intra_op"), threads.get<int64_t>("blas")};
   s.threads.blas_library = threads.get<std::string>("blas_library");
   s.threads.cores = threads.get<int64_t>("cores");
+  if (threads.raw().contains("cores_limit")) s.threads.cores_limit = threads.get<std::string>("cores_limit");
   s.threads.chosen_by = threads.get<std::string>("chosen_by");
   s.threads.search_steps = threads.get<int64_t>("search_steps");
   if (threads.raw().contains("search_needs_steps")) s.threads.search_needs_steps = threads.get<int64_t>("search_needs_steps");
@@ -374,6 +378,10 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.cpu.other_cores = cpu.get<double>("other_threads_cores");
   s.cpu.machine_share = cpu.get<double>("machine_share");
   s.cpu.cores = cpu.get<int64_t>("cores");
+  if (cpu.raw().contains("throttled_periods")) {
+    s.cpu.throttled_periods = cpu.get<int64_t>("throttled_periods");
+    s.cpu.throttled_s = cpu.get<double>("throttled_s");
+  }
   const Reader pools = cpu.object("pools");
   for (const auto& item : pools.raw().items()) {
     const Reader pool = pools.object(item.key().c_str());

@@ -45,10 +45,10 @@ std::string format_gpu(const RunSummary& s) {
 std::string format_threads(const RunSummary& s) {
   const ThreadChoice& t = s.threads;
   char part[160];
-  std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld cores, ",
+  std::snprintf(part, sizeof part, "Threads: intra-op %lld, BLAS %lld (%s) on %lld core%s",
                 static_cast<long long>(t.setting.intra_op), static_cast<long long>(t.setting.blas), t.blas_library.c_str(),
-                static_cast<long long>(t.cores));
-  std::string out = part;
+                static_cast<long long>(t.cores), t.cores == 1 ? "" : "s");
+  std::string out = part + (t.cores_limit.empty() ? std::string() : " (" + t.cores_limit + ")") + ", ";
   if (t.chosen_by != "auto") {
     out += "set by ThreadOptions::intra_op";
   } else if (t.search_needs_steps > 0) {
@@ -71,7 +71,13 @@ std::string format_threads(const RunSummary& s) {
     std::snprintf(part, sizeof part, " %s %.2f (%lld)", p.pool.c_str(), p.cores, static_cast<long long>(p.threads));
     out += part;
   }
-  return out + "  (cores, threads)\n";
+  out += "  (cores, threads)\n";
+  if (s.cpu.throttled_periods > 0) {
+    std::snprintf(part, sizeof part, "Throttled: the cgroup's CPU quota held the process back in %lld periods, %.2f s in all\n",
+                  static_cast<long long>(s.cpu.throttled_periods), s.cpu.throttled_s);
+    out += part;
+  }
+  return out;
 }
 
 std::string format_ranks(const RunSummary& s) {

@@ -11,6 +11,7 @@
 
 #include "fitscope/threads/blas_library.hpp"
 #include "fitscope/threads/thread_names.hpp"
+#include "fitscope/threads/usable_cores.hpp"
 
 namespace fitscope {
 namespace {
@@ -61,8 +62,7 @@ void name_blas_threads(const BlasLibrary& blas, int64_t threads) {
 }  // namespace
 
 int64_t core_share(int64_t local_processes) {
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max<int64_t>(1, cores / std::max<int64_t>(local_processes, 1));
+  return std::max<int64_t>(1, usable_cores().cores / std::max<int64_t>(local_processes, 1));
 }
 
 std::vector<ThreadSetting> thread_candidates(int64_t cores, bool blas_pool) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fitscope/threads/blas_library.hpp"
+#include "fitscope/threads/usable_cores.hpp"
 
 namespace fitscope {
 
@@ -15,6 +16,7 @@ TrainerThreads::TrainerThreads(const ThreadOptions& t, int64_t cores, int64_t ra
                                 " and BLAS " + std::to_string(t.blas));
   }
   choice_.cores = cores;
+  choice_.cores_limit = usable_cores().limit();
   choice_.blas_library = loaded_blas().name();
   if (t.intra_op > 0) {
     choice_.setting = {t.intra_op, t.blas > 0 ? t.blas : 1};

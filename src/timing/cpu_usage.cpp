@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "fitscope/threads/thread_names.hpp"
+#include "fitscope/threads/usable_cores.hpp"
 
 namespace fitscope {
 namespace {
@@ -35,13 +36,19 @@ void CpuUsage::start() {
   thread_id_ = thread_names::this_thread_id();
   wall_start_ = std::chrono::steady_clock::now();
   process_start_s_ = thread_names::stat_cpu_seconds("/proc/self/stat");
+  const Throttling throttled = cgroup_throttling();
+  throttled_start_periods_ = throttled.periods;
+  throttled_start_s_ = throttled.seconds;
   thread_start_s_.clear();
   for (int tid : thread_names::thread_ids()) thread_start_s_[tid] = thread_names::cpu_seconds(tid);
 }
 
 CpuUtilization CpuUsage::stop() const {
   CpuUtilization u;
-  u.cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  u.cores = usable_cores().cores;  // the cores it may use (a container's, a taskset's), not the machine's
+  const Throttling throttled = cgroup_throttling();
+  u.throttled_periods = std::max<int64_t>(0, throttled.periods - throttled_start_periods_);
+  u.throttled_s = std::max(0.0, throttled.seconds - throttled_start_s_);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   if (wall <= 0) return u;
   const double process_s = thread_names::stat_cpu_seconds("/proc/self/stat") - process_start_s_;

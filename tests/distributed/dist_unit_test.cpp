@@ -47,6 +47,43 @@ TEST(Environment, ReadsTorchrunsVariablesAndNamesABadOne) {
   EXPECT_EQ(distributed::local_address_towards("127.0.0.1"), "127.0.0.1");
 }
 
+TEST(Environment, ASlurmStepsTasksAreOneDataParallelJobAndAnIncompleteStepSaysWhatToSet) {
+  std::map<std::string, std::string> srun = {{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_NTASKS", "8"},
+                                             {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+                                             {"SLURM_STEP_NODELIST", "gpu[07-08]"}, {"SLURM_JOB_ID", "1234567"},
+                                             {"SLURM_STEP_ID", "2"}};
+  auto env = distributed::read_environment(env_of(srun));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->world_size, 4);  // the step's tasks, not the allocation's
+  EXPECT_EQ(env->rank, 3);
+  EXPECT_EQ(env->local_rank, 1);
+  EXPECT_EQ(env->local_world_size, 2);
+  EXPECT_EQ(env->master_addr, "gpu07");
+  EXPECT_EQ(env->master_port, 15000 + 4567);
+  EXPECT_EQ(env->job_id, "slurm-1234567.2");
+  // torchrun's variables win where set
+  std::map<std::string, std::string> with_port = srun;
+  with_port["MASTER_PORT"] = "29999";
+  EXPECT_EQ(distributed::read_environment(env_of(with_port))->master_port, 29999);
+  // one task, or no srun: not a data-parallel job
+  EXPECT_FALSE(distributed::read_environment(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}})).has_value());
+  // the case: two tasks with only their rank and count are refused, saying what to set
+  try {
+    distributed::read_environment(env_of({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}}));
+    FAIL() << "an incomplete Slurm step accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("task 1 of a Slurm step of 2 tasks (SLURM_NTASKS), but SLURM_LOCALID, SLURM_STEP_NODELIST (or MASTER_ADDR), "
+                           "SLURM_JOB_ID (or MASTER_PORT), SLURM_STEP_TASKS_PER_NODE and SLURM_NODEID (or LOCAL_WORLD_SIZE) unset"),
+              std::string::npos) << message;
+    EXPECT_NE(message.find("set WORLD_SIZE=1"), std::string::npos) << message;
+  }
+  EXPECT_EQ(distributed::first_slurm_host("node[07-09,12],gpu1"), "node07");
+  EXPECT_EQ(distributed::first_slurm_host("rack[2-3]-n[001-004]"), "rack2-n001");
+  EXPECT_EQ(distributed::first_slurm_host("login5"), "login5");
+  EXPECT_EQ(distributed::first_slurm_host("a,b"), "a");
+}
+
 TEST(GradientReducer, BucketsInReverseOrderWithASmallFirstBucketAndAccumulatesUnderNoSync) {
   torch::manual_seed(0);
   torch::nn::Sequential net(torch::nn::Linear(8, 8), torch::nn::Linear(8, 8), torch::nn::Linear(8, 2));

@@ -481,6 +481,54 @@ TEST(Distributed, TheRendezvousStoreListensWhereTheLaunchHelpSays) {
   }
 }
 
+/// Two tasks started as srun starts them (its variables only, no torchrun's) train as one data-parallel
+/// job into one run directory, not as two runs on all the data.
+TEST(Distributed, TwoSlurmTasksTrainAsOneJobIntoOneRunDirectory) {
+  TempDir dir;
+  const std::string job = std::to_string(1000 + ::getpid() % 9000);  // the store's port: 15000 + job
+  const auto task = [&](int r) {
+    const std::string id = std::to_string(r);
+    return std::vector<std::string>{"/usr/bin/env", "SLURM_PROCID=" + id, "SLURM_NTASKS=2", "SLURM_STEP_NUM_TASKS=2", "SLURM_LOCALID=" + id,
+                                    "SLURM_NODEID=0", "SLURM_STEP_TASKS_PER_NODE=2", "SLURM_STEP_NODELIST=localhost",
+                                    "SLURM_JOB_ID=" + job, "SLURM_STEP_ID=0", FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1",
+                                    "--synthetic-size", "400", "--run-dir", dir.path() + "/run", "--dist-timeout", "30", "--quiet"};
+  };
+  LiveLaunch one(task(1));
+  LiveLaunch zero(task(0));
+  EXPECT_EQ(zero.wait_exit(std::chrono::seconds(90)), 0) << zero.text();
+  EXPECT_EQ(one.wait_exit(std::chrono::seconds(30)), 0) << one.text();
+  const auto summary = nlohmann::json::parse(read_file(dir.path() + "/run/summary.json"));
+  EXPECT_EQ(summary.at("world_size"), 2);
+  EXPECT_EQ(summary.at("ranks").size(), 2u);
+}
+
+/// torchrun's default (static) rendezvous: its agent hosts the TCPStore on MASTER_PORT and tells the
+/// ranks so (TORCHELASTIC_USE_AGENT_STORE=True). A Python process holding a torch TCPStore stands in for
+/// the agent; both ranks connect to it as clients and train (rank 0 hosting a store of its own there
+/// failed with "Address already in use").
+TEST(Distributed, TorchrunsAgentStoreIsJoinedAsAClientByEveryRank) {
+  TempDir dir;
+  const int port = 20000 + (::getpid() + 4243) % 20000;
+  LiveLaunch agent({FITSCOPE_PYTHON, "-c",
+                    "import sys, time, datetime, torch.distributed as d\n"
+                    "s = d.TCPStore('127.0.0.1', " + std::to_string(port) + ", 3, True, datetime.timedelta(seconds=60), False)\n"
+                    "print('agent store up', file=sys.stderr, flush=True)\n"
+                    "time.sleep(120)\n"});
+  ASSERT_TRUE(agent.wait_for("agent store up", std::chrono::seconds(60))) << agent.text();
+  const auto rank = [&](int r) {
+    return std::vector<std::string>{"/usr/bin/env", "TORCHELASTIC_USE_AGENT_STORE=True", "TORCHELASTIC_RESTART_COUNT=0",
+                                    "RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2",
+                                    "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), FITSCOPE_CLI, "train", "--model",
+                                    "mlp", "--epochs", "1", "--synthetic-size", "400", "--run-dir", dir.path() + "/run",
+                                    "--dist-timeout", "30", "--quiet"};
+  };
+  LiveLaunch one(rank(1));
+  LiveLaunch zero(rank(0));
+  EXPECT_EQ(zero.wait_exit(std::chrono::seconds(90)), 0) << zero.text();
+  EXPECT_EQ(one.wait_exit(std::chrono::seconds(30)), 0) << one.text();
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir.path() + "/run/summary.json")).at("world_size"), 2);
+}
+
 TEST(Distributed, CheckpointOfATwoRankRunResumesInATwoRankRun) {
   TempDir dir;
   const std::string whole = dir.path() + "/whole", killed = dir.path() + "/killed";

@@ -129,6 +129,48 @@ TEST(TrainCommand, AnOversubscribedRunGetsContentionAdviceNamingTheFlag) {
   expect_usage_error({"train", "--blas-threads", "many"}, "expected auto or a thread count");
 }
 
+/// A run under `taskset -c 0`, and in a cgroup with a CPU quota made by the test, counts the one core it
+/// may use (threads, CPU line), says what limits it, and counts the quota's throttling.
+TEST(TrainCommand, CountsTheCoresItsAffinityAndCgroupQuotaLeaveIt) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: no limit to see";
+  TempDir tmp;
+  const auto run_under = [&](const std::string& prefix, const std::string& name) {
+    const std::string dir = tmp.path() + "/" + name;
+    const ProcessResult r = run_process({"/bin/sh", "-c", prefix + " \"$0\" \"$@\"", FITSCOPE_CLI, "train", "--model", "mlp",
+                                          "--synthetic-size", "600", "--epochs", "1", "--run-dir", dir});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::pair{r, dir};
+  };
+  const std::string machine = std::to_string(std::thread::hardware_concurrency());
+  const auto [pinned, pinned_dir] = run_under("exec taskset -c 0", "pinned");
+  const json threads = check_run_directory(pinned_dir).at("threads");
+  EXPECT_EQ(threads.at("cores"), 1);
+  EXPECT_EQ(threads.at("intra_op"), 1);
+  EXPECT_EQ(threads.at("cores_limit"), "affinity 1 of " + machine);
+  EXPECT_EQ(json::parse(read_file(pinned_dir + "/summary.json")).at("cpu_utilization").at("cores"), 1);
+  EXPECT_NE(pinned.out.find("on 1 core (affinity 1 of " + machine + ")"), std::string::npos) << pinned.out;
+
+  // a cgroup v1 cpu controller with a quota of a fifth of a CPU, which holds the run back (cgroup v2 and
+  // unprivileged runs: skipped; so is a sanitized build, five times slower there)
+#ifdef FITSCOPE_SANITIZED
+  GTEST_SKIP() << "the quota case runs in the plain build (a fifth of a CPU for a sanitized process is slow)";
+#endif
+  const std::string cgroup = "/sys/fs/cgroup/cpu/fitscope-test-" + std::to_string(::getpid());
+  std::error_code ec;
+  if (!std::filesystem::create_directory(cgroup, ec)) {
+    GTEST_SKIP() << "the quota case needs a cgroup v1 cpu controller this user may write (" << cgroup << ": " << ec.message() << ")";
+  }
+  std::ofstream(cgroup + "/cpu.cfs_period_us") << "100000\n";
+  std::ofstream(cgroup + "/cpu.cfs_quota_us") << "20000\n";
+  const auto [quota, quota_dir] = run_under("echo $$ > " + cgroup + "/cgroup.procs && exec", "quota");
+  std::filesystem::remove(cgroup, ec);
+  const json held = check_run_directory(quota_dir);
+  EXPECT_EQ(held.at("threads").at("cores_limit"), "cgroup quota 0.2 CPUs of " + machine);
+  EXPECT_NE(quota.out.find("on 1 core (cgroup quota 0.2 CPUs of " + machine + ")"), std::string::npos) << quota.out;
+  EXPECT_GT(held.at("cpu_utilization").at("throttled_periods").get<int64_t>(), 0);
+  EXPECT_NE(quota.out.find("Throttled: the cgroup's CPU quota held the process back in "), std::string::npos) << quota.out;
+}
+
 TEST(LaunchCommand, BadUsageExitsTwoNamingTheFlagOrVariable) {
   expect_usage_error({"launch", "--nproc-per-node", "2"}, "COMMAND");
   expect_usage_error({"launch", "--nproc-per-node", "0", "--", "true"}, "--nproc-per-node");

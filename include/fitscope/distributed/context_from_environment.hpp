@@ -18,7 +18,9 @@ enum class Backend { automatic, gloo, nccl };
 /// nccl: then a world of one goes through NCCL too); otherwise the c10d context of `backend`.
 /// `cuda_device`: the GPU this rank trains on (none: the CPU). Throws std::invalid_argument for NCCL
 /// without a GPU or without NCCL in this build (naming Backend::nccl), PeerFailure when the rendezvous
-/// does not complete within `timeout`. Each call makes a new context (and rendezvous).
+/// does not complete within `timeout`. Each call makes a new context (and rendezvous). A c10d context
+/// sets SIGPIPE to be ignored when the program left it at its default (as Python does for torch): a
+/// peer's closed socket then fails the collective, naming the peer, instead of killing this rank.
 std::shared_ptr<Context> context_from_environment(std::chrono::milliseconds timeout = kDefaultTimeout,
                                                   Backend backend = Backend::automatic,
                                                   std::optional<int64_t> cuda_device = std::nullopt);

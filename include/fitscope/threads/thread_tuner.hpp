@@ -35,7 +35,8 @@ struct ThreadCandidate {
 struct ThreadChoice {
   ThreadSetting setting;             ///< the setting in force after the search (or the flag's)
   std::string chosen_by = "flag";    ///< "auto" (measured) | "flag" (--threads N)
-  int64_t cores = 1;                 ///< this process's share of the machine's cores
+  int64_t cores = 1;                 ///< this process's share of the cores it may use (usable_cores)
+  std::string cores_limit;           ///< UsableCores::limit(): what holds them below the machine's (empty: nothing)
   std::string blas_library;          ///< BlasLibrary::name()
   int64_t search_steps = 0;          ///< steps the search and its cool-down ran (counted as warm-up)
   std::vector<ThreadCandidate> candidates;  ///< under auto, in the order they ran

@@ -26,7 +26,9 @@ struct CpuUtilization {
   double training_cores = 0;   ///< of those, the training thread
   double other_cores = 0;      ///< the rest (every pool but the training thread)
   double machine_share = 0;    ///< process_cores / cores
-  int64_t cores = 0;           ///< hardware threads
+  int64_t cores = 0;           ///< the cores the process may use (usable_cores: affinity, cgroup quota)
+  int64_t throttled_periods = 0;  ///< quota periods in which the cgroup's CPU quota held the process back
+  double throttled_s = 0;         ///< the time its threads waited for that (cgroup_throttling)
   std::vector<PoolCpu> pools;  ///< every pool above, in that order (empty where /proc cannot be read)
   /// The pool named `pool`; null when absent.
   const PoolCpu* pool(const std::string& pool) const;
@@ -42,6 +44,8 @@ class CpuUsage {
  private:
   std::chrono::steady_clock::time_point wall_start_;
   double process_start_s_ = 0;
+  int64_t throttled_start_periods_ = 0;
+  double throttled_start_s_ = 0;
   int thread_id_ = 0;
   std::unordered_map<int, double> thread_start_s_;  // per thread id
 };
