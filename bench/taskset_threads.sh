@@ -1,7 +1,7 @@
 #!/bin/bash
 # Under `taskset -c 0` (one core of the machine), `--threads auto` must count the one core it may use
 # and run as `--threads 1` does (it used to count the machine's cores and run 2 intra-op threads, 17 %
-# slower). Runs the seed MLP both ways in turn, A B A B, and prints each pair's steady-state step p50
+# slower). Runs the seed CNN both ways in turn, A B A B, and prints each pair's steady-state step p50
 # (summary.json) and their ratio; the goal is within 3 % (a ratio in 0.97 to 1.03).
 #   bench/taskset_threads.sh build/tools/fitscope/fitscope [pairs, default 5]
 set -euo pipefail
@@ -13,7 +13,7 @@ p50() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_ms
 ratios=()
 for i in $(seq "$pairs"); do
   for threads in auto 1; do
-    taskset -c 0 "$fitscope" train --model mlp --synthetic-size 4000 --epochs 2 --threads "$threads" --quiet \
+    taskset -c 0 "$fitscope" train --model cnn --synthetic-size 1200 --epochs 1 --threads "$threads" --quiet \
       --run-dir "$dir/$threads-$i" > /dev/null
   done
   a=$(p50 "$dir/auto-$i")
