@@ -318,20 +318,15 @@ Batch Loader::build_from_stream(int64_t batch, const StopToken* stop) const {
   int64_t rows = 0;
   for (const ShardRecord& record : records) {
     try {
-      if (!out.inputs.defined()) {
-        const Example first = s.data.decode(record);
-        std::vector<int64_t> shape = first.data.sizes().vec(), target_shape = first.target.sizes().vec();
+      const Example e = out.inputs.defined() ? s.data.decode(record, out.inputs[rows]) : s.data.decode(record);
+      if (!out.inputs.defined()) {  // the batch, shaped by its first record
+        std::vector<int64_t> shape = e.data.sizes().vec(), target_shape = e.target.sizes().vec();
         shape.insert(shape.begin(), count);
         target_shape.insert(target_shape.begin(), count);
-        out = Batch{at::empty(shape, first.data.options()), at::empty(target_shape, first.target.options())};
-        class_indices = first.target.dim() == 0 && first.target.scalar_type() == at::kLong;
-        out.inputs[0].copy_(first.data);
-        out.targets[0].copy_(first.target);
-        ++rows;
-        continue;
+        out = Batch{at::empty(shape, e.data.options()), at::empty(target_shape, e.target.options())};
+        class_indices = e.target.dim() == 0 && e.target.scalar_type() == at::kLong;
       }
       const at::Tensor row = out.inputs[rows];
-      const Example e = s.data.decode(record, row);
       if (!e.data.is_same(row)) {
         if (e.data.sizes() != row.sizes()) {
           throw std::invalid_argument(s.data.shard_path(record) + ": the record at byte offset " + std::to_string(record.offset) +

@@ -477,13 +477,12 @@ void ShardStream::restore(const StreamPosition& position) {
     const int64_t shard = order[static_cast<std::size_t>(position.shard_index)];
     const std::string& path = shards_[static_cast<std::size_t>(shard)];
     try {
-      // the record the stream reads next must still read where the position stands: tried by a
-      // reader of its own, so that the stream's own reads are not moved
-      ShardReader probe(path, options_.reader, shard);
-      probe.seek(position.shard_position);
-      ShardRecord next;
-      probe.next(next);
+      // the record the stream reads next must still read where the position stands: read once, then
+      // the reader is put back there
       current = std::make_unique<ShardReader>(path, options_.reader, shard);
+      current->seek(position.shard_position);
+      ShardRecord next;
+      current->next(next);
       current->seek(position.shard_position);
     } catch (const std::invalid_argument& e) {
       refuse(changed_since(path, position.shard_position, e.what()));

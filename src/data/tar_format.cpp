@@ -341,31 +341,26 @@ bool TarReader::next(TarMember& member) {
     }
     const std::string subject = "the member " + detail::quoted_bytes(name);
     if (name.empty()) fail(entry, "the member", "a regular file without a name");
-    member.dropped_bytes = 0;
-    if (size > static_cast<uint64_t>(options_.max_member_bytes) && options_.step_over_large_members &&
-        size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - kBlock)) {
-      skip(static_cast<int64_t>(size + padding(size)), entry, subject, "its data and padding");
-      member.bytes.clear();
-      member.dropped_bytes = static_cast<int64_t>(size);
-      member.name = std::move(name);
-      member.offset = member_offset_ = entry;
-      data_offset_ = position_ - static_cast<int64_t>(size + padding(size));
-      ++members_;
-      return true;
-    }
-    if (size > static_cast<uint64_t>(options_.max_member_bytes)) {
+    const bool too_large = size > static_cast<uint64_t>(options_.max_member_bytes);
+    if (too_large && (!options_.step_over_large_members || size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - kBlock))) {
       fail(entry, subject, "it declares " + std::to_string(size) + " data bytes, more than " +
                                "TarReaderOptions::max_member_bytes (" + std::to_string(options_.max_member_bytes) + ")");
     }
-    // the data in pieces: a declared size the stream does not hold never becomes an allocation
     const int64_t data_at = position_;
-    const std::size_t held = detail::read_in_pieces(member.bytes, static_cast<std::size_t>(size),
-                                                   [this](char* to, std::size_t n) { return read(to, n); });
-    if (held < static_cast<std::size_t>(size)) {
+    member.dropped_bytes = too_large ? static_cast<int64_t>(size) : 0;
+    if (too_large) {  // stepped over, not held (step_over_large_members)
       member.bytes.clear();
-      fail(entry, subject, "the archive ends inside its data (at byte offset " + std::to_string(data_at) + ", " +
-                               std::to_string(size) + " bytes declared, " + std::to_string(held) +
-                               " there): the file is truncated");
+      skip(static_cast<int64_t>(size), entry, subject, "its data");
+    } else {
+      // the data in pieces: a declared size the stream does not hold never becomes an allocation
+      const std::size_t held = detail::read_in_pieces(member.bytes, static_cast<std::size_t>(size),
+                                                     [this](char* to, std::size_t n) { return read(to, n); });
+      if (held < static_cast<std::size_t>(size)) {
+        member.bytes.clear();
+        fail(entry, subject, "the archive ends inside its data (at byte offset " + std::to_string(data_at) + ", " +
+                                 std::to_string(size) + " bytes declared, " + std::to_string(held) +
+                                 " there): the file is truncated");
+      }
     }
     skip(static_cast<int64_t>(padding(size)), entry, subject, "the padding after its data");
     member.name = std::move(name);

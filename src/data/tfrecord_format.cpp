@@ -237,6 +237,18 @@ std::size_t TfRecordReader::read(char* out, std::size_t size) {
   return got;
 }
 
+uint64_t TfRecordReader::discard(uint64_t size) {
+  char dropped[kChunk];
+  uint64_t got = 0;
+  while (got < size) {
+    const auto want = static_cast<std::size_t>(std::min<uint64_t>(size - got, kChunk));
+    const std::size_t n = read(dropped, want);
+    got += n;
+    if (n < want) break;
+  }
+  return got;
+}
+
 void TfRecordReader::fail(int64_t offset, const std::string& what, bool framing_lost) {
   std::string message = source_ + ": the record at " + (gzip_ ? "uncompressed " : "") + "byte offset " +
                         std::to_string(offset) + ": " + what;
@@ -272,15 +284,9 @@ bool TfRecordReader::next(std::string& record) {
     // time, bounded by the file's size, and no memory)
     const std::string over = "the record declares " + std::to_string(length) + " data bytes, more than " +
                              "TfRecordReaderOptions::max_record_bytes (" + std::to_string(options_.max_record_bytes) + ")";
-    char dropped[kChunk];
-    for (uint64_t left = length + kFooterBytes; left > 0;) {
-      const auto want = static_cast<std::size_t>(std::min<uint64_t>(left, kChunk));
-      const std::size_t got = read(dropped, want);
-      left -= got;
-      if (got < want) {
-        fail(at, over + ", and the stream ends inside them (" + std::to_string(length + kFooterBytes - left) +
-                     " bytes there, with the data's CRC): the file is truncated", true);
-      }
+    if (const uint64_t there = discard(length + kFooterBytes); there < length + kFooterBytes) {
+      fail(at, over + ", and the stream ends inside them (" + std::to_string(there) + " bytes there, with the data's CRC): "
+                      "the file is truncated", true);
     }
     fail(at, over + ": stepped over, not read", false);
   }
@@ -337,13 +343,10 @@ void TfRecordReader::seek(int64_t offset) {
     position_ = offset;
   }
   reading_ = position_;
-  std::string skipped(std::min<int64_t>(offset - position_, static_cast<int64_t>(kChunk)), '\0');
-  while (position_ < offset) {
-    const auto want = static_cast<std::size_t>(std::min<int64_t>(offset - position_, static_cast<int64_t>(kChunk)));
-    if (read(skipped.data(), want) < want) {
-      throw std::invalid_argument(source_ + ": cannot seek to " + (gzip_ ? "uncompressed " : "") + "byte offset " +
-                                  std::to_string(offset) + " (the stream ends at " + std::to_string(position_) + ")");
-    }
+  const auto ahead = static_cast<uint64_t>(std::max<int64_t>(offset - position_, 0));
+  if (discard(ahead) < ahead) {
+    throw std::invalid_argument(source_ + ": cannot seek to " + (gzip_ ? "uncompressed " : "") + "byte offset " +
+                                std::to_string(offset) + " (the stream ends at " + std::to_string(position_) + ")");
   }
   record_offset_ = -1;
   records_ = 0;

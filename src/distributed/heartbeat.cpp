@@ -28,6 +28,15 @@ struct Heartbeat::State {
 
   static std::string key(int64_t r) { return "fitscope/heartbeat/" + std::to_string(r); }
 
+  /// A wait from `since` to `now` far past its interval means this process did not run (SIGSTOP, a
+  /// debugger, swapping): kept when the longest yet. Under the mutex.
+  void note_pause(Clock::time_point since, Clock::time_point now) {
+    if (now - since > 4 * interval && now - since > paused) {
+      paused = now - since;
+      pause_ended = now;
+    }
+  }
+
   void run() {
     std::unique_lock<std::mutex> lock(mutex);
     while (!stop) {
@@ -52,16 +61,12 @@ struct Heartbeat::State {
           }
         }
       }
-      // a wait that oversleeps by far means this process did not run (SIGSTOP, a debugger, swapping):
-      // then its peers, not it, saw silence, and its own diagnosis must say so
+      // a wait that oversleeps by far: this process did not run, so its peers, not it, saw silence,
+      // and its own diagnosis must say so
       const auto before = waiting_since = Clock::now();
       wake.wait_for(lock, interval, [this] { return stop; });
-      const auto after = Clock::now();
       waiting_since = {};
-      if (!stop && after - before > 4 * interval && after - before > paused) {
-        paused = after - before;
-        pause_ended = after;
-      }
+      if (!stop) note_pause(before, Clock::now());
     }
     finished = true;
     wake.notify_all();
@@ -115,11 +120,7 @@ std::string Heartbeat::own_pause(std::chrono::milliseconds longer_than, std::chr
   std::lock_guard<std::mutex> lock(state_->mutex);
   const auto now = Clock::now();
   // a wait still going far past its interval: the process has just run again, before its thread did
-  if (state_->waiting_since != Clock::time_point{} && now - state_->waiting_since > 4 * state_->interval &&
-      now - state_->waiting_since > state_->paused) {
-    state_->paused = now - state_->waiting_since;
-    state_->pause_ended = now;
-  }
+  if (state_->waiting_since != Clock::time_point{}) state_->note_pause(state_->waiting_since, now);
   if (state_->paused <= longer_than || now - state_->pause_ended > within) return {};
   char text[200];
   std::snprintf(text, sizeof text, "did not run for %.1f s until %.1f s ago (the process was stopped: SIGSTOP, a debugger or the "

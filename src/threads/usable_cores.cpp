@@ -37,64 +37,56 @@ std::vector<std::string> path_to_root(const std::string& root, std::string dir) 
 /// A quota file pair's CPUs: v2 "QUOTA PERIOD" (or "max PERIOD"), v1 QUOTA and PERIOD apart.
 double cpus(double quota, double period) { return quota > 0 && period > 0 ? quota / period : 0; }
 
+/// The folders of the process's cgroup (`self_cgroup`: /proc/self/cgroup's text) that hold its CPU
+/// controller's files, each cgroup's own first, then its parents': v2's (0::PATH under `root`) and v1's
+/// cpu hierarchy (ID:cpu[,...]:PATH, mounted as root/CONTROLLERS; in a container the path is not below
+/// the mount, whose own root is the container's cgroup: root/cpu too).
+std::vector<std::string> cpu_cgroup_dirs(const std::string& root, const std::string& self_cgroup) {
+  std::vector<std::string> dirs;
+  std::istringstream lines(self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    std::vector<std::string> mounts;
+    if (controllers.empty()) mounts = {root};
+    if ((',' + controllers + ',').find(",cpu,") != std::string::npos) mounts = {root + "/" + controllers, root + "/cpu"};
+    for (const std::string& mount : mounts) {
+      for (const std::string& dir : path_to_root(mount, path)) dirs.push_back(dir);
+    }
+  }
+  return dirs;
+}
+
 }  // namespace
 
 double cgroup_cpu_quota(const std::string& root, const std::string& self_cgroup) {
   double smallest = 0;
-  const auto take = [&](double q) {
-    if (q > 0 && (smallest == 0 || q < smallest)) smallest = q;
-  };
-  std::istringstream lines(self_cgroup);
-  for (std::string line; std::getline(lines, line);) {
-    // ID:CONTROLLERS:PATH; v2's line is 0::PATH
-    const std::size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (controllers.empty()) {
-      for (const std::string& dir : path_to_root(root, path)) {
-        std::istringstream max(first_line(dir + "/cpu.max"));
-        std::string quota;
-        double period = 0;
-        if (max >> quota >> period && quota != "max") take(cpus(std::atof(quota.c_str()), period));
-      }
-      continue;
-    }
-    std::istringstream names(controllers);
-    for (std::string name; std::getline(names, name, ',');) {
-      if (name != "cpu") continue;
-      // v1: the controller's hierarchy is mounted as cpu or cpu,cpuacct; in a container its root is the
-      // container's own cgroup, so the path may not exist below it: the mount's root is read too
-      for (const std::string& mount : {root + "/" + controllers, root + "/cpu"}) {
-        for (const std::string& dir : path_to_root(mount, path)) {
-          take(cpus(std::atof(first_line(dir + "/cpu.cfs_quota_us").c_str()), std::atof(first_line(dir + "/cpu.cfs_period_us").c_str())));
-        }
-      }
-    }
+  for (const std::string& dir : cpu_cgroup_dirs(root, self_cgroup)) {
+    std::istringstream max(first_line(dir + "/cpu.max"));  // v2
+    std::string v2_quota;
+    double v2_period = 0;
+    const double quota = max >> v2_quota >> v2_period && v2_quota != "max"
+                             ? cpus(std::atof(v2_quota.c_str()), v2_period)
+                             : cpus(std::atof(first_line(dir + "/cpu.cfs_quota_us").c_str()),  // v1
+                                    std::atof(first_line(dir + "/cpu.cfs_period_us").c_str()));
+    if (quota > 0 && (smallest == 0 || quota < smallest)) smallest = quota;
   }
   return smallest;
 }
 
 Throttling cgroup_throttling(const std::string& root, const std::string& self_cgroup) {
-  std::istringstream lines(self_cgroup);
-  for (std::string line; std::getline(lines, line);) {
-    const std::size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    std::vector<std::string> dirs;
-    if (controllers.empty()) dirs = {root + path};
-    if ((',' + controllers + ',').find(",cpu,") != std::string::npos) dirs = {root + "/" + controllers + path, root + "/cpu"};
-    for (const std::string& dir : dirs) {
-      std::ifstream stat(dir + "/cpu.stat");
-      if (!stat) continue;
-      Throttling t;
-      std::string key;
-      for (int64_t value = 0; stat >> key >> value;) {
-        if (key == "nr_throttled") t.periods = value;
-        if (key == "throttled_time") t.seconds = static_cast<double>(value) / 1e9;  // v1: ns
-        if (key == "throttled_usec") t.seconds = static_cast<double>(value) / 1e6;  // v2: us
-      }
-      return t;
+  for (const std::string& dir : cpu_cgroup_dirs(root, self_cgroup)) {  // the process's own cgroup: the first there
+    std::ifstream stat(dir + "/cpu.stat");
+    if (!stat) continue;
+    Throttling t;
+    std::string key;
+    for (int64_t value = 0; stat >> key >> value;) {
+      if (key == "nr_throttled") t.periods = value;
+      if (key == "throttled_time") t.seconds = static_cast<double>(value) / 1e9;  // v1: ns
+      if (key == "throttled_usec") t.seconds = static_cast<double>(value) / 1e6;  // v2: us
     }
+    return t;
   }
   return {};
 }

@@ -92,6 +92,8 @@ class TfRecordReader {
   class Bytes;  // the byte source: a stream, or a stream inflated
   void open();
   std::size_t read(char* out, std::size_t size);
+  /// Reads `size` bytes and drops them, 64 KiB at a time; the bytes the stream held (fewer at its end).
+  uint64_t discard(uint64_t size);
   [[noreturn]] void fail(int64_t offset, const std::string& what, bool framing_lost);
 
   std::string source_;
