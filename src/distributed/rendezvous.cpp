@@ -51,8 +51,8 @@ template <typename Options>
 struct HasMasterListenFd<Options, std::void_t<decltype(std::declval<Options&>().masterListenFd)>> : std::true_type {};
 
 /// A socket listening on `host`:`port` only (the first of its addresses that binds). Throws
-/// std::runtime_error naming the address when none does.
-int listen_only_on(const std::string& host, std::uint16_t port) {
+/// std::runtime_error naming the address when none does. (Unused where libtorch takes no socket: 1.13.)
+[[maybe_unused]] int listen_only_on(const std::string& host, std::uint16_t port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -29,9 +29,6 @@ constexpr const char* kManifest = RunDirectory::kManifest;
 constexpr const char* kLockFile = ".fitscope.lock";
 constexpr std::uintmax_t kMaxManifestBytes = 64u << 20;  // a manifest of a million files is ~100 MB less
 
-/// The first component of a relative path ("train/events..." -> "train").
-std::string top_of(const std::string& relative) { return fs::path(relative).begin()->string(); }
-
 struct FileRecord {
   std::uintmax_t size = 0;
   uint32_t crc32 = 0;

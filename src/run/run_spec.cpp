@@ -194,7 +194,7 @@ RunSpec RunSpec::from_config(const std::string& run_dir) {
   }
   RunSpec spec;
   for (const auto& [name, values] : read_config(path)) {
-    const auto refuse = [&](const std::string& word, const std::string& expected) {
+    const auto refuse = [&, &name = name](const std::string& word, const std::string& expected) {
       return std::invalid_argument(path + ": " + name + " = " + word + ": expected " + expected);
     };
     const std::string v = values.size() == 1 ? values.front() : std::string();

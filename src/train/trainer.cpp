@@ -290,7 +290,7 @@ void Trainer::load_weights(const std::string& path) {
   const NamedTensors weights = fitscope::load_weights(path);
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : model_->named_state()) {
-    const auto found = std::find_if(weights.begin(), weights.end(), [&](const auto& w) { return w.first == name; });
+    const auto found = std::find_if(weights.begin(), weights.end(), [&name = name](const auto& w) { return w.first == name; });
     if (found == weights.end()) throw std::invalid_argument("weights file " + path + ": no tensor " + name + " (the model's)");
     if (!found->second.sizes().equals(tensor.sizes())) {
       throw std::invalid_argument("weights file " + path + ": tensor " + name + " has shape " + c10::str(found->second.sizes()) +

@@ -255,7 +255,7 @@ TEST(ConfigToml, PathsWithHashQuoteBackslashNewlineOrBytesThatAreNotUtf8RoundTri
                                         "1", "--blas-threads", "1", "--workers", "0", "--quiet", "--run-dir", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* file : {"summary.json", "report.html", "manifest.json"}) EXPECT_TRUE(fs::exists(dir + "/" + file)) << file;
-  EXPECT_NO_THROW(nlohmann::json::parse(read_file(dir + "/summary.json")));
+  EXPECT_NO_THROW((void)nlohmann::json::parse(read_file(dir + "/summary.json")));
   const std::string config = read_file(dir + "/config.toml");
   // the config repeats the run: the same data, read back byte for byte (evaluate reads it too)
   const ProcessResult again = run_fitscope({"train", "--config", dir + "/config.toml", "--run-dir", tmp.path() + "/again"});

@@ -205,7 +205,7 @@ TEST(Trainer, AUserMetricIsLoggedWithItsValidationTwinAndEvaluated) {
   EXPECT_EQ(h.epochs().size(), 2u);
   EXPECT_NE(h.last().at("mean_top_logit"), 0.0);
   const auto [train, validation] = small_synthetic(400).split(0.25);
-  const at::Tensor logits = [&] {
+  const at::Tensor logits = [&, &validation = validation] {
     torch::NoGradGuard no_grad;
     return trainer.predict(validation.inputs());
   }();
