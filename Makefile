@@ -4,7 +4,7 @@
 PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread iproute2 \
             libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev \
             python3-torch python3-torchvision chromium pkg-config libturbojpeg0-dev libpng-dev \
-            protobuf-compiler libprotobuf-dev libtomlplusplus-dev clang libclang-rt-14-dev
+            protobuf-compiler libprotobuf-dev libtomlplusplus-dev clang libclang-rt-dev
 # clang compiles a unit that includes the torch headers ~4x faster than GCC: its precompiled header keeps
 # the template instantiations (-fpch-instantiate-templates) that GCC redoes in every unit (docs/decisions.md,
 # "Build speed"). The tree builds with either: CXX_COMPILER=g++ for GCC.
@@ -13,7 +13,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-FUZZ_PACKAGES := clang libclang-rt-14-dev protobuf-compiler libprotobuf-dev
+FUZZ_PACKAGES := clang libclang-rt-dev protobuf-compiler libprotobuf-dev
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := idx cifar10 csv image checkpoint tfrecord tar
@@ -107,18 +107,18 @@ test-libtorch2:
 # (libtorch-free sources), and of checkpoint decoding (linked with libtorch; its unpickler leaks
 # on some refused inputs, so leak detection is off), each run for FUZZ_SECONDS from the seed corpus in
 # tests/fuzz/corpus; libFuzzer prints the executions it ran.
-FUZZ_SOURCES_idx := src/data/idx_format.cpp
-FUZZ_SOURCES_cifar10 := src/data/cifar10_format.cpp
-FUZZ_SOURCES_csv := src/data/csv_format.cpp
-FUZZ_SOURCES_image := src/data/image_codec.cpp -lturbojpeg -lpng
+FUZZ_SOURCES_idx := src/data/formats/idx_format.cpp
+FUZZ_SOURCES_cifar10 := src/data/formats/cifar10_format.cpp
+FUZZ_SOURCES_csv := src/data/formats/csv_format.cpp
+FUZZ_SOURCES_image := src/data/formats/image_codec.cpp -lturbojpeg -lpng
 FUZZ_SOURCES_checkpoint := src/checkpoint/training_state.cpp src/checkpoint/pickle_archive.cpp src/checkpoint/checkpoint_file.cpp -ltorch -ltorch_cpu -lc10 -lz
 # the TFRecord framing and the tf.train.Example parser, with the Example messages generated into
 # $(FUZZ_DIR) by protoc first (FUZZ_PREPARE_<target> runs before a target's compile)
 FUZZ_PREPARE_tfrecord := protoc --proto_path=proto --cpp_out=$(FUZZ_DIR) proto/tf_example.proto;
-FUZZ_SOURCES_tfrecord := src/data/tfrecord_format.cpp src/data/tf_example.cpp $(FUZZ_DIR)/tf_example.pb.cc -I$(FUZZ_DIR) \
+FUZZ_SOURCES_tfrecord := src/data/formats/tfrecord_format.cpp src/data/formats/tf_example.cpp $(FUZZ_DIR)/tf_example.pb.cc -I$(FUZZ_DIR) \
   -lprotobuf -lz
 # the tar reader (ustar, GNU and pax headers) and the grouping of members into WebDataset samples
-FUZZ_SOURCES_tar := src/data/tar_format.cpp
+FUZZ_SOURCES_tar := src/data/formats/tar_format.cpp
 fuzz-build: fuzz-deps
 	@mkdir -p $(FUZZ_DIR)
 	@set -e; $(foreach t,$(FUZZ_TARGETS), \

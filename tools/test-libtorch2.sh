@@ -28,14 +28,15 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 jobs=${JOBS:-$(nproc)}
 build="build-libtorch2"
 stamp=$chroot_dir/.fitscope-packages
-# The chroot's packages: the toolchain and libtorch, then what the tests run: python3-torch (TorchScript
+# The chroot's packages: the toolchain (clang, as `make test` builds; g++ for its libstdc++) and
+# libtorch, then what the tests run: python3-torch (TorchScript
 # files), OpenBLAS's pthread build (the thread-policy tests; `make test` has it too), iproute2 (two
 # network namespaces), pkg-config (the package test), chromium (the report renders in a browser).
 # Nothing the kit supplies: its CLI11, json, toml++, protobuf + protoc, TurboJPEG, libpng, zlib, gtest,
 # benchmark and gloo must be the ones found.
 # libgloo-dev too: gloo's headers must be those of the gloo libtorch was built with (trixie's), which
 # the kit's (Debian 12's, for wheels that ship none) are not; CMake takes the ones beside libtorch first.
-packages=(g++ cmake ninja-build libtorch-dev libgloo-dev
+packages=(g++ clang libclang-rt-dev cmake ninja-build libtorch-dev libgloo-dev
   python3-torch libopenblas0-pthread iproute2 pkg-config chromium)
 # libtorch-dev depends on libprotobuf-dev, and that on zlib1g-dev: their headers, link-time symlinks,
 # static libraries and pkg-config files stay out of the chroot (dpkg path-exclude; the packages count as
@@ -154,8 +155,8 @@ run() {
     kit=/opt/fitscope-kit/usr
     export PATH=$kit/bin:$PATH
     kit_libs=$kit/lib/x86_64-linux-gnu
-    echo "== trixie: $(dpkg-query -W -f="\${Package} \${Version}" libtorch-dev), $(g++ --version | head -n 1), $(cmake --version | head -n 1)"
-    LD_LIBRARY_PATH=$kit_libs cmake -S . -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$kit"
+    echo "== trixie: $(dpkg-query -W -f="\${Package} \${Version}" libtorch-dev), $(clang++ --version | head -n 1), $(cmake --version | head -n 1)"
+    LD_LIBRARY_PATH=$kit_libs cmake -S . -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_PREFIX_PATH="$kit"
     LD_LIBRARY_PATH=$kit_libs ninja -C "$2" -j "$3"
     ctest --test-dir "$2" --output-on-failure -j "$3" ${4:+-R "$4"}
   ' test-libtorch2 "$root" "$build" "$jobs" "${TESTS:-}"

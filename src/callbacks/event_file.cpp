@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "fitscope/callbacks/tensorboard.hpp"
-#include "fitscope/data/tfrecord_format.hpp"
+#include "fitscope/data/formats/tfrecord_format.hpp"
 #include "tensorboard_event.pb.h"
 
 namespace fitscope::detail {

@@ -9,7 +9,7 @@
 
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
-#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/sources/dataset.hpp"
 #include "fitscope/run/run_directory.hpp"
 #include "fitscope/train/trainer.hpp"
 

@@ -12,11 +12,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "fitscope/data/file_sources.hpp"
-#include "fitscope/data/stream_dataset.hpp"
-#include "fitscope/data/subset_dataset.hpp"
-#include "fitscope/data/synthetic.hpp"
-#include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/data/sources/file_sources.hpp"
+#include "fitscope/data/streams/stream_dataset.hpp"
+#include "fitscope/data/sources/subset_dataset.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
+#include "fitscope/data/sources/tensor_dataset.hpp"
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/models/script_model.hpp"

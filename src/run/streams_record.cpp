@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "fitscope/data/stream_dataset.hpp"
+#include "fitscope/data/streams/stream_dataset.hpp"
 
 namespace fitscope::detail {
 

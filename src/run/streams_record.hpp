@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/sources/dataset.hpp"
 #include "fitscope/distributed/context.hpp"
 #include "fitscope/summary/run_summary.hpp"
 

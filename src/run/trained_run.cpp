@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "fitscope/io/atomic_file.hpp"
-#include "fitscope/data/transforms.hpp"
+#include "fitscope/data/loading/transforms.hpp"
 #include "fitscope/summary/run_summary.hpp"
 #include "script_file.hpp"
 

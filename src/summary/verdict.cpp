@@ -48,9 +48,21 @@ std::string cores_text(double cores) {
   return text;
 }
 
+/// The share of the run's wall time the cgroup's CPU quota may hold the threads back before the verdict
+/// names it: a stalled step lasts a quota period's rest (tens of ms), which no thread setting hides.
+constexpr double kThrottledShare = 0.02;
+
 std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
   const ThreadSetting& s = ctx.threads.setting;
   const std::string cores = std::to_string(ctx.threads.cores);
+  const double run_s = ctx.run.total();
+  if (ctx.cpu.throttled_s > 0 && run_s > 0 && ctx.cpu.throttled_s >= kThrottledShare * run_s) {
+    return "the cgroup's CPU quota held the process back in " + std::to_string(ctx.cpu.throttled_periods) + " periods, " +
+           cores_text(ctx.cpu.throttled_s) + " s in all (" + detail::format_percent(ctx.cpu.throttled_s / run_s, 0) +
+           " of the run): the steps that met it stalled until the next period; keep the busy threads within the "
+           "quota's " + cores + " cores (ThreadOptions::intra_op auto counts them, LoaderOptions::workers adds to "
+           "them) or raise the quota";
+  }
   if (ctx.ranks_on_machine > 1 && ctx.threads.cores <= 1) {  // data parallelism within one machine's few cores
     const std::string machine = ctx.cpu.cores > 0 ? std::to_string(ctx.cpu.cores) + " cores" : "cores";
     return std::to_string(ctx.ranks_on_machine) + " ranks share this machine's " + machine +

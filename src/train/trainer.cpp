@@ -19,8 +19,8 @@
 
 #include "fitscope/callbacks/progress_bar.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
-#include "fitscope/data/loader.hpp"
-#include "fitscope/data/stream_dataset.hpp"
+#include "fitscope/data/loading/loader.hpp"
+#include "fitscope/data/streams/stream_dataset.hpp"
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/train/fused_optimizer.hpp"

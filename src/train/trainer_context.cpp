@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "fitscope/data/loader.hpp"
+#include "fitscope/data/loading/loader.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "optimizer_state.hpp"
 #include "trainer_support.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fitscope/callbacks/callback.hpp"
-#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/sources/dataset.hpp"
 
 namespace fitscope::detail {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "fitscope/callbacks/progress_bar.hpp"
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/train/trainer.hpp"
 
 using namespace fitscope;

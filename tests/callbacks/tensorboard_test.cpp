@@ -18,8 +18,8 @@
 
 #include "callbacks/event_file.hpp"
 #include "fitscope/callbacks/tensorboard.hpp"
-#include "fitscope/data/synthetic.hpp"
-#include "fitscope/data/tfrecord_format.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
+#include "fitscope/data/formats/tfrecord_format.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/trainer.hpp"
 

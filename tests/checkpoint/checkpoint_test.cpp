@@ -17,7 +17,7 @@
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/io/fault_injection.hpp"
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/trainer.hpp"
 

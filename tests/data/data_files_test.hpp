@@ -3,7 +3,7 @@
 // test, removed after it, files written into it plainly or gzip-compressed, and the message of an
 // expected std::invalid_argument; `framed`, records as one TFRecord file's bytes.
 
-#include "fitscope/data/tfrecord_format.hpp"
+#include "fitscope/data/formats/tfrecord_format.hpp"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

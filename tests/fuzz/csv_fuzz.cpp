@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fitscope/data/csv_format.hpp"
+#include "fitscope/data/formats/csv_format.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fitscope/data/idx_format.hpp"
+#include "fitscope/data/formats/idx_format.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

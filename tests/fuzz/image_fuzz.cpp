@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "../../src/data/image_codec.hpp"
+#include "../../src/data/formats/image_codec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fitscope::detail;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/data/tf_example.hpp"
-#include "fitscope/data/tfrecord_format.hpp"
+#include "fitscope/data/formats/tf_example.hpp"
+#include "fitscope/data/formats/tfrecord_format.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

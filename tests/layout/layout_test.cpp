@@ -57,6 +57,27 @@ Graph area_graph() {
   return g;
 }
 
+/// The folders of `area` (include/fitscope/<area>/<folder>, src/<area>/<folder>, its detail/ a part of
+/// its folder) and the folders of the same area each includes.
+Graph folder_graph(const std::string& area) {
+  const std::regex include(R"re(^\s*#\s*include\s+"(?:fitscope/)?)re" + area + R"re(/([a-z_]+)/[^"]+")re");
+  Graph g;
+  for (const fs::path base : {kRoot / "include" / "fitscope" / area, kRoot / "src" / area}) {
+    for (const auto& entry : fs::recursive_directory_iterator(base)) {
+      const fs::path rel = fs::relative(entry.path(), base);
+      if (!entry.is_regular_file() || std::distance(rel.begin(), rel.end()) < 2) continue;  // CMakeLists.txt
+      const std::string folder = rel.begin()->string();
+      g[folder];
+      std::ifstream in(entry.path());
+      std::smatch m;
+      for (std::string line; std::getline(in, line);) {
+        if (std::regex_search(line, m, include) && m[1] != folder) g[folder].emplace(m[1], fs::relative(entry.path(), kRoot).string());
+      }
+    }
+  }
+  return g;
+}
+
 /// A cycle of areas, with the file behind each step; empty when there is none.
 std::vector<std::string> find_cycle(const Graph& g) {
   std::map<std::string, int> state;  // 1 = on the path, 2 = done
@@ -175,9 +196,11 @@ TEST(Layout, NoIncludeCycleJoinsTwoAreas) {
 
 /// ARCHITECTURE.md's floor table ("Areas and floors"), as area -> the areas it may include: its row's
 /// "includes" column ("nothing of fitscope", "io, threads", "... (data allowed)": every area it names),
-/// or, for "everything below", every area of a lower floor.
-std::map<std::string, std::set<std::string>> floor_table(const std::string& markdown) {
-  static const std::regex row(R"re(^\|\s*(\d+)\s*\|\s*`([a-z_]+)/`\s*\|.*\|([^|]*)\|\s*$)re");
+/// or, for "everything below", every area of a lower floor. With `within` ("data"), the table of that
+/// area's folders instead (rows of `data/formats/`), as folder -> folders.
+std::map<std::string, std::set<std::string>> floor_table(const std::string& markdown, const std::string& within = "") {
+  const std::regex row(R"re(^\|\s*(\d+)\s*\|\s*`)re" + (within.empty() ? "" : within + "/") +
+                       R"re(([a-z_]+)/`\s*\|.*\|([^|]*)\|\s*$)re");
   static const std::regex word("[a-z_]+");
   std::map<std::string, int> floor;
   std::map<std::string, std::string> includes;
@@ -341,3 +364,41 @@ TEST(Layout, TheUmbrellaHeaderHoldsEveryPublicHeaderAndNoInternalOne) {
 }
 
 }  // namespace
+
+TEST(Layout, DatasFoldersIncludeOnlyWhatTheirRowAllowsAndAreTheSameInIncludeSrcAndTests) {
+  const Graph g = folder_graph("data");
+  const auto may = floor_table(read_text(kRoot / "ARCHITECTURE.md"), "data");
+  std::set<std::string> folders, rows;
+  for (const auto& [folder, edges] : g) folders.insert(folder);
+  for (const auto& [folder, allowed] : may) rows.insert(folder);
+  ASSERT_GE(rows.size(), 2u) << "ARCHITECTURE.md has no table of data/'s folders";
+  EXPECT_EQ(rows, folders) << "ARCHITECTURE.md's table of data/'s folders and the tree's differ";
+  EXPECT_EQ(includes_above_the_floor(g, may), std::vector<std::string>{});
+  std::string cycle;
+  for (const std::string& step : find_cycle(g)) cycle += "\n  " + step;
+  EXPECT_TRUE(cycle.empty()) << "a cycle of data/'s folders:" << cycle;
+  // each folder holds headers, sources and tests; nothing lies beside the folders
+  for (const fs::path& base : {kRoot / "include" / "fitscope" / "data", kRoot / "src" / "data", kRoot / "tests" / "data"}) {
+    std::set<std::string> here;
+    for (const auto& entry : fs::directory_iterator(base)) {
+      if (entry.is_directory()) here.insert(entry.path().filename().string());
+    }
+    EXPECT_EQ(here, rows) << base;
+  }
+}
+
+TEST(Layout, TheFolderCheckFindsAPlantedOffender) {
+  const auto may = floor_table(
+      "| floor | folder | what it holds | includes |\n|---|---|---|---|\n"
+      "| 1 | `data/` | the whole area | io |\n"
+      "| 0 | `data/formats/` | formats | nothing of data |\n"
+      "| 1 | `data/sources/` | data sets | formats |\n",
+      "data");
+  EXPECT_EQ(may.at("formats"), std::set<std::string>{});
+  EXPECT_EQ(may.at("sources"), std::set<std::string>{"formats"});
+  EXPECT_EQ(may.count("data"), 0u);  // the area's own row belongs to the areas' table
+  Graph g;
+  g["sources"]["formats"] = "src/data/sources/a.cpp";
+  g["formats"]["sources"] = "src/data/formats/b.cpp";  // the planted offender: a floor up
+  EXPECT_EQ(includes_above_the_floor(g, may), std::vector<std::string>{"formats -> sources (src/data/formats/b.cpp)"});
+}

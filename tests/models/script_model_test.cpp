@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/script.h>
 
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/models/script_model.hpp"
 #include "fitscope/train/trainer.hpp"
 

@@ -116,6 +116,22 @@ TEST(Verdict, AComputeBoundRunWithAnIdleCoreSaysWhatTheWarmupMeasuredInsteadOfAd
             std::string::npos) << v.contention;
 }
 
+TEST(Verdict, NamesTheCgroupQuotaWhenItHeldTheProcessBackForAShareOfTheRun) {
+  VerdictContext ctx = threads_on(1, {1, 1});
+  ctx.run.training_steps = 20;
+  ctx.cpu.throttled_periods = 30;
+  ctx.cpu.throttled_s = 1.6;  // 8 % of the run
+  const Verdict v = judge(compute_bound(), ctx);
+  EXPECT_NE(v.contention.find("the cgroup's CPU quota held the process back in 30 periods, 1.60 s in all (8% of the run)"),
+            std::string::npos) << v.contention;
+  EXPECT_NE(v.contention.find("within the quota's 1 cores"), std::string::npos) << v.contention;
+  ctx.cpu.throttled_s = 0.2;  // 1 %: the stalls are not what the run's time went to
+  EXPECT_EQ(judge(compute_bound(), ctx).contention.find("quota"), std::string::npos);
+  ctx.cpu.throttled_s = 1.5;
+  ctx.run = {};  // no run measured: no share to judge by
+  EXPECT_EQ(judge(compute_bound(), ctx).contention.find("quota"), std::string::npos);
+}
+
 TEST(Verdict, AComputeBoundRunOnEveryCoreNamesTheMeasuredGainAndOnlyThenTheModelOrDevice) {
   VerdictContext ctx = threads_on(2, {2, 1}, "auto");
   ctx.threads.candidates = {{{1, 1}, 14.5}, {{2, 1}, 10.0}, {{1, 2}, 13.0}};

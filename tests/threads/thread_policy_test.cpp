@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/threads/blas_library.hpp"

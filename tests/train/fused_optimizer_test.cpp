@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/fused_optimizer.hpp"

@@ -5,7 +5,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/train/lr_schedule.hpp"
 #include "fitscope/train/trainer.hpp"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "fitscope/checkpoint/weights_export.hpp"
-#include "fitscope/data/subset_dataset.hpp"
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/subset_dataset.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/trainer.hpp"
 

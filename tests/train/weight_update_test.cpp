@@ -11,7 +11,7 @@
 
 #include <cmath>
 
-#include "fitscope/data/synthetic.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/train/trainer.hpp"
 
 using namespace fitscope;

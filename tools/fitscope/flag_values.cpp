@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fitscope/data/loader.hpp"
+#include "fitscope/data/loading/loader.hpp"
 
 namespace fitscope::cli {
 

@@ -10,8 +10,8 @@
 #include <tuple>
 #include <stdexcept>
 
-#include "fitscope/data/record_decoder.hpp"
-#include "fitscope/data/transforms.hpp"
+#include "fitscope/data/streams/record_decoder.hpp"
+#include "fitscope/data/loading/transforms.hpp"
 #include "fitscope/metrics/metric.hpp"
 #include "fitscope/run/run.hpp"
 #include "fitscope/train/loss.hpp"

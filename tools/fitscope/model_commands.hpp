@@ -6,7 +6,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "fitscope/data/synthetic_images.hpp"
+#include "fitscope/data/sources/synthetic_images.hpp"
 #include "train_command.hpp"
 
 namespace fitscope::cli {

@@ -24,8 +24,8 @@
 #include <vector>
 #include <string>
 
-#include "fitscope/data/dataset.hpp"
-#include "fitscope/data/tensor_dataset.hpp"
+#include "fitscope/data/sources/dataset.hpp"
+#include "fitscope/data/sources/tensor_dataset.hpp"
 #include "fitscope/run/run_directory.hpp"
 #include "fitscope/run/run_options.hpp"
 #include "fitscope/summary/fit_measurements.hpp"

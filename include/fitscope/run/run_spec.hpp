@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "fitscope/data/dataset.hpp"
-#include "fitscope/data/image_folder.hpp"
+#include "fitscope/data/sources/dataset.hpp"
+#include "fitscope/data/sources/image_folder.hpp"
 #include "fitscope/models/model.hpp"
 
 namespace fitscope {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/data/dataset.hpp"
+#include "fitscope/data/sources/dataset.hpp"
 #include "fitscope/summary/sweep.hpp"
 #include "fitscope/train/trainer.hpp"
 

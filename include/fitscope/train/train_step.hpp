@@ -12,7 +12,7 @@
 #include <functional>
 #include <optional>
 
-#include "fitscope/data/batch.hpp"
+#include "fitscope/data/sources/batch.hpp"
 #include "fitscope/distributed/gradient_reducer.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/train/gradient_clipping.hpp"
