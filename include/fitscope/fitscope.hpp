@@ -60,6 +60,7 @@
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/io/fault_injection.hpp"
 #include "fitscope/io/file_system.hpp"
+#include "fitscope/io/terminal.hpp"
 #include "fitscope/metrics/accuracy.hpp"
 #include "fitscope/metrics/auc.hpp"
 #include "fitscope/metrics/confusion_metrics.hpp"

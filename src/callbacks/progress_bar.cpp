@@ -1,6 +1,5 @@
 #include "fitscope/callbacks/progress_bar.hpp"
 
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,21 +10,12 @@
 #include <iostream>
 #include <string>
 
+#include "fitscope/io/terminal.hpp"
 
 namespace fitscope {
 namespace {
 
 std::atomic<std::ostream*> open_line{nullptr};  // the stream whose last line a bar left open
-
-int terminal_columns() {
-  winsize size{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
-  if (const char* columns = std::getenv("COLUMNS")) {
-    const int n = std::atoi(columns);
-    if (n > 0) return n;
-  }
-  return 80;
-}
 
 std::string format_value(double v) {
   char buf[32];

@@ -169,6 +169,7 @@ std::string RunSummary::to_json() const {
         {"cores", cpu.cores},
         {"throttled_periods", cpu.throttled_periods},
         {"throttled_s", cpu.throttled_s},
+        {"others_cores", cpu.others_cores},
         {"pools", pools}}},
       {"gpu_utilization", optional_number(gpu_utilization)},
       {"gpu_memory_peak_mb", optional_number(gpu_memory_peak_mb)},
@@ -381,6 +382,9 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   if (cpu.raw().contains("throttled_periods")) {
     s.cpu.throttled_periods = cpu.get<int64_t>("throttled_periods");
     s.cpu.throttled_s = cpu.get<double>("throttled_s");
+  }
+  if (cpu.raw().contains("others_cores")) {
+    s.cpu.others_cores = cpu.get<double>("others_cores");
   }
   const Reader pools = cpu.object("pools");
   for (const auto& item : pools.raw().items()) {

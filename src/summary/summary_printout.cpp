@@ -1,6 +1,7 @@
 #include "fitscope/summary/summary_printout.hpp"
 
 #include "fitscope/summary/detail/percent.hpp"
+#include "thread_choice_text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -57,12 +58,14 @@ std::string format_threads(const RunSummary& s) {
   } else {
     out += t.candidates.empty() ? "auto: the only candidate on this process's cores, nothing to measure" : "measured in warm-up:";
   }
-  for (const ThreadCandidate& c : t.candidates) {
-    std::snprintf(part, sizeof part, " %lldx%lld %.3f ms%s", static_cast<long long>(c.setting.intra_op),
-                  static_cast<long long>(c.setting.blas), c.step_ms, c.setting == t.setting ? " (kept)" : "");
+  for (std::size_t i = 0; i < t.candidates.size(); ++i) {
+    const ThreadCandidate& c = t.candidates[i];
+    std::snprintf(part, sizeof part, "%s %lldx%lld %.3f ms", i == 0 ? " intra-op x BLAS" : ",",
+                  static_cast<long long>(c.setting.intra_op), static_cast<long long>(c.setting.blas), c.step_ms);
     out += part;
   }
-  out += "\n";
+  const std::string reason = detail::kept_reason(t);
+  out += (reason.empty() ? "" : "; " + reason) + "\n";
   if (s.cpu.pools.empty()) return out;
   std::snprintf(part, sizeof part, "CPU: %.2f of %lld cores busy:", s.cpu.process_cores, static_cast<long long>(s.cpu.cores));
   out += part;
@@ -71,7 +74,12 @@ std::string format_threads(const RunSummary& s) {
     std::snprintf(part, sizeof part, " %s %.2f (%lld)", p.pool.c_str(), p.cores, static_cast<long long>(p.threads));
     out += part;
   }
-  out += "  (cores, threads)\n";
+  out += "  (cores, threads)";
+  if (s.cpu.others_cores >= 0.005) {
+    std::snprintf(part, sizeof part, "; other processes %.2f", s.cpu.others_cores);
+    out += part;
+  }
+  out += "\n";
   if (s.cpu.throttled_periods > 0) {
     std::snprintf(part, sizeof part, "Throttled: the cgroup's CPU quota held the process back in %lld periods, %.2f s in all\n",
                   static_cast<long long>(s.cpu.throttled_periods), s.cpu.throttled_s);
@@ -132,10 +140,22 @@ std::string format_breakdown(const RunSummary& s) {
     out += line;
   }
   if (!s.callbacks.empty()) out += "Callbacks by total time (mode, calls, mean ms, p99 ms, total ms):\n";
-  for (std::size_t i = 0; i < s.callbacks.size() && i < 5; ++i) {
+  // the name column as wide as the longest name, up to what leaves the row within 80 columns; a longer
+  // name has a line of its own above its figures
+  constexpr int kNumbers = 43, kMaxName = 80 - 2 - kNumbers;
+  const std::size_t shown = std::min<std::size_t>(s.callbacks.size(), 5);
+  int name_width = 0;
+  for (std::size_t i = 0; i < shown; ++i) {
+    name_width = std::max(name_width, static_cast<int>((s.callbacks[i].name + "." + s.callbacks[i].hook).size()));
+  }
+  name_width = std::min(name_width, kMaxName);
+  for (std::size_t i = 0; i < shown; ++i) {
     const CallbackSummary& c = s.callbacks[i];
-    std::snprintf(line, sizeof line, "  %-40s %-5s %8lld %10.3f %10.3f %10.1f\n", (c.name + "." + c.hook).c_str(),
-                  c.mode.c_str(), static_cast<long long>(c.calls), c.mean_ms, c.p99_ms, c.total_ms);
+    const std::string name = c.name + "." + c.hook;
+    if (static_cast<int>(name.size()) > name_width) out += "  " + name + "\n";
+    std::snprintf(line, sizeof line, "  %-*s %-5s %6lld %9.3f %9.3f %9.1f\n", name_width,
+                  static_cast<int>(name.size()) > name_width ? "" : name.c_str(), c.mode.c_str(),
+                  static_cast<long long>(c.calls), c.mean_ms, c.p99_ms, c.total_ms);
     out += line;
   }
   const Verdict& v = s.verdict;
@@ -167,6 +187,61 @@ std::string format_run_time(const RunSummary& s) {
       out += "  restart " + std::to_string(i + 1) + ": resumed from step " + std::to_string(e.resumed_from_step) +
              (e.failed_at_step ? " (failed at step " + std::to_string(*e.failed_at_step) + ")" : "") + " after: " + e.reason + "\n";
     }
+  }
+  return out;
+}
+
+namespace {
+
+/// The columns of `text`: its UTF-8 characters.
+std::size_t columns(const std::string& text) {
+  std::size_t n = 0;
+  for (const char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+/// The byte offset of `text`'s first `count` columns.
+std::size_t offset_of_column(const std::string& text, std::size_t count) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+    if (seen++ == count) return i;
+  }
+  return text.size();
+}
+
+/// One line wrapped to `width` (no newline in it), each piece ending in a newline.
+std::string wrap_line(std::string rest, std::size_t width) {
+  const std::size_t indent = std::min(rest.find_first_not_of(' '), rest.size());
+  const std::string continuation(std::min(indent + 2, width / 2), ' ');
+  std::size_t lead = indent;  // the indentation of the piece in `rest`
+  std::string out;
+  while (columns(rest) > width) {
+    std::size_t cut = rest.rfind(' ', offset_of_column(rest, width));
+    if (cut == std::string::npos || cut <= lead) cut = rest.find(' ', offset_of_column(rest, width));  // a word wider than the line
+    if (cut == std::string::npos) break;
+    const std::size_t end = rest.find_last_not_of(' ', cut);
+    const std::size_t next = rest.find_first_not_of(' ', cut);
+    if (end == std::string::npos || end < lead || next == std::string::npos) break;
+    out += rest.substr(0, end + 1) + "\n";
+    rest = continuation + rest.substr(next);
+    lead = continuation.size();
+  }
+  return out + rest + "\n";
+}
+
+}  // namespace
+
+std::string wrap_to_width(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string wrapped = wrap_line(line, std::max<std::size_t>(width, 20));
+    out += end == std::string::npos ? wrapped.substr(0, wrapped.size() - 1) : wrapped;
+    if (end == std::string::npos) break;
+    start = end + 1;
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "fitscope/summary/verdict.hpp"
 
 #include "fitscope/summary/detail/percent.hpp"
+#include "thread_choice_text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -36,10 +37,9 @@ const ThreadCandidate* measured(const ThreadChoice& t, const ThreadSetting& sett
 std::string how_chosen(const ThreadChoice& t) {
   if (t.chosen_by != "auto") return "set by ThreadOptions::intra_op";
   if (t.search_needs_steps > 0) return "the default: the run was too short to measure others";
-  const ThreadCandidate* chosen = measured(t, t.setting);
-  const ThreadCandidate* single = measured(t, ThreadSetting{1, 1});
-  if (!chosen || !single || chosen == single) return "chosen by measuring " + std::to_string(t.candidates.size()) + " settings in warm-up";
-  return "measured in warm-up: " + ratio(single->step_ms / chosen->step_ms) + " faster than intra-op 1, BLAS 1";
+  const std::string reason = detail::kept_reason(t);
+  if (reason.empty()) return "chosen by measuring " + std::to_string(t.candidates.size()) + " settings in warm-up";
+  return "measured in warm-up, " + reason;
 }
 
 std::string cores_text(double cores) {
@@ -51,8 +51,10 @@ std::string cores_text(double cores) {
 /// The share of the run's wall time the cgroup's CPU quota may hold the threads back before the verdict
 /// names it: a stalled step lasts a quota period's rest (tens of ms), which no thread setting hides.
 constexpr double kThrottledShare = 0.02;
+/// The cores other processes may keep busy on this process's CPUs before the verdict names them.
+constexpr double kOthersCores = 0.5;
 
-std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
+std::string contention_of(const std::string& bound, const PhaseStats& stats, const VerdictContext& ctx) {
   const ThreadSetting& s = ctx.threads.setting;
   const std::string cores = std::to_string(ctx.threads.cores);
   const double run_s = ctx.run.total();
@@ -62,6 +64,17 @@ std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
            " of the run): the steps that met it stalled until the next period; keep the busy threads within the "
            "quota's " + cores + " cores (ThreadOptions::intra_op auto counts them, LoaderOptions::workers adds to "
            "them) or raise the quota";
+  }
+  // other processes on this process's CPUs (the run's other ranks on this machine aside, counted as this one)
+  const double others = ctx.cpu.others_cores - static_cast<double>(ctx.ranks_on_machine - 1) * ctx.cpu.process_cores;
+  if (others >= kOthersCores) {
+    const Distribution step = stats.step();
+    std::string spread;
+    if (step.p50_ms > 0 && step.p90_ms >= 2 * step.p50_ms) spread = "; the step's p90 is " + ratio(step.p90_ms / step.p50_ms) + " its p50";
+    return "other processes kept " + cores_text(others) + " cores busy on the " + std::to_string(ctx.cpu.cores) +
+           " this process may use (its own threads " + cores_text(ctx.cpu.process_cores) + "): the steps waited for the "
+           "cores, so the step times and the bound above measure the machine's load as much as the training" + spread +
+           "; run it again on a quiet machine, or on cores of its own (taskset, a cgroup)";
   }
   if (ctx.ranks_on_machine > 1 && ctx.threads.cores <= 1) {  // data parallelism within one machine's few cores
     const std::string machine = ctx.cpu.cores > 0 ? std::to_string(ctx.cpu.cores) + " cores" : "cores";
@@ -318,7 +331,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
                "steps (more epochs or steps per epoch) or fewer warm-up steps to judge it";
     v.actions.clear();
   }
-  v.contention = contention_of(v.bound, ctx);
+  v.contention = contention_of(v.bound, s, ctx);
   v.outside_steps = outside_steps(ctx);
   return v;
 }

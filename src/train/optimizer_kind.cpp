@@ -1,23 +1,135 @@
 #include "fitscope/train/optimizer_kind.hpp"
 
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
 #include <stdexcept>
+#include <string>
+
+#include "fitscope/train/fused_optimizer.hpp"
+#include "fitscope/train/trainer.hpp"
+#include "optimizer_kinds.hpp"
+#include "optimizer_state.hpp"
 
 namespace fitscope {
+namespace detail {
+namespace {
+
+at::Tensor or_empty(const at::Tensor& t) { return t.defined() ? t : at::empty({0}); }
+
+/// `state` as the kind's own state type; throws when it is another kind's.
+template <typename State>
+State& state_as(torch::optim::OptimizerParamState& state, const char* kind) {
+  auto* s = dynamic_cast<State*>(&state);
+  if (!s) throw std::invalid_argument(std::string("a parameter's optimizer state is not ") + kind + "'s: the optimizer is another kind");
+  return *s;
+}
+
+template <typename Optimizer, typename Options>
+std::unique_ptr<torch::optim::Optimizer> built(const std::vector<at::Tensor>& params, const Options& options, bool fused) {
+  if (fused) return std::make_unique<FusedOptimizer>(params, options);
+  return std::make_unique<Optimizer>(params, options);
+}
+
+/// Adam's and AdamW's states have the same fields under different types: exp_avg, exp_avg_sq,
+/// max_exp_avg_sq (or empty), and the step count.
+template <typename State>
+void copy_adam_state(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count) {
+  auto& s = state_as<State>(state, "Adam");
+  copy_into(slot[0], s.exp_avg());
+  copy_into(slot[1], s.exp_avg_sq());
+  copy_into(slot[2], or_empty(s.max_exp_avg_sq()));
+  count = s.step();
+}
+
+template <typename State>
+std::unique_ptr<torch::optim::OptimizerParamState> adam_state(const at::Tensor* slot, int64_t count, const ToParameter& to_parameter) {
+  auto s = std::make_unique<State>();
+  s->step(count);
+  s->exp_avg(to_parameter(slot[0]));
+  s->exp_avg_sq(to_parameter(slot[1]));
+  const at::Tensor max = to_parameter(slot[2]);
+  if (max.defined()) s->max_exp_avg_sq(max);
+  return s;
+}
+
+/// SGD's state: the momentum buffer (or empty); no step count (0).
+void copy_sgd_state(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count) {
+  copy_into(slot[0], or_empty(state_as<torch::optim::SGDParamState>(state, "SGD").momentum_buffer()));
+  count = 0;
+}
+
+std::unique_ptr<torch::optim::OptimizerParamState> sgd_state(const at::Tensor* slot, int64_t, const ToParameter& to_parameter) {
+  auto s = std::make_unique<torch::optim::SGDParamState>();
+  const at::Tensor momentum = to_parameter(slot[0]);
+  if (momentum.defined()) s->momentum_buffer(momentum);
+  return s;
+}
+
+}  // namespace
+
+const std::vector<OptimizerKindEntry>& optimizer_kinds() {
+  static const std::vector<OptimizerKindEntry> kinds = {
+      {OptimizerKind::adam, "adam",
+       [](const std::vector<at::Tensor>& params, const TrainerOptions& o, bool fused) {
+         return built<torch::optim::Adam>(params, torch::optim::AdamOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(0)),
+                                          fused);
+       },
+       3, 2, copy_adam_state<torch::optim::AdamParamState>, adam_state<torch::optim::AdamParamState>},
+      {OptimizerKind::adamw, "adamw",
+       [](const std::vector<at::Tensor>& params, const TrainerOptions& o, bool fused) {
+         return built<torch::optim::AdamW>(
+             params, torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(1e-2)), fused);
+       },
+       3, 2, copy_adam_state<torch::optim::AdamWParamState>, adam_state<torch::optim::AdamWParamState>},
+      {OptimizerKind::sgd, "sgd",
+       [](const std::vector<at::Tensor>& params, const TrainerOptions& o, bool fused) {
+         return built<torch::optim::SGD>(params,
+                                         torch::optim::SGDOptions(o.learning_rate)
+                                             .momentum(o.momentum)
+                                             .nesterov(o.nesterov)
+                                             .weight_decay(o.weight_decay.value_or(0)),
+                                         fused);
+       },
+       1, 0, copy_sgd_state, sgd_state},
+  };
+  return kinds;
+}
+
+namespace {
+/// "adam, adamw or sgd"
+std::string kind_names() {
+  const auto& kinds = optimizer_kinds();
+  std::string names;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + std::string(kinds[i].name);
+  }
+  return names;
+}
+}  // namespace
+
+const OptimizerKindEntry& optimizer_kind_entry(OptimizerKind kind) {
+  for (const auto& k : optimizer_kinds()) {
+    if (k.kind == kind) return k;
+  }
+  throw std::invalid_argument("optimizer kind " + std::to_string(static_cast<int>(kind)) + " is none of " + kind_names());
+}
+
+}  // namespace detail
 
 std::string optimizer_name(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::adam: return "adam";
-    case OptimizerKind::adamw: return "adamw";
-    case OptimizerKind::sgd: return "sgd";
+  for (const auto& k : detail::optimizer_kinds()) {
+    if (k.kind == kind) return k.name;
   }
   return "unknown";
 }
 
 OptimizerKind parse_optimizer(const std::string& name) {
-  for (OptimizerKind k : {OptimizerKind::adam, OptimizerKind::adamw, OptimizerKind::sgd}) {
-    if (name == optimizer_name(k)) return k;
+  for (const auto& k : detail::optimizer_kinds()) {
+    if (name == k.name) return k.kind;
   }
-  throw std::invalid_argument("unknown optimizer '" + name + "' (expected adam, adamw or sgd)");
+  throw std::invalid_argument("unknown optimizer '" + name + "' (expected " + detail::kind_names() + ")");
 }
 
 }  // namespace fitscope

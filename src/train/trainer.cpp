@@ -3,9 +3,6 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
-#include <torch/optim/adam.h>
-#include <torch/optim/adamw.h>
-#include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
 #include <algorithm>
@@ -24,6 +21,7 @@
 #include "fitscope/distributed/metric_reduction.hpp"
 #include "fitscope/metrics/metric_set.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
+#include "optimizer_kinds.hpp"
 #include "optimizer_state.hpp"
 #include "trainer_context.hpp"
 #include "trainer_support.hpp"
@@ -65,30 +63,6 @@ void check_optimizer_options(const TrainerOptions& o) {
   if (o.nesterov && o.momentum == 0) throw std::invalid_argument("nesterov needs a momentum > 0, got 0");
 }
 
-/// libtorch's optimizer of the options, or the fused step for the same rule where it applies.
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<at::Tensor>& params, const TrainerOptions& o) {
-  const bool fused = o.fused_optimizer && FusedOptimizer::supports(params);
-  switch (o.optimizer) {
-    case OptimizerKind::adam: {
-      const auto options = torch::optim::AdamOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(0));
-      if (fused) return std::make_unique<FusedOptimizer>(params, options);
-      return std::make_unique<torch::optim::Adam>(params, options);
-    }
-    case OptimizerKind::adamw: {
-      const auto options = torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay.value_or(1e-2));
-      if (fused) return std::make_unique<FusedOptimizer>(params, options);
-      return std::make_unique<torch::optim::AdamW>(params, options);
-    }
-    case OptimizerKind::sgd: {
-      const auto options =
-          torch::optim::SGDOptions(o.learning_rate).momentum(o.momentum).nesterov(o.nesterov).weight_decay(o.weight_decay.value_or(0));
-      if (fused) return std::make_unique<FusedOptimizer>(params, options);
-      return std::make_unique<torch::optim::SGD>(params, options);
-    }
-  }
-  throw std::invalid_argument("unknown optimizer");
-}
-
 }  // namespace
 
 Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
@@ -124,7 +98,9 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainerOptions options)
   train_metrics_ = std::make_unique<MetricSet>(options_.metrics);
   test_metrics_ = std::make_unique<MetricSet>(options_.metrics);
   model_->to(options_.device);
-  optimizer_ = make_optimizer(model_->parameters(), options_);
+  const std::vector<at::Tensor> params = model_->parameters();
+  optimizer_ = detail::optimizer_kind_entry(options_.optimizer)
+                   .make(params, options_, options_.fused_optimizer && FusedOptimizer::supports(params));
   if (!options_.train_step) options_.train_step = standard_train_step;
   measured_.stats = PhaseStats(options_.warmup_steps);
   measured_.threads = threads_.choice();

@@ -907,7 +907,7 @@ TEST(Cli, ASeedOutOfRangeOrAConfigThatIsNoFileExitsTwo) {
   }
 }
 
-TEST(ProgressBarOnATerminal, TheEpochsFinalLineIsWholeAtEightyColumnsAsKeras) {
+TEST(ProgressBarOnATerminal, TheEpochsFinalLineIsWholeAtEightyColumnsAsKerasAndThePrintoutFitsThem) {
   // the CLI in a pseudo-terminal of 80 columns, as a user's shell
   winsize size{};
   size.ws_col = 80;
@@ -937,6 +937,20 @@ TEST(ProgressBarOnATerminal, TheEpochsFinalLineIsWholeAtEightyColumnsAsKeras) {
   for (const char* key : {" - accuracy: ", " - loss: ", " - val_accuracy: ", " - val_loss: "}) {
     EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
   }
+  // the end-of-run printout fits the 80 columns, its sentences wrapped at words
+  const std::string printout = text.substr(end + 5);
+  ASSERT_NE(printout.find("Verdict: "), std::string::npos) << printout;
+  ASSERT_NE(printout.find("Run directory: "), std::string::npos) << printout;
+  std::size_t lines = 0;
+  for (std::size_t from = 0; from < printout.size();) {
+    const std::size_t to = std::min(printout.find("\r\n", from), printout.size());
+    std::size_t columns = 0;
+    for (std::size_t i = from; i < to; ++i) columns += (static_cast<unsigned char>(printout[i]) & 0xC0) != 0x80;
+    EXPECT_LE(columns, 80u) << printout.substr(from, to - from);
+    ++lines;
+    from = to + 2;
+  }
+  EXPECT_GT(lines, 10u) << printout;
 }
 
 TEST(Cli, ItsBashCompletionIsMadeFromItsFlagTableAndCompletesCommandsAndFlags) {

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "fitscope/summary/run_summary.hpp"
@@ -95,6 +100,65 @@ TEST(RunSummary, TheRunPartsAddUpToTheWallTimeAndALargeOneIsNamed) {
   EXPECT_NE(s.verdict.outside_steps.find("validation takes 20% of the run's wall time"), std::string::npos)
       << s.verdict.outside_steps;
   EXPECT_NE(format_summary(s).find("Outside the steps: validation takes 20%"), std::string::npos);
+}
+
+/// `text`'s words, whatever its line breaks and indentation.
+std::vector<std::string> words_of(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+/// The widest line of `text`, in UTF-8 characters.
+std::size_t widest_line(const std::string& text) {
+  std::size_t widest = 0, here = 0;
+  for (const char c : text) {
+    if (c == '\n') {
+      widest = std::max(widest, here);
+      here = 0;
+    } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+      ++here;
+    }
+  }
+  return std::max(widest, here);
+}
+
+TEST(Printout, WrapsItsSentencesAtWordsToTheWidthAndCutsNothing) {
+  EXPECT_EQ(wrap_to_width("Verdict: highly compute-bound (100%).\n", 20),
+            "Verdict: highly\n  compute-bound\n  (100%).\n");
+  EXPECT_EQ(wrap_to_width("  phase  mean ms\nshort\n", 20), "  phase  mean ms\nshort\n");  // fits: as it was
+  EXPECT_EQ(wrap_to_width("a https://a.very.long/word/that/cannot/be/broken b", 20),
+            "a\n  https://a.very.long/word/that/cannot/be/broken\n  b");  // too wide a word stays whole
+  EXPECT_EQ(wrap_to_width("  indented text goes on past twenty", 20), "  indented text goes\n    on past twenty");
+  EXPECT_EQ(wrap_to_width("µs µs µs µs µs µs µs", 20), "µs µs µs µs µs µs µs");  // 20 characters, 27 bytes
+  RunSummary s = filled();
+  CallbackSummary slow;
+  slow.name = "AVeryLongCallbackNameThatAUserGaveIt";
+  slow.hook = "on_train_batch_end";
+  slow.mode = "sync";
+  slow.calls = 123456;
+  slow.mean_ms = 1234.5;
+  slow.p99_ms = 99999.25;
+  slow.total_ms = 1.5e6;
+  s.callbacks.push_back(slow);
+  s.verdict.advice = std::string(300, 'x') + " and then " + std::string(100, 'y');
+  const std::string printout = format_summary(s);
+  for (const std::size_t width : {80u, 60u, 100u}) {
+    const std::string fitted = wrap_to_width(printout, width);
+    EXPECT_EQ(words_of(fitted), words_of(printout)) << fitted;
+    std::istringstream lines(fitted);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("xxxxxxxxxx") != std::string::npos || line.find("yyyyyyyyyy") != std::string::npos) continue;
+      EXPECT_LE(widest_line(line), width) << line;
+    }
+  }
+  // the tables fit 80 columns without a wrap: a long callback name has a line of its own
+  std::istringstream rows(format_breakdown(s));
+  for (std::string line; std::getline(rows, line);) {
+    if (line.rfind("  ", 0) == 0) EXPECT_LE(widest_line(line), 80u) << line;
+  }
+  EXPECT_NE(printout.find("  AVeryLongCallbackNameThatAUserGaveIt.on_train_batch_end\n"), std::string::npos) << printout;
 }
 
 TEST(RunSummary, RejectsAFileOfAnOlderVersionNamingTheMissingKey) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "fitscope/summary/verdict.hpp"
+#include "summary/thread_choice_text.hpp"
 
 using namespace fitscope;
 
@@ -132,13 +133,51 @@ TEST(Verdict, NamesTheCgroupQuotaWhenItHeldTheProcessBackForAShareOfTheRun) {
   EXPECT_EQ(judge(compute_bound(), ctx).contention.find("quota"), std::string::npos);
 }
 
+TEST(Verdict, NamesOtherProcessesThatKeptThisProcesssCoresBusyAndOnlyThen) {
+  VerdictContext ctx = threads_on(2, {2, 1});
+  ctx.cpu.cores = 2;
+  ctx.cpu.process_cores = 0.4;
+  ctx.cpu.pools = {{"training", 1, 0.2}, {"intra_op", 1, 0.2}, {"other", 0, 0.0}};
+  ctx.cpu.others_cores = 1.5;  // a build beside the run
+  const Verdict loaded = judge(compute_bound(), ctx);
+  EXPECT_NE(loaded.contention.find("other processes kept 1.50 cores busy on the 2 this process may use (its own threads 0.40)"),
+            std::string::npos) << loaded.contention;
+  ctx.cpu.others_cores = 0.1;  // a quiet machine
+  EXPECT_EQ(judge(compute_bound(), ctx).contention.find("other processes"), std::string::npos);
+  ctx.cpu.others_cores = -1;  // /proc/stat not read
+  EXPECT_EQ(judge(compute_bound(), ctx).contention.find("other processes"), std::string::npos);
+  // the run's own other rank on this machine is not a competing load
+  ctx.ranks_on_machine = 2;
+  ctx.threads.cores = 1;
+  ctx.cpu.others_cores = 0.8;  // 0.4 of them the other rank's
+  EXPECT_EQ(judge(compute_bound(), ctx).contention.find("other processes"), std::string::npos);
+}
+
+TEST(Verdict, TheThreadChoiceSaysWhyASlowerSettingWasKept) {
+  ThreadChoice t;
+  t.chosen_by = "auto";
+  t.cores = 2;
+  t.setting = {1, 2};
+  t.candidates = {{{1, 2}, 0.058}, {{1, 1}, 0.056}};
+  EXPECT_EQ(fitscope::detail::kept_reason(t),
+            "kept intra-op 1, BLAS 2: within 4% of the fastest (intra-op 1, BLAS 1: 0.056 ms against 0.058 ms) and "
+            "measured before it; a later setting replaces an earlier one only when 5% faster");
+  t.setting = {1, 1};
+  EXPECT_EQ(fitscope::detail::kept_reason(t), "kept intra-op 1, BLAS 1: the fastest");
+  t.candidates = {{{1, 1}, 0.056}, {{2, 1}, 0.040}};
+  t.setting = {2, 1};
+  EXPECT_EQ(fitscope::detail::kept_reason(t), "kept intra-op 2, BLAS 1: the fastest, 1.40x faster than intra-op 1, BLAS 1");
+  t.candidates.clear();
+  EXPECT_EQ(fitscope::detail::kept_reason(t), "");
+}
+
 TEST(Verdict, AComputeBoundRunOnEveryCoreNamesTheMeasuredGainAndOnlyThenTheModelOrDevice) {
   VerdictContext ctx = threads_on(2, {2, 1}, "auto");
   ctx.threads.candidates = {{{1, 1}, 14.5}, {{2, 1}, 10.0}, {{1, 2}, 13.0}};
   ctx.cpu.process_cores = 1.95;
   ctx.cpu.pools = {{"training", 1, 1.0}, {"intra_op", 1, 0.95}, {"other", 0, 0.0}};
   const Verdict v = judge(compute_bound(), ctx);
-  EXPECT_NE(v.advice.find("intra-op 2, BLAS 1 on 2 cores (measured in warm-up: 1.45x faster than intra-op 1, BLAS 1)"),
+  EXPECT_NE(v.advice.find("intra-op 2, BLAS 1 on 2 cores (measured in warm-up, kept intra-op 2, BLAS 1: the fastest, 1.45x faster than intra-op 1, BLAS 1)"),
             std::string::npos) << v.advice;
   EXPECT_NE(v.advice.find("every core computes"), std::string::npos) << v.advice;
   EXPECT_TRUE(v.contention.empty()) << v.contention;

@@ -4,8 +4,12 @@
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include "fitscope/data/sources/synthetic.hpp"
@@ -13,6 +17,7 @@
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/threads/blas_library.hpp"
 #include "fitscope/threads/thread_names.hpp"
+#include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/train/trainer.hpp"
 
 using namespace fitscope;
@@ -126,6 +131,37 @@ TEST(ThreadPolicy, TheCpuAccountingNamesEveryPoolAndFindsTheTrainingThreadAndThe
   double sum = 0;
   for (const PoolCpu& p : cpu.pools) sum += p.cores;
   EXPECT_NEAR(sum, cpu.process_cores, 0.05);
+}
+
+TEST(CpuUsage, ReadsTheBusyTimeOfTheAffinityMasksCpusFromProcStat) {
+  const std::string stat =
+      "cpu  900 0 300 5000 100 0 0 0 0 0\n"
+      "cpu0 400 10 100 2500 50 5 5 0 0 0\n"
+      "cpu1 500 0 200 2500 50 0 0 20 0 0\n"
+      "intr 12345\n";
+  EXPECT_DOUBLE_EQ(fitscope::detail::busy_cpu_seconds(stat, {0}, 100), 5.2);   // idle and iowait left out
+  EXPECT_DOUBLE_EQ(fitscope::detail::busy_cpu_seconds(stat, {0, 1}, 100), 12.4);  // steal counts as busy
+  EXPECT_DOUBLE_EQ(fitscope::detail::busy_cpu_seconds(stat, {3}, 100), -1);
+}
+
+TEST(CpuUsage, CountsAnotherProcessSpinningOnThisProcesssCpus) {
+  CpuUsage usage;
+  usage.start();
+  // the planted load: a child (it inherits the affinity mask) that spins for a second while this
+  // process sleeps
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    volatile std::uint64_t spin = 0;
+    while (std::chrono::steady_clock::now() < end) spin = spin + 1;
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const CpuUtilization u = usage.stop();
+  ASSERT_GE(u.others_cores, 0) << "/proc/stat was not read";
+  EXPECT_GT(u.others_cores, 0.3);  // the spinner's share of a core, whatever else ran beside it
 }
 
 TEST(ThreadNames, NamesTheThreadsOfThisProcess) {

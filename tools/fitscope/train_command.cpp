@@ -147,7 +147,10 @@ int train_and_report(const TrainCommandOptions& o, std::ostream& out) {
     out << "rank " << trainer->options().context->rank() << " of " << trainer->options().context->world_size() << " finished: "
         << summary.measured_steps << " measured steps, step p50 " << summary.step_ms.p50 << " ms\n";
   } else if (o.run.verbose > 0) {
-    out << "\n" << in_flags(format_summary(summary));
+    // fitted to a terminal (or COLUMNS); a file or a pipe gets a sentence a line, for grep
+    const int columns = output_columns();
+    const std::string printout = in_flags(format_summary(summary));
+    out << "\n" << (columns > 0 ? wrap_to_width(printout, static_cast<std::size_t>(columns)) : printout);
     if (!run.report_path().empty()) out << "Report: " << run.report_path() << "\n";
     out << "Run directory: " << run.directory() << "\n";
   }

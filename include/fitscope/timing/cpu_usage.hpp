@@ -29,6 +29,10 @@ struct CpuUtilization {
   int64_t cores = 0;           ///< the cores the process may use (usable_cores: affinity, cgroup quota)
   int64_t throttled_periods = 0;  ///< quota periods in which the cgroup's CPU quota held the process back
   double throttled_s = 0;         ///< the time its threads waited for that (cgroup_throttling)
+  /// Mean cores kept busy by other processes on the CPUs this process may run on (its affinity mask;
+  /// /proc/stat's busy time there less the process's own): the machine's load beside the run. -1 when
+  /// /proc/stat cannot be read.
+  double others_cores = -1;
   std::vector<PoolCpu> pools;  ///< every pool above, in that order (empty where /proc cannot be read)
   /// The pool named `pool`; null when absent.
   const PoolCpu* pool(const std::string& pool) const;
@@ -46,8 +50,16 @@ class CpuUsage {
   double process_start_s_ = 0;
   int64_t throttled_start_periods_ = 0;
   double throttled_start_s_ = 0;
+  double cpus_busy_start_s_ = -1;  // /proc/stat's busy seconds on the affinity mask's CPUs
   int thread_id_ = 0;
   std::unordered_map<int, double> thread_start_s_;  // per thread id
 };
+
+namespace detail {
+/// The busy seconds (user, nice, system, irq, softirq, steal: all but idle and iowait) of the CPUs
+/// `cpus` in /proc/stat's text `stat` ("cpuN ..." lines, USER_HZ ticks of `ticks_per_s`); -1 when no
+/// line of those CPUs is found.
+double busy_cpu_seconds(const std::string& stat, const std::vector<int>& cpus, double ticks_per_s);
+}  // namespace detail
 
 }  // namespace fitscope
