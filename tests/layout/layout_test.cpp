@@ -62,7 +62,7 @@ Graph area_graph() {
 Graph folder_graph(const std::string& area) {
   const std::regex include(R"re(^\s*#\s*include\s+"(?:fitscope/)?)re" + area + R"re(/([a-z_]+)/[^"]+")re");
   Graph g;
-  for (const fs::path base : {kRoot / "include" / "fitscope" / area, kRoot / "src" / area}) {
+  for (const fs::path& base : {kRoot / "include" / "fitscope" / area, kRoot / "src" / area}) {
     for (const auto& entry : fs::recursive_directory_iterator(base)) {
       const fs::path rel = fs::relative(entry.path(), base);
       if (!entry.is_regular_file() || std::distance(rel.begin(), rel.end()) < 2) continue;  // CMakeLists.txt

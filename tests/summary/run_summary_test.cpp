@@ -156,7 +156,9 @@ TEST(Printout, WrapsItsSentencesAtWordsToTheWidthAndCutsNothing) {
   // the tables fit 80 columns without a wrap: a long callback name has a line of its own
   std::istringstream rows(format_breakdown(s));
   for (std::string line; std::getline(rows, line);) {
-    if (line.rfind("  ", 0) == 0) EXPECT_LE(widest_line(line), 80u) << line;
+    if (line.rfind("  ", 0) == 0) {
+      EXPECT_LE(widest_line(line), 80u) << line;
+    }
   }
   EXPECT_NE(printout.find("  AVeryLongCallbackNameThatAUserGaveIt.on_train_batch_end\n"), std::string::npos) << printout;
 }
