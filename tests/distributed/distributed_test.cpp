@@ -511,7 +511,11 @@ TEST(Distributed, TorchrunsAgentStoreIsJoinedAsAClientByEveryRank) {
   const int port = 20000 + (::getpid() + 4243) % 20000;
   LiveLaunch agent({FITSCOPE_PYTHON, "-c",
                     "import sys, time, datetime, torch.distributed as d\n"
-                    "s = d.TCPStore('127.0.0.1', " + std::to_string(port) + ", 3, True, datetime.timedelta(seconds=60), False)\n"
+                    "a = ('127.0.0.1', " + std::to_string(port) + ", 3, True, datetime.timedelta(seconds=60), False)\n"
+                    // torch >= 2.4 serves the store on libuv unless told not to, which Debian's builds lack;
+                    // an older torch has no such argument
+                    "try:\n  s = d.TCPStore(*a, use_libuv=False)\n"
+                    "except TypeError:\n  s = d.TCPStore(*a)\n"
                     "print('agent store up', file=sys.stderr, flush=True)\n"
                     "time.sleep(120)\n"});
   ASSERT_TRUE(agent.wait_for("agent store up", std::chrono::seconds(60))) << agent.text();
