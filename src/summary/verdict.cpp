@@ -54,8 +54,9 @@ constexpr double kThrottledShare = 0.02;
 /// The cores other processes may keep busy on this process's CPUs before the verdict names them.
 constexpr double kOthersCores = 0.5;
 
-std::string contention_of(const std::string& bound, const PhaseStats& stats, const VerdictContext& ctx) {
-  const ThreadSetting& s = ctx.threads.setting;
+/// The machine's contention, which no thread setting mends: the cgroup quota's throttling, or other
+/// processes on this process's CPUs; empty when neither reached its mark.
+std::string machine_contention(const PhaseStats& stats, const VerdictContext& ctx) {
   const std::string cores = std::to_string(ctx.threads.cores);
   const double run_s = ctx.run.total();
   if (ctx.cpu.throttled_s > 0 && run_s > 0 && ctx.cpu.throttled_s >= kThrottledShare * run_s) {
@@ -76,6 +77,13 @@ std::string contention_of(const std::string& bound, const PhaseStats& stats, con
            "cores, so the step times and the bound above measure the machine's load as much as the training" + spread +
            "; run it again on a quiet machine, or on cores of its own (taskset, a cgroup)";
   }
+  return {};
+}
+
+/// The process's own contention: its ranks, pools and threads against its cores.
+std::string contention_of(const std::string& bound, const VerdictContext& ctx) {
+  const ThreadSetting& s = ctx.threads.setting;
+  const std::string cores = std::to_string(ctx.threads.cores);
   if (ctx.ranks_on_machine > 1 && ctx.threads.cores <= 1) {  // data parallelism within one machine's few cores
     const std::string machine = ctx.cpu.cores > 0 ? std::to_string(ctx.cpu.cores) + " cores" : "cores";
     return std::to_string(ctx.ranks_on_machine) + " ranks share this machine's " + machine +
@@ -331,7 +339,10 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
                "steps (more epochs or steps per epoch) or fewer warm-up steps to judge it";
     v.actions.clear();
   }
-  v.contention = contention_of(v.bound, s, ctx);
+  // the machine's first, then the process's own: both where both apply
+  const std::string machine = machine_contention(s, ctx);
+  const std::string own = contention_of(v.bound, ctx);
+  v.contention = machine.empty() ? own : own.empty() ? machine : machine + "; besides, " + own;
   v.outside_steps = outside_steps(ctx);
   return v;
 }

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,7 +87,14 @@ Child::Child(const std::vector<std::string>& argv, const std::string& cwd) {
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, cargs.data(), environ);
+  // without COLUMNS: the printout would be fitted to it, and the tests read its sentences whole, as a
+  // file or a pipe gets them
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "COLUMNS=", 8) != 0) env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, cargs.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot start " + program);
   pid_ = pid;

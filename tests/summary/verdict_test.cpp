@@ -144,6 +144,14 @@ TEST(Verdict, NamesOtherProcessesThatKeptThisProcesssCoresBusyAndOnlyThen) {
             std::string::npos) << loaded.contention;
   ctx.cpu.others_cores = 0.1;  // a quiet machine
   EXPECT_EQ(judge(compute_bound(), ctx).contention.find("other processes"), std::string::npos);
+  // the machine's load and the process's own oversubscription, both named
+  ctx.threads.setting = {4, 1};
+  ctx.cpu.others_cores = 1.5;
+  const Verdict both = judge(compute_bound(), ctx);
+  EXPECT_EQ(both.contention.find("other processes kept 1.50 cores busy"), 0u) << both.contention;
+  EXPECT_NE(both.contention.find("; besides, 4 intra-op threads on 2 cores"), std::string::npos) << both.contention;
+  ctx.threads.setting = {2, 1};
+  ctx.cpu.others_cores = 0.1;
   ctx.cpu.others_cores = -1;  // /proc/stat not read
   EXPECT_EQ(judge(compute_bound(), ctx).contention.find("other processes"), std::string::npos);
   // the run's own other rank on this machine is not a competing load
