@@ -63,7 +63,7 @@ std::string machine_contention(const PhaseStats& stats, const VerdictContext& ct
     return "the cgroup's CPU quota held the process back in " + std::to_string(ctx.cpu.throttled_periods) + " periods, " +
            cores_text(ctx.cpu.throttled_s) + " s in all (" + detail::format_percent(ctx.cpu.throttled_s / run_s, 0) +
            " of the run): the steps that met it stalled until the next period; keep the busy threads within the "
-           "quota's " + cores + " cores (ThreadOptions::intra_op auto counts them, LoaderOptions::workers adds to "
+           "quota's " + cores + (ctx.threads.cores == 1 ? " core" : " cores") + " (ThreadOptions::intra_op auto counts them, LoaderOptions::workers adds to "
            "them) or raise the quota";
   }
   // other processes on this process's CPUs (the run's other ranks on this machine aside, counted as this one)

@@ -125,7 +125,7 @@ TEST(Verdict, NamesTheCgroupQuotaWhenItHeldTheProcessBackForAShareOfTheRun) {
   const Verdict v = judge(compute_bound(), ctx);
   EXPECT_NE(v.contention.find("the cgroup's CPU quota held the process back in 30 periods, 1.60 s in all (8% of the run)"),
             std::string::npos) << v.contention;
-  EXPECT_NE(v.contention.find("within the quota's 1 cores"), std::string::npos) << v.contention;
+  EXPECT_NE(v.contention.find("within the quota's 1 core ("), std::string::npos) << v.contention;
   ctx.cpu.throttled_s = 0.2;  // 1 %: the stalls are not what the run's time went to
   EXPECT_EQ(judge(compute_bound(), ctx).contention.find("quota"), std::string::npos);
   ctx.cpu.throttled_s = 1.5;
