@@ -3,7 +3,11 @@
 // cross-entropy, backward, a plain SGD update, the gradients zeroed in place) on static device
 // buffers, run eagerly and replayed from one capture, in alternating rounds (rounds.hpp). Prints the
 // time per step of each and the ratio, and the largest relative difference between the two's losses
-// over the first steps from the same weights and batches (they compute the same function).
+// over the first steps from the same weights and batches (they compute the same function). Then
+// fitscope's own fit, paired rounds of --cuda-graph off against on (the seed MLP at `batch`) and off
+// against auto (the seed CNN at batch 256, which is not launch-bound): the mean measured step of each,
+// the ratios (the goals: captured >= 1.5x the hand-written eager loop and >= 1.5x fitscope
+// eager; auto on the CNN off, or within 2 % of eager) and what the trial decided.
 // Built only where libtorch has CUDA.
 //   ./bench_cuda_graph [rounds=5] [batch=32] [steps=2000]
 
@@ -46,6 +50,51 @@ struct Step {
   fitscope::models::Mlp model{nullptr};
   at::Tensor x, y, loss;
 };
+
+/// A fitscope fit on the GPU with the CUDA graph `mode`: its mean measured step (ms) and what the trial decided.
+struct FitFigure {
+  double step_ms = 0;
+  fitscope::CudaGraphOutcome graph;
+};
+
+FitFigure fit_figure(bool cnn, int64_t batch, fitscope::CudaGraphMode mode, int64_t steps,
+                     const fitscope::TensorDataset& data) {
+  torch::manual_seed(0);
+  fitscope::TrainerOptions options;
+  options.device = c10::Device(c10::kCUDA, 0);
+  options.cuda_graph = mode;
+  fitscope::FitOptions fit;
+  fit.loader.batch_size = batch;
+  fit.steps_per_epoch = steps;
+  std::unique_ptr<fitscope::Trainer> trainer =
+      cnn ? std::make_unique<fitscope::Trainer>(fitscope::models::Cnn(28, 1, 10), options)
+          : std::make_unique<fitscope::Trainer>(fitscope::models::Mlp(), options);
+  trainer->fit(data, fit);
+  torch::cuda::synchronize();
+  return {trainer->measured().stats.step().mean_ms, trainer->measured().cuda_graph};
+}
+
+/// Paired rounds of two fits (which runs first alternates): the median step of each, and the last outcomes.
+std::pair<FitFigure, FitFigure> paired_fits(int rounds, bool cnn, int64_t batch, fitscope::CudaGraphMode a,
+                                            fitscope::CudaGraphMode b, int64_t steps, const fitscope::TensorDataset& data) {
+  std::vector<double> a_ms, b_ms;
+  FitFigure fa, fb;
+  fit_figure(cnn, batch, a, 60, data);  // untimed: the kernels and the allocator settle
+  for (int r = 0; r < rounds; ++r) {
+    if (r % 2 == 0) {
+      fa = fit_figure(cnn, batch, a, steps, data);
+      fb = fit_figure(cnn, batch, b, steps, data);
+    } else {
+      fb = fit_figure(cnn, batch, b, steps, data);
+      fa = fit_figure(cnn, batch, a, steps, data);
+    }
+    a_ms.push_back(fa.step_ms);
+    b_ms.push_back(fb.step_ms);
+  }
+  fa.step_ms = fitscope::bench::median(a_ms);
+  fb.step_ms = fitscope::bench::median(b_ms);
+  return {fa, fb};
+}
 
 }  // namespace
 
@@ -119,4 +168,23 @@ int main(int argc, char** argv) {
               "graph %.2fx faster (median of %d paired rounds); losses of the first %lld steps differ by at most "
               "%.2e relative\n",
               static_cast<long long>(batch), eager_ms, graph_ms, ratio, rounds, static_cast<long long>(compared), worst);
+
+  // fitscope's fit: eager against the captured step on the seed MLP, eager against auto on the seed CNN at 256
+  fitscope::SyntheticOptions examples;
+  examples.size = 20000;
+  const fitscope::TensorDataset data = fitscope::make_synthetic(examples);
+  using fitscope::CudaGraphMode;
+  const auto [fit_eager, fit_graph] = paired_fits(rounds, false, batch, CudaGraphMode::off, CudaGraphMode::on, 400, data);
+  std::printf("fitscope fit, seed MLP batch %lld: eager %.4f ms/step, CUDA graph %.4f ms/step: captured %.2fx fitscope eager, "
+              "%.2fx the hand-written eager loop (goals >= 1.5x each); the trial: %s; %lld steps checked both ways, loss "
+              "within %.1e, weights within %.1e\n",
+              static_cast<long long>(batch), fit_eager.step_ms, fit_graph.step_ms, fit_eager.step_ms / fit_graph.step_ms,
+              eager_ms / fit_graph.step_ms, fit_graph.graph.reason.c_str(),
+              static_cast<long long>(fit_graph.graph.checked_steps), fit_graph.graph.max_loss_difference,
+              fit_graph.graph.max_weight_difference);
+  const auto [cnn_eager, cnn_auto] = paired_fits(rounds, true, 256, CudaGraphMode::off, CudaGraphMode::automatic, 300, data);
+  std::printf("fitscope fit, seed CNN batch 256: eager %.4f ms/step, auto %.4f ms/step (%.3fx; goal: capture off, or "
+              "within 2 %%): auto %s: %s\n",
+              cnn_eager.step_ms, cnn_auto.step_ms, cnn_eager.step_ms / cnn_auto.step_ms,
+              cnn_auto.graph.kept ? "replayed" : "stayed eager", cnn_auto.graph.reason.c_str());
 }

@@ -123,7 +123,7 @@ stage launch-mlp-32 60 train launch-mlp-32 --model mlp --batch-size 32 --epochs 
 stage launch-cnn-1024 60 train launch-cnn-1024 --model cnn --batch-size 1024 --epochs 2 --synthetic-size 30000 --warmup-steps 11
 stage launch-cnn-4096 60 train launch-cnn-4096 --model cnn --batch-size 4096 --epochs 2 --synthetic-size 65536 --warmup-steps 11
 if [ "$device" = cuda ]; then
-  stage cuda-graph 60 "$build/bench/bench_cuda_graph" 5 32 2000
+  stage cuda-graph 150 "$build/bench/bench_cuda_graph" 5 32 2000
   stage handwritten 150 "$build/bench/bench_fit_vs_handwritten" "$rounds" gpu
   stage lightning 150 "$python" bench/lightning_vs_fitscope.py "$cli" 2
   stage sweep 120 "$cli" sweep --device cuda --batch-sizes 16,32,64,128,256,512,1024 --run-dir "$runs/sweep"

@@ -26,7 +26,7 @@ def run_summary(out, name):
         return None
     s = json.loads(text)
     keep = ("samples_per_s", "step_ms", "gpu_utilization", "gpu_memory_peak_mb", "gpu_why_not", "device_timing",
-            "verdict", "phases", "measured_steps", "warmup_steps", "settings")
+            "verdict", "phases", "measured_steps", "warmup_steps", "settings", "cuda_graph")
     return {k: s.get(k) for k in keep if k in s}
 
 
@@ -67,9 +67,11 @@ def main():
     def verdict(run):
         r = runs.get(run) or {}
         v, d = r.get("verdict") or {}, r.get("device_timing") or {}
+        g = r.get("cuda_graph") or {}
         return {"verdict": v.get("level", "") + " " + v.get("bound", "") if v else None,
                 "idle_fraction": d.get("idle_fraction"), "busy_ms": d.get("busy_ms"),
-                "step_ms_p50": (r.get("step_ms") or {}).get("p50")}
+                "step_ms_p50": (r.get("step_ms") or {}).get("p50"),
+                "cuda_graph": {k: g.get(k) for k in ("kept", "reason", "eager_ms", "graph_ms")} if g else None}
 
     def ratio(pattern, text):
         m = re.search(pattern, text)
@@ -87,6 +89,9 @@ def main():
         "launch_cli": {"mlp_32": verdict("launch-mlp-32"), "cnn_1024": verdict("launch-cnn-1024"),
                        "cnn_4096": verdict("launch-cnn-4096")},
         "cuda_graph_x_mlp32": ratio(r"graph ([0-9.]+)x faster", log.get("cuda-graph", "")),
+        "fit_graph_x_fit_eager_mlp32": ratio(r"captured ([0-9.]+)x fitscope eager", log.get("cuda-graph", "")),
+        "fit_graph_x_handwritten_eager_mlp32": ratio(r"([0-9.]+)x the hand-written eager loop", log.get("cuda-graph", "")),
+        "fit_cnn256_eager_over_auto": ratio(r"auto [0-9.]+ ms/step \(([0-9.]+)x", log.get("cuda-graph", "")),
         "lightning_x_batch16": ratio(r"batch\s+16:.*x([0-9.]+)", lightning),
         "lightning_x_batch256": ratio(r"batch\s+256:.*x([0-9.]+)", lightning),
         "demo_gpu_utilization": demo.get("gpu_utilization"),

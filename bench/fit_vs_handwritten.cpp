@@ -157,6 +157,7 @@ void compare(const char* name, int64_t batch_size, int64_t examples, int64_t ste
   TrainerOptions trainer_options;
   trainer_options.warmup_steps = 0;
   trainer_options.device = device;
+  trainer_options.cuda_graph = CudaGraphMode::off;  // eager against eager (bench_cuda_graph has the captured step)
   Trainer trainer(fit_model, trainer_options);
   FitOptions fit;
   fit.loader.batch_size = batch_size;

@@ -37,6 +37,7 @@ std::shared_ptr<Model> seed_model(const std::string& name) {
 TrainerOptions options_on(const c10::Device& device) {
   TrainerOptions o;
   o.device = device;
+  o.cuda_graph = CudaGraphMode::off;  // the eager step's figures (bench_cuda_graph has the captured one's)
   o.warn = [](const std::string&) {};
   return o;
 }

@@ -64,6 +64,23 @@ std::string RunSummary::to_json() const {
                    {"probes_valid", device_timing->probes_valid},
                    {"sampled_every", device_timing->sampled_every}};
   }
+  json cuda_graph_json = nullptr;
+  if (cuda_graph) {
+    const CudaGraphOutcome& g = *cuda_graph;
+    cuda_graph_json = {{"mode", g.mode},
+                       {"tried", g.tried},
+                       {"kept", g.kept},
+                       {"reason", g.reason},
+                       {"eager_ms", g.eager_ms},
+                       {"graph_ms", g.graph_ms},
+                       {"device_busy_ms", g.device_busy_ms},
+                       {"checked_steps", g.checked_steps},
+                       {"max_loss_difference", g.max_loss_difference},
+                       {"max_weight_difference", g.max_weight_difference},
+                       {"replayed_steps", g.replayed_steps},
+                       {"eager_steps", g.eager_steps},
+                       {"trial_steps", g.trial_steps}};
+  }
   json streams_json = nullptr;
   if (streams) {
     json ranks_json = json::array();
@@ -180,6 +197,7 @@ std::string RunSummary::to_json() const {
       {"phases_across_ranks", across},
       {"communication", communication_json},
       {"device_timing", device_json},
+      {"cuda_graph", cuda_graph_json},
       {"restarts", restarts_json},
       {"streams", streams_json},
       {"clock_overhead_ns_per_step", clock_overhead_ns_per_step},
@@ -342,6 +360,10 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   const Reader phases = r.object("phases");
   for (Phase p : all_phases()) {
     const std::string name(phase_name(p));
+    if (p == Phase::graph && !phases.raw().contains(name)) {  // from before the captured step: none
+      s.phases[name] = PhaseSummary{};
+      continue;
+    }
     s.phases[name] = read_phase(phases.object(name.c_str()), true);
   }
   const json& callbacks = r.array("callbacks");
@@ -430,6 +452,25 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
       t.sampled_every = d->get<int64_t>("sampled_every");
     }
     s.device_timing = t;
+  }
+  if (r.raw().contains("cuda_graph")) {  // from before the captured step: none
+    if (const auto g = r.nullable_object("cuda_graph")) {
+      CudaGraphOutcome o;
+      o.mode = g->get<std::string>("mode");
+      o.tried = g->get<bool>("tried");
+      o.kept = g->get<bool>("kept");
+      o.reason = g->get<std::string>("reason");
+      o.eager_ms = g->get<double>("eager_ms");
+      o.graph_ms = g->get<double>("graph_ms");
+      o.device_busy_ms = g->get<double>("device_busy_ms");
+      o.checked_steps = g->get<int64_t>("checked_steps");
+      o.max_loss_difference = g->get<double>("max_loss_difference");
+      o.max_weight_difference = g->get<double>("max_weight_difference");
+      o.replayed_steps = g->get<int64_t>("replayed_steps");
+      o.eager_steps = g->get<int64_t>("eager_steps");
+      o.trial_steps = g->get<int64_t>("trial_steps");
+      s.cuda_graph = o;
+    }
   }
   if (const auto k = r.nullable_object("restarts")) {
     RestartsSummary t;

@@ -18,6 +18,19 @@ std::string format_gpu(const RunSummary& s) {
   } else if (!s.gpu_why_not.empty()) {
     out += "GPU: utilization not sampled: " + s.gpu_why_not + "\n";
   }
+  if (const auto& g = s.cuda_graph) {
+    out += "CUDA graph (" + g->mode + "): " + (g->kept ? "the step replayed" : "eager") + ": " + g->reason;
+    if (g->checked_steps > 0) {
+      std::snprintf(part, sizeof part, "; %lld steps run both ways agreed within %.1e (loss) and %.1e (weights)",
+                    static_cast<long long>(g->checked_steps), g->max_loss_difference, g->max_weight_difference);
+      out += part;
+    }
+    if (g->kept && g->eager_steps > 0) {
+      out += "; " + std::to_string(g->eager_steps) + " batch" + (g->eager_steps == 1 ? "" : "es") +
+             " of another shape ran eagerly";
+    }
+    out += "\n";
+  }
   if (!s.device_timing) return out;
   std::snprintf(part, sizeof part, "On the GPU (CUDA events, read lazily, on 1 measured step in %lld): step %.3f ms;",
                 static_cast<long long>(s.device_timing->sampled_every), s.device_timing->step_ms_mean);
@@ -135,6 +148,7 @@ std::string format_breakdown(const RunSummary& s) {
   for (Phase p : all_phases()) {
     const std::string name(phase_name(p));
     const PhaseSummary& d = s.phases.at(name);
+    if (p == Phase::graph && d.mean_ms == 0) continue;  // a row only where a captured step replayed
     std::snprintf(line, sizeof line, "  %-11s %10.3f %10.3f %10.3f %6.1f%%\n", name.c_str(), d.mean_ms, d.p50_ms,
                   d.p99_ms, d.share * 100);
     out += line;

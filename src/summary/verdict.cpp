@@ -322,7 +322,8 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
   } else {
     v.bound = "compute";
     v.share = gpu ? 1 - ctx.device_idle_fraction
-                  : s.share(Phase::forward) + s.share(Phase::backward) + s.share(Phase::optimizer) + s.share(Phase::metrics);
+                  : s.share(Phase::forward) + s.share(Phase::backward) + s.share(Phase::optimizer) + s.share(Phase::graph) +
+                      s.share(Phase::metrics);
     v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
   }
   const bool against_p50 = v.bound == "launch" || (gpu && v.bound == "compute");  // the idle share is of the p50 step

@@ -14,6 +14,7 @@ bool runs_on_device(Phase phase) {
     case Phase::backward:
     case Phase::comm:
     case Phase::optimizer:
+    case Phase::graph:
     case Phase::metrics:
       return true;
     default:

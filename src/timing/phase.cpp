@@ -10,6 +10,7 @@ std::string_view phase_name(Phase phase) {
     case Phase::backward: return "backward";
     case Phase::comm: return "comm";
     case Phase::optimizer: return "optimizer";
+    case Phase::graph: return "graph";
     case Phase::metrics: return "metrics";
     case Phase::callbacks: return "callbacks";
     case Phase::checkpoint: return "checkpoint";

@@ -18,6 +18,7 @@
 #include "fitscope/data/sources/subset_dataset.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/train/trainer.hpp"
+#include "step_graph.hpp"
 #include "trainer_context.hpp"
 #include "trainer_support.hpp"
 
@@ -88,6 +89,25 @@ class FitClock {
   double boundaries_s_ = 0;
 };
 
+/// Why the fit's step cannot be captured as a CUDA graph (TrainerOptions::cuda_graph), "" when it can:
+/// the first rule that holds.
+std::string not_capturable(const TrainerOptions& o, int64_t world_size, bool capture_here) {
+  using StandardStep = StepOutput (*)(const Batch&, StepContext&);
+  const auto* step = o.train_step.target<StandardStep>();
+  const std::pair<bool, const char*> rules[] = {
+      {!capture_here, "CUDA graphs need a CUDA device and a libtorch with CUDA"},
+      {!step || *step != &standard_train_step, "a custom train step (TrainerOptions::train_step) runs as written"},
+      {world_size > 1, "a data-parallel step's gradient communication is not captured"},
+      {o.accumulate > 1, "with gradient accumulation the weights change on some batches only"},
+      {o.clipping.enabled(), "gradient clipping reads the gradients' norm on the host"},
+      {o.precision != Precision::float32, "bfloat16 autocast is not captured"},
+  };
+  for (const auto& [holds, reason] : rules) {
+    if (holds) return reason;
+  }
+  return {};
+}
+
 }  // namespace
 
 /// One fit's running state: the loaders, the callbacks, the rank agreement, the pending step records.
@@ -112,6 +132,7 @@ struct Trainer::Fit {
   std::unique_ptr<detail::DataParallelFit> ranks;
   CallbackList callbacks;
   std::unique_ptr<SlowCallbackWarning> slow_callbacks;
+  std::unique_ptr<detail::StepGraph> graph;  // the step, eager or replayed (TrainerOptions::cuda_graph)
   FitClock clock;
   bool batch_logs = false, has_callbacks = false, transfer = false;
   static constexpr std::size_t kFoldEvery = 16;
@@ -211,6 +232,17 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   }
   m.device_timer = t.device_timer_;
   t.clock_.set_listener(t.device_timer_.get());
+  {
+    const TrainerOptions& to = t.options_;
+    std::unique_ptr<StepCapture> capture;
+    if (to.cuda_graph != CudaGraphMode::off) capture = to.step_capture ? to.step_capture() : make_cuda_step_capture(to.device);
+    const std::string reason = not_capturable(to, m.world_size, capture != nullptr);
+    if (to.cuda_graph == CudaGraphMode::on && !reason.empty()) c.warn("TrainerOptions::cuda_graph is on, but every step runs eagerly: " + reason);
+    graph = std::make_unique<detail::StepGraph>(to.cuda_graph, std::move(capture), reason, to.optimizer, to.train_step, warmup,
+                                                [timer = t.device_timer_]() -> std::optional<double> {
+                                                  return timer ? timer->busy_ms() : std::nullopt;
+                                                });
+  }
   slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { c.warn(text); },
                                                          t.options_.slow_callback_threshold);
   if (m.clock_overhead_ns_per_step == 0) m.clock_overhead_ns_per_step = calibrate_clock();  // once per trainer
@@ -278,7 +310,7 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
     context.loss_scale = 1.0 / static_cast<double>(size);
   }
   context.grad_norm.reset();
-  const StepOutput out = t.options_.train_step(batch, context);
+  const StepOutput out = graph->step(batch, context, !t.threads_.searching());
   if (context.grad_norm) c.last_grad_norm = context.grad_norm;
   ++c.global_step_count;  // as Keras's iterations: the batch hooks see this step counted
 
@@ -306,15 +338,18 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
 void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t b) {
   if (!t.options_.timing) return;
   clock.step(record);
+  const auto extend_warmup = [&](int64_t more) {
+    t.measured_.stats.extend_warmup(more);
+    ranks->extend_warmup(more);
+    if (t.device_timer_) t.device_timer_->extend_warmup(more);
+  };
   if (t.threads_.searching()) {
     const int64_t steps_left = (o.epochs - epoch - 1) * steps + (steps - b - 1);
-    const int64_t more_warmup = t.threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
-                                                   [&](std::vector<double>& v) { ranks->sum(v); });
     // the search grew to cover its time, or its last pools still spin: warm-up too
-    t.measured_.stats.extend_warmup(more_warmup);
-    ranks->extend_warmup(more_warmup);
-    if (t.device_timer_) t.device_timer_->extend_warmup(more_warmup);
+    extend_warmup(t.threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
+                                        [&](std::vector<double>& v) { ranks->sum(v); }));
   }
+  if (graph->trial_step()) extend_warmup(1);  // the CUDA-graph trial's steps are warm-up too
   ranks->keep(record);
   pending.push_back(record);
   if (pending.size() == kFoldEvery) fold();
@@ -378,6 +413,10 @@ void Trainer::Fit::finish() {
     sink->finish();
   }
   m.threads = t.threads_.choice();
+  m.cuda_graph = graph->outcome();
+  if (t.options_.cuda_graph == CudaGraphMode::on && m.cuda_graph.tried && !m.cuda_graph.kept) {
+    c.warn("TrainerOptions::cuda_graph is on, but the steps ran eagerly: " + m.cuda_graph.reason);
+  }
   m.cpu = t.cpu_.stop();  // before the loader's threads exit
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fitscope/train/optimizer_kind.hpp"
+#include "param_update.hpp"
 
 namespace fitscope {
 struct TrainerOptions;
@@ -36,6 +37,11 @@ struct OptimizerKindEntry {
   /// The libtorch state of `slot` and `count`.
   std::unique_ptr<torch::optim::OptimizerParamState> (*make_state)(const at::Tensor* slot, int64_t count,
                                                                    const ToParameter& to_parameter);
+  /// The update of `param` (group options `options`, libtorch state `state` or null) as device tensor
+  /// ops for a captured step (param_update.hpp); throws std::invalid_argument with the reason where it
+  /// cannot be (a state libtorch makes on the first step is not there yet, amsgrad).
+  std::unique_ptr<ParamUpdate> (*capturable)(torch::optim::OptimizerOptions& options,
+                                             torch::optim::OptimizerParamState* state, const at::Tensor& param);
 };
 
 /// Every kind, in OptimizerKind's order.

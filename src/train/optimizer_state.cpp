@@ -45,6 +45,10 @@ std::vector<at::Tensor> all_parameters(torch::optim::Optimizer& optimizer) {
 
 }  // namespace
 
+torch::optim::OptimizerParamState* find_optimizer_state(torch::optim::Optimizer& optimizer, const at::Tensor& p) {
+  return find_state(optimizer.state(), p);
+}
+
 void copy_into(at::Tensor& buffer, const at::Tensor& from) {
   const at::Tensor source = from.detach();
   if (buffer.defined() && buffer.sizes() == source.sizes() && buffer.scalar_type() == source.scalar_type() &&

@@ -25,6 +25,9 @@ void check_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kin
 void load_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, const std::vector<at::Tensor>& tensors,
                           const std::vector<int64_t>& counts);
 
+/// The libtorch state of parameter `p` of `optimizer`; null when it has none yet.
+torch::optim::OptimizerParamState* find_optimizer_state(torch::optim::Optimizer& optimizer, const at::Tensor& p);
+
 /// Copies `from` into `buffer` when the shapes match (no allocation), else makes `buffer` a CPU clone.
 void copy_into(at::Tensor& buffer, const at::Tensor& from);
 

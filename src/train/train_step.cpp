@@ -16,7 +16,11 @@ void StepContext::update_weights() {
   sync_gradients();
   clock.enter(Phase::optimizer);
   if (clipping.enabled()) grad_norm = clip_gradients(model.parameters(), clipping);
-  optimizer.step();
+  if (optimizer_step) {
+    optimizer_step();
+  } else {
+    optimizer.step();
+  }
   clear_gradients(optimizer);
 }
 

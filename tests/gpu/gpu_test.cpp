@@ -1,7 +1,9 @@
 // The GPU path, built only where libtorch has CUDA and run on a machine with a GPU (ctest -L gpu):
 // no host synchronisation in the loop's steady state (CUDA's sync debug mode turns any into an
 // error), the phases timed by CUDA events, NVML's utilization sampling, and the NCCL context in a
-// world of one (one GPU): its collectives, the gradient reducer on it, and the CLI through it.
+// world of one (one GPU): its collectives, the gradient reducer on it, and the CLI through it; and the
+// training step captured as a CUDA graph (TrainerOptions::cuda_graph): eager's losses, no
+// synchronisation once replayed, a host read in the forward pass and a partial batch run eagerly.
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/torch.h>
@@ -42,6 +44,7 @@ TEST(Gpu, TheSteadyStateLoopNeverSynchronisesAndEventsTimeTheDevicePhases) {
   torch::manual_seed(0);
   TrainerOptions options;
   options.device = c10::Device(c10::kCUDA, 0);
+  options.cuda_graph = CudaGraphMode::off;  // the trial synchronises (it is warm-up): see the CUDA-graph tests
   Trainer trainer(models::Cnn(28, 1, 10), options);
   FitOptions fit;
   fit.loader.batch_size = 64;
@@ -201,6 +204,119 @@ TEST(Gpu, TheCliTrainsThroughNcclInAWorldOfOne) {
   std::ifstream log(dir + ".log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_EQ(status, 0) << dir << ".log ends: " << text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
+}
+
+/// The running loss at every batch end: a host read of the step's loss in on_train_batch_end.
+class LossesSeen : public Callback {
+ public:
+  std::vector<double> losses;
+  void on_train_batch_end(int64_t, Logs& logs) override { losses.push_back(logs.at("loss")); }
+};
+
+struct GraphRun {
+  std::vector<double> losses;
+  FitMeasurements measured;
+  int64_t epochs = 0;
+};
+
+GraphRun graph_run(CudaGraphMode mode, std::shared_ptr<Model> model, int64_t examples, int64_t steps, int64_t epochs,
+                   std::vector<std::shared_ptr<Callback>> more = {}) {
+  TrainerOptions options;
+  options.device = c10::Device(c10::kCUDA, 0);
+  options.cuda_graph = mode;
+  options.threads.intra_op = 1;  // no thread search: the trial starts after the 5 warm-up steps
+  Trainer trainer(std::move(model), options);
+  auto seen = std::make_shared<LossesSeen>();
+  FitOptions fit;
+  fit.loader.batch_size = 32;
+  fit.loader.shuffle = false;
+  fit.epochs = epochs;
+  if (steps > 0) fit.steps_per_epoch = steps;
+  fit.callbacks = std::move(more);
+  fit.callbacks.push_back(seen);
+  SyntheticOptions data;
+  data.size = examples;
+  const History history = trainer.fit(make_synthetic(data), fit);
+  return {seen->losses, trainer.measured(), static_cast<int64_t>(history.epochs().size())};
+}
+
+std::shared_ptr<Model> seed_mlp() {
+  torch::manual_seed(0);
+  return make_model(models::Mlp());
+}
+
+TEST(GpuCudaGraph, TheSeedMlpAtBatch32ReplaysWithEagersLossesOverMoreThan100Steps) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  const GraphRun eager = graph_run(CudaGraphMode::off, seed_mlp(), 32 * 200, 0, 1);
+  const GraphRun captured = graph_run(CudaGraphMode::on, seed_mlp(), 32 * 200, 0, 1);
+  const CudaGraphOutcome& g = captured.measured.cuda_graph;
+  ASSERT_TRUE(g.kept) << g.reason;
+  EXPECT_GE(g.replayed_steps, 100);
+  EXPECT_EQ(g.checked_steps, 2);
+  ASSERT_EQ(captured.losses.size(), eager.losses.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < eager.losses.size(); ++i) {
+    worst = std::max(worst, std::abs(captured.losses[i] - eager.losses[i]) / std::abs(eager.losses[i]));
+  }
+  EXPECT_LE(worst, 1e-5) << "the running loss of a captured step differs from eager's";
+  std::printf("captured against eager over %zu steps (%lld replayed): running loss within %.2e relative; %s\n",
+              eager.losses.size(), static_cast<long long>(g.replayed_steps), worst, g.reason.c_str());
+}
+
+TEST(GpuCudaGraph, ReplayedStepsNeverSynchronise) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  TrainerOptions options;
+  options.device = c10::Device(c10::kCUDA, 0);
+  options.cuda_graph = CudaGraphMode::on;
+  options.threads.intra_op = 1;  // no thread search: the trial starts after the 5 warm-up steps
+  Trainer trainer(models::Mlp(), options);
+  FitOptions fit;
+  fit.loader.batch_size = 32;
+  fit.steps_per_epoch = 120;
+  fit.callbacks.push_back(std::make_shared<NoSyncBetween>(70, 110));  // after the trial (warm-up 5 + about 40)
+  SyntheticOptions data;
+  data.size = 4000;
+  try {
+    trainer.fit(make_synthetic(data), fit);
+  } catch (const std::exception& e) {
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    FAIL() << "a replayed step synchronised with the GPU: " << e.what();
+  }
+  EXPECT_TRUE(trainer.measured().cuda_graph.kept) << trainer.measured().cuda_graph.reason;
+  EXPECT_GT(trainer.measured().stats.phase(Phase::graph).mean_ms, 0);
+}
+
+/// The seed MLP with a host read of a device value in its forward pass: what cannot be captured.
+struct HostReadImpl : torch::nn::Module {
+  HostReadImpl() : dense(register_module("dense", torch::nn::Linear(784, 10))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    const at::Tensor flat = x.flatten(1);
+    return flat.abs().max().item<double>() > 1e30 ? dense(flat * 0) : dense(flat);
+  }
+  torch::nn::Linear dense;
+};
+TORCH_MODULE(HostRead);
+
+TEST(GpuCudaGraph, AHostReadInTheForwardPassFallsBackToEagerWithTheReason) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  torch::manual_seed(0);
+  const GraphRun run = graph_run(CudaGraphMode::on, make_model(HostRead()), 32 * 80, 0, 1);
+  const CudaGraphOutcome& g = run.measured.cuda_graph;
+  EXPECT_TRUE(g.tried);
+  EXPECT_FALSE(g.kept);
+  EXPECT_EQ(g.reason.rfind("the step could not be captured: ", 0), 0u) << g.reason;
+  EXPECT_EQ(run.epochs, 1);  // the run finished, eagerly
+  EXPECT_EQ(run.losses.size(), 80u);
+  std::printf("%s\n", g.reason.c_str());
+}
+
+TEST(GpuCudaGraph, APartialLastBatchRunsEagerlyBesideTheReplays) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  const GraphRun run = graph_run(CudaGraphMode::on, seed_mlp(), 32 * 60 + 7, 0, 2);
+  const CudaGraphOutcome& g = run.measured.cuda_graph;
+  EXPECT_TRUE(g.kept) << g.reason;
+  EXPECT_EQ(g.eager_steps, 2);  // each epoch's last batch (the trial ends at step 5 + 37 of the first's 61)
+  EXPECT_EQ(run.epochs, 2);
 }
 
 }  // namespace

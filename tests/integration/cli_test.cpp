@@ -27,8 +27,8 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kPhases = {"data_wait", "h2d",       "forward",   "backward",   "comm",
-                                          "optimizer", "metrics",   "callbacks", "checkpoint", "other"};
+const std::vector<std::string> kPhases = {"data_wait", "h2d",     "forward",   "backward",   "comm", "optimizer",
+                                          "graph",     "metrics", "callbacks", "checkpoint", "other"};
 
 /// Checks what every run directory must satisfy and returns summary.json.
 json check_run_directory(const std::string& dir) {
@@ -49,7 +49,7 @@ json check_run_directory(const std::string& dir) {
   EXPECT_EQ(static_cast<int64_t>(epochs.size()) - 1, static_cast<int64_t>(summary.at("epochs").get<int64_t>()));
   const auto rows = lines_of(read_file(dir + "/steps.csv"));
   EXPECT_EQ(rows.front(),
-            "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,"
+            "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,graph_ms,"
             "metrics_ms,callbacks_ms,checkpoint_ms,other_ms");
   const auto steps = summary.at("steps").get<int64_t>();
   EXPECT_EQ(static_cast<int64_t>(rows.size()) - 1, steps);

@@ -28,10 +28,10 @@ TEST(StepsCsvWriter, WritesTheHeaderAndOneRowPerStep) {
   std::getline(in, row1);
   EXPECT_FALSE(std::getline(in, extra));
   EXPECT_EQ(header,
-            "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,"
+            "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,graph_ms,"
             "metrics_ms,callbacks_ms,checkpoint_ms,other_ms");
   EXPECT_EQ(row0, "0,0,0,2.500000,0.500000,0.000000,2.000000,0.000000,0.000000,0.000000,0.000000,"
-                  "0.000000,0.000000,0.000000");
+                  "0.000000,0.000000,0.000000,0.000000");
   EXPECT_EQ(row1.substr(0, 15), "0,1,0,1.250000,");
   std::filesystem::remove(path);
 }

@@ -16,6 +16,7 @@
 #include "fitscope/run/run.hpp"
 #include "fitscope/train/loss.hpp"
 #include "fitscope/train/optimizer_kind.hpp"
+#include "fitscope/train/cuda_graph.hpp"
 #include "fitscope/train/precision.hpp"
 
 namespace fitscope::cli {
@@ -36,6 +37,11 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
                       "32 (float32), or bf16: the forward pass under bfloat16 autocast, the loss and the weights in "
                       "float32 (faster only on CPUs with bf16 instructions: AVX512-BF16 or AMX)")
       ->check(CLI::IsMember({"32", "bf16"}))->default_str("32");
+  command->add_option_function<std::string>("--cuda-graph", [&o](const std::string& v) { o.trainer.cuda_graph = parse_cuda_graph_mode(v); },
+                      "On a CUDA device, capture the whole training step as one CUDA graph and replay it: auto (after the "
+                      "warm-up, when the step is launch-bound and the replay measurably faster, with the same losses), "
+                      "on, or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->default_str("auto");
   command->add_option("--device", o.device, "auto (a GPU if there is one), cpu, cuda (under launch: the local rank's GPU) or cuda:N")
       ->check(parsed_by([](const std::string& v) { resolve_device(v); }, "auto|cpu|cuda|cuda:N"))->capture_default_str();
 

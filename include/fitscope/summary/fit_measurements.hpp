@@ -14,6 +14,7 @@
 
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/callback_timing.hpp"
+#include "fitscope/timing/cuda_graph_outcome.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/loader_stats.hpp"
@@ -50,6 +51,7 @@ struct FitMeasurements {
   ThreadChoice threads;                   ///< the compute pools' threads and how they were chosen
   CpuUtilization cpu;                     ///< CPU use during the fit, pool by pool
   FitTime time;                           ///< the fit's wall time around its steps
+  CudaGraphOutcome cuda_graph;            ///< whether the step was captured and replayed, and why
 };
 
 /// The callback timings sorted by total time, most expensive first.

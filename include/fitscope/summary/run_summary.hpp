@@ -14,6 +14,7 @@
 #include "fitscope/metrics/logs.hpp"
 #include "fitscope/models/model_summary.hpp"
 #include "fitscope/summary/fit_measurements.hpp"
+#include "fitscope/timing/cuda_graph_outcome.hpp"
 #include "fitscope/summary/verdict.hpp"
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
@@ -138,6 +139,8 @@ struct RunSummary {
   std::map<std::string, std::pair<double, double>> phases_across_ranks;  ///< phase -> (mean_ms, max_ms)
   std::optional<CommunicationSummary> communication;
   std::optional<DeviceTimingSummary> device_timing;
+  /// The captured step (TrainerOptions::cuda_graph): set on a CUDA device, or where a capture was tried
+  std::optional<CudaGraphOutcome> cuda_graph;
   std::optional<RestartsSummary> restarts;  ///< set under `fitscope launch`
   std::optional<StreamsSummary> streams;    ///< set when the training set is streamed
   double clock_overhead_ns_per_step = 0;

@@ -5,7 +5,7 @@
 /// A GPU runs what the host enqueues later than the host enqueues it: the host's step clock times the
 /// enqueueing, the events time the device's work (and any wait of the device for the host). An event
 /// is recorded at each boundary into or out of a device phase (h2d, forward, backward, comm, optimizer,
-/// metrics). At a step's end, the earlier steps whose last event the device has passed (a non-blocking
+/// graph, metrics). At a step's end, the earlier steps whose last event the device has passed (a non-blocking
 /// query, in stream order) are resolved; nothing in the loop waits for the device. finish() waits once
 /// for what is left, at the end of fit. The resolved steps form a PhaseStats of device time (the step
 /// is the span from its first event to its last), warm-up steps excluded.
@@ -63,7 +63,7 @@ class DeviceEventSource {
 /// CUDA events on the current stream of CUDA device `index`; null where this libtorch has no CUDA.
 std::unique_ptr<DeviceEventSource> make_cuda_event_source(int64_t index);
 
-/// Whether the phase runs work on the device (h2d, forward, backward, comm, optimizer, metrics).
+/// Whether the phase runs work on the device (h2d, forward, backward, comm, optimizer, graph, metrics).
 bool runs_on_device(Phase phase);
 
 class DeviceTimer final : public PhaseBoundaryListener {

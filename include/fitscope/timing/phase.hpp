@@ -15,21 +15,22 @@ enum class Phase : std::size_t {
   backward,
   comm,
   optimizer,
+  graph,  ///< the captured step replayed (forward, loss, backward, optimizer as one CUDA graph)
   metrics,
   callbacks,
   checkpoint,
   other,
 };
 
-inline constexpr std::size_t kPhaseCount = 10;
+inline constexpr std::size_t kPhaseCount = 11;
 
 /// The phase's name as written to steps.csv and summary.json ("data_wait", ...).
 std::string_view phase_name(Phase phase);
 
 /// All phases in step order.
 constexpr std::array<Phase, kPhaseCount> all_phases() {
-  return {Phase::data_wait, Phase::h2d,       Phase::forward,   Phase::backward,   Phase::comm,
-          Phase::optimizer, Phase::metrics,   Phase::callbacks, Phase::checkpoint, Phase::other};
+  return {Phase::data_wait, Phase::h2d,     Phase::forward,   Phase::backward,   Phase::comm,  Phase::optimizer,
+          Phase::graph,     Phase::metrics, Phase::callbacks, Phase::checkpoint, Phase::other};
 }
 
 }  // namespace fitscope

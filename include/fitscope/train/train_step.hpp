@@ -48,6 +48,9 @@ struct StepContext {
   Precision precision = Precision::float32;  ///< TrainerOptions::precision, applied by forward()
   /// The global gradient norm before clipping, set by update_weights() when clipping is on.
   std::optional<double> grad_norm{};
+  /// Replaces optimizer.step() in update_weights(): the captured step's update on device tensors only
+  /// (cuda_graph.hpp). Empty = optimizer.step().
+  std::function<void()> optimizer_step{};
 
   /// The model's outputs for `inputs` in the trainer's precision (float32 tensors either way).
   at::Tensor forward(const at::Tensor& inputs) { return forward_in(model, inputs, precision); }

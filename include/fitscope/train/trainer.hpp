@@ -38,12 +38,14 @@
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/step_sink.hpp"
+#include "fitscope/train/cuda_graph.hpp"
 #include "fitscope/train/history.hpp"
 #include "fitscope/metrics/logs.hpp"
 #include "fitscope/train/loss.hpp"
 #include "fitscope/train/lr_schedule.hpp"
 #include "fitscope/train/optimizer_kind.hpp"
 #include "fitscope/train/precision.hpp"
+#include "fitscope/train/step_capture.hpp"
 #include "fitscope/models/model.hpp"
 #include "fitscope/train/train_step.hpp"
 
@@ -79,6 +81,14 @@ struct TrainerOptions {
   /// The model's input contract: weights trained with it are only right with it. Default: none.
   std::vector<std::shared_ptr<Transform>> preprocessing;
   int64_t warmup_steps = 5;                    ///< first steps left out of the statistics (>= 0)
+  /// Capture the whole training step as a CUDA graph and replay it (cuda_graph.hpp): auto (when the
+  /// step is launch-bound and the replay measurably faster), on, or off. Only the standard step, in
+  /// float32, in one process, without accumulation or clipping, is captured; others run eagerly and
+  /// measured().cuda_graph says why.
+  CudaGraphMode cuda_graph = CudaGraphMode::automatic;
+  /// Where the step is captured: empty = CUDA graphs on a CUDA device, nothing elsewhere. Tests give a
+  /// stand-in that replays by running the step again.
+  std::function<std::unique_ptr<StepCapture>()> step_capture;
   TrainStep train_step;                        ///< a custom step; empty = standard_train_step
   /// Gradient clipping before each optimizer step (by global norm or by value; off by default).
   GradientClipping clipping;
