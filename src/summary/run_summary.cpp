@@ -100,7 +100,10 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
     t.steps_resolved_in_loop = m.device_timer->resolved_in_loop();
     t.steps_resolved_at_end = m.device_timer->resolved_at_finish();
     t.busy_ms = m.device_timer->busy_ms();
-    if (t.busy_ms && stats.step().p50_ms > 0) t.idle_fraction = std::max(0.0, 1 - *t.busy_ms / stats.step().p50_ms);
+    // the probes time the eager step's own work: against a replayed step's host time it says nothing
+    if (t.busy_ms && stats.step().p50_ms > 0 && !m.cuda_graph.kept) {
+      t.idle_fraction = std::max(0.0, 1 - *t.busy_ms / stats.step().p50_ms);
+    }
     t.probes_made = m.device_timer->probes_made();
     t.probes_valid = m.device_timer->probes_valid();
     t.sampled_every = m.device_timer->sample_every();

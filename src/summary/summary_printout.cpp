@@ -48,6 +48,12 @@ std::string format_gpu(const RunSummary& s) {
                   *d.busy_ms, static_cast<long long>(d.probes_valid), static_cast<long long>(d.probes_made),
                   detail::format_percent(*d.idle_fraction, 0).c_str(), s.step_ms.p50);
     out += part;
+  } else if (d.busy_ms && s.cuda_graph && s.cuda_graph->kept) {
+    std::snprintf(part, sizeof part,
+                  "GPU's own work per eager step %.3f ms (probed in warm-up, before the capture); the replayed step's "
+                  "device time is the graph phase above\n",
+                  *d.busy_ms);
+    out += part;
   } else if (d.probes_made > 0) {
     std::snprintf(part, sizeof part, "GPU's own work per step: not measured (none of %lld probes had the step queued ahead)\n",
                   static_cast<long long>(d.probes_made));

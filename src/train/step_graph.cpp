@@ -2,9 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -21,7 +21,11 @@ std::string format(const char* pattern, double a, double b, double c = 0) {
   return text;
 }
 
-double mean(const std::vector<double>& v) { return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 /// The first line of an exception's text (c10's errors append a backtrace).
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
@@ -128,9 +132,12 @@ StepOutput StepGraph::step(const Batch& batch, StepContext& context, bool may_st
         ++in_stage_;
         StepOutput out;
         capture_->run_on_capture_stream([&] { out = eager_(batch, context); });
-        outputs_ = out.outputs;  // its shape and type: the static output buffer's
+        inputs_ = batch.inputs;  // the shapes to capture: a full batch's, not a partial last one's
+        targets_ = batch.targets;
+        outputs_ = out.outputs;
         return out;
       }
+      if (!fits(batch)) return eager_(batch, context);  // captured on the next batch of the usual shapes
       if (!capture(batch, context)) return eager_(batch, context);
       stage_ = Stage::check;
       in_stage_ = 0;
@@ -142,6 +149,7 @@ StepOutput StepGraph::step(const Batch& batch, StepContext& context, bool may_st
         window_seconds();
         return timed(batch, context);
       }
+      if (!fits(batch)) return eager_(batch, context);  // checked on the next batch of the captured shapes
       ++in_stage_;
       return check(batch, context);
     }
@@ -315,8 +323,8 @@ StepOutput StepGraph::timed(const Batch& batch, StepContext& context) {
     ((in_stage_ / kWindow - 1) % 2 == 0 ? graph_windows_ : eager_windows_).push_back(per_step);
   }
   if (in_stage_ == kWindow * kTimingWindows) {
-    outcome_.eager_ms = mean(eager_windows_) * 1e3;
-    outcome_.graph_ms = mean(graph_windows_) * 1e3;
+    outcome_.eager_ms = median(eager_windows_) * 1e3;
+    outcome_.graph_ms = median(graph_windows_) * 1e3;
     const std::string times = format("replay %.4f ms against eager %.4f ms per step, %.2fx", outcome_.graph_ms,
                                      outcome_.eager_ms, outcome_.eager_ms / outcome_.graph_ms);
     trial_step_ = false;

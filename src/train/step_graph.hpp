@@ -10,8 +10,11 @@
 //      and its first replay;
 //   3. kChecks steps run both ways from the same weights and optimizer state (replay, restore, eager):
 //      losses and weights must agree within kTolerance, else eager (eager's result is kept either way);
-//   4. timing windows alternating replay and eager; with `auto` the graph is kept when faster by
+//   4. timing windows alternating replay and eager (each ends with a device synchronisation); with
+//      `auto` the graph is kept when the median replay window is faster than the median eager one by
 //      kCudaGraphKeepMargin.
+// A batch of another shape than the capture stream's (a partial last batch) in stages 2-4 runs eagerly
+// and the stage waits for the next one.
 // Afterwards each batch of the captured shapes is copied into the static buffers and the graph
 // replayed (phase `graph`); another shape (a partial last batch) runs eagerly.
 
@@ -51,7 +54,7 @@ class StepGraph {
   /// What came of it so far (a fit that ends before the trial did says so).
   CudaGraphOutcome outcome() const;
 
-  static constexpr int64_t kWindow = 8, kTimingWindows = 4, kChecks = 2, kCaptureStreamSteps = 2;
+  static constexpr int64_t kWindow = 8, kTimingWindows = 6, kChecks = 2, kCaptureStreamSteps = 2;
   static constexpr double kTolerance = 1e-4;
   static constexpr double kLaunchBoundIdle = 0.25;  ///< the idle share of the step that makes it launch-bound
 

@@ -31,8 +31,9 @@ StepOutput standard_train_step(const Batch& batch, StepContext& ctx) {
   ctx.clock.enter(Phase::backward);
   ctx.backward(loss);
   if (ctx.update) ctx.update_weights();
-  // metrics only read the outputs (argmax, comparisons), which records nothing: no detach needed
-  return {loss.detach(), std::move(outputs)};
+  // the outputs detached: nothing the step hands back keeps its autograd graph (and the parameters'
+  // gradient accumulators, made on this step's stream) alive into the next step
+  return {loss.detach(), outputs.detach()};
 }
 
 }  // namespace fitscope

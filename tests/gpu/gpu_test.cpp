@@ -77,6 +77,7 @@ TEST(Gpu, ProbesTimeTheDevicesOwnWorkInWarmupAndTheSummaryGivesItsIdleShare) {
   TrainerOptions options;
   options.device = c10::Device(c10::kCUDA, 0);
   options.warmup_steps = 11;  // three probes
+  options.cuda_graph = CudaGraphMode::off;  // measured steps after the warm-up, not the trial's
   Trainer trainer(models::Mlp(), options);
   FitOptions fit;
   fit.loader.batch_size = 32;

@@ -161,7 +161,7 @@ TEST(StepGraph, TheCapturedStepTrainsAsEagerDoesForEveryOptimizerKind) {
     EXPECT_LE(g.max_loss_difference, fitscope::detail::StepGraph::kTolerance);
     EXPECT_EQ(c.log->stream_steps, fitscope::detail::StepGraph::kCaptureStreamSteps);
     EXPECT_EQ(c.log->captures, 1);
-    // 60 steps: 2 of warm-up, the trial, then replays; every replay but the checks' trains a step
+    // 60 steps: 2 of warm-up, the trial (53), then replays; every replay but the checks' trains a step
     EXPECT_EQ(c.log->replays, g.replayed_steps + g.checked_steps);
     EXPECT_GT(g.replayed_steps, 10) << name;
     EXPECT_EQ(g.eager_steps, 0);
@@ -179,6 +179,7 @@ TEST(StepGraph, TheCapturedStepTrainsAsEagerDoesForEveryOptimizerKind) {
 TEST(StepGraph, AutoTimesReplayAgainstEagerAndSaysWhichItKept) {
   GraphSetup s;
   s.mode = CudaGraphMode::automatic;
+  s.examples = 32 * 100;  // the trial: 8 eager steps, 2 on the capture stream, the capture, 2 checks, 48 timed
   const Trained t = train_with_graph(s);
   const CudaGraphOutcome& g = t.measured.cuda_graph;
   EXPECT_TRUE(g.tried);
