@@ -71,7 +71,7 @@ def main():
         return {"verdict": v.get("level", "") + " " + v.get("bound", "") if v else None,
                 "idle_fraction": d.get("idle_fraction"), "busy_ms": d.get("busy_ms"),
                 "step_ms_p50": (r.get("step_ms") or {}).get("p50"),
-                "cuda_graph": {k: g.get(k) for k in ("kept", "reason", "eager_ms", "graph_ms")} if g else None}
+                "cuda_graph": {k: g.get(k) for k in ("kept", "reason", "eager_ms", "graph_ms", "eager_windows_ms", "graph_windows_ms")} if g else None}
 
     def ratio(pattern, text):
         m = re.search(pattern, text)

@@ -73,6 +73,8 @@ std::string RunSummary::to_json() const {
                        {"reason", g.reason},
                        {"eager_ms", g.eager_ms},
                        {"graph_ms", g.graph_ms},
+                       {"eager_windows_ms", g.eager_windows_ms},
+                       {"graph_windows_ms", g.graph_windows_ms},
                        {"device_busy_ms", g.device_busy_ms},
                        {"checked_steps", g.checked_steps},
                        {"max_loss_difference", g.max_loss_difference},
@@ -462,6 +464,8 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
       o.reason = g->get<std::string>("reason");
       o.eager_ms = g->get<double>("eager_ms");
       o.graph_ms = g->get<double>("graph_ms");
+      o.eager_windows_ms = g->get<std::vector<double>>("eager_windows_ms");
+      o.graph_windows_ms = g->get<std::vector<double>>("graph_windows_ms");
       o.device_busy_ms = g->get<double>("device_busy_ms");
       o.checked_steps = g->get<int64_t>("checked_steps");
       o.max_loss_difference = g->get<double>("max_loss_difference");

@@ -325,6 +325,8 @@ StepOutput StepGraph::timed(const Batch& batch, StepContext& context) {
   if (in_stage_ == kWindow * kTimingWindows) {
     outcome_.eager_ms = median(eager_windows_) * 1e3;
     outcome_.graph_ms = median(graph_windows_) * 1e3;
+    for (double w : eager_windows_) outcome_.eager_windows_ms.push_back(w * 1e3);
+    for (double w : graph_windows_) outcome_.graph_windows_ms.push_back(w * 1e3);
     const std::string times = format("replay %.4f ms against eager %.4f ms per step, %.2fx", outcome_.graph_ms,
                                      outcome_.eager_ms, outcome_.eager_ms / outcome_.graph_ms);
     trial_step_ = false;

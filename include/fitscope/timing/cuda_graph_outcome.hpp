@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fitscope {
 
@@ -15,8 +16,9 @@ struct CudaGraphOutcome {
   bool kept = false;         ///< the steady-state steps replayed the graph
   /// In words: why no capture was tried, why it failed or was dropped, or why it was kept.
   std::string reason;
-  double eager_ms = 0;  ///< per step, eager, over the timing windows (device work included; 0 = not timed)
-  double graph_ms = 0;  ///< per step, replayed, over the same windows
+  double eager_ms = 0;  ///< per step, eager: the median timing window's (device work included; 0 = not timed)
+  double graph_ms = 0;  ///< per step, replayed: the median timing window's
+  std::vector<double> eager_windows_ms, graph_windows_ms;  ///< each timing window's, per step, in order
   /// The device's own work per step when the launch-bound test ran (the device timer's probes; 0 = unknown)
   double device_busy_ms = 0;
   int64_t checked_steps = 0;             ///< steps run both ways from the same state
