@@ -9,11 +9,15 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "fitscope/callbacks/backup_and_restore.hpp"
 #include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/train/trainer.hpp"
@@ -82,6 +86,16 @@ struct GraphSetup {
   int64_t examples = 32 * 60;
   int64_t epochs = 1;
   std::function<void(TrainerOptions&)> change;
+  std::vector<std::shared_ptr<Callback>> callbacks;
+};
+
+/// Throws at the given global step: the "crash".
+struct CrashAt : Callback {
+  explicit CrashAt(int64_t step) : step(step) {}
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (context().global_step() + 1 == step) throw std::runtime_error("killed");
+  }
+  int64_t step;
 };
 
 Trained train_with_graph(const GraphSetup& s) {
@@ -112,6 +126,7 @@ Trained train_with_graph(const GraphSetup& s) {
   fit.loader.batch_size = 32;
   fit.loader.shuffle = false;
   fit.epochs = s.epochs;
+  fit.callbacks = s.callbacks;
   fit.callbacks.push_back(seen);
   SyntheticOptions data;
   data.size = s.examples;
@@ -269,6 +284,35 @@ TEST(StepGraph, AFitShorterThanTheTrialSaysSo) {
   s.examples = 32 * 12;
   const Trained t = train_with_graph(s);
   EXPECT_EQ(t.measured.cuda_graph.reason.rfind("the fit ended 10 steps into the trial", 0), 0u) << t.measured.cuda_graph.reason;
+}
+
+TEST(StepGraph, ARunResumedFromABackupTakenBetweenReplaysEndsAsAnUninterruptedOne) {
+  // 4 epochs of 40 steps; the replays start after step 55 (2 of warm-up, 53 of trial); a backup every
+  // 7 steps, a crash at the end of step 70 (before its backup): the backup at 63 holds weights and
+  // optimizer state (the step counts too) that replays updated; the resumed fit replays again after
+  // its own trial
+  const std::string dir = "/tmp/fitscope-step-graph-resume-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  BackupAndRestoreOptions backup;
+  backup.backup_dir = dir;
+  backup.save_freq = 7;
+  backup.warn = [](const std::string&) {};
+  GraphSetup s;
+  s.examples = 32 * 40;
+  s.epochs = 4;
+  const Trained uninterrupted = train_with_graph(s);
+  ASSERT_TRUE(uninterrupted.measured.cuda_graph.kept) << uninterrupted.measured.cuda_graph.reason;
+  GraphSetup crashing = s;
+  crashing.callbacks = {std::make_shared<BackupAndRestore>(backup), std::make_shared<CrashAt>(71)};
+  EXPECT_THROW(train_with_graph(crashing), std::runtime_error);
+  GraphSetup resuming = s;
+  auto restore = std::make_shared<BackupAndRestore>(backup);
+  resuming.callbacks = {restore};
+  const Trained resumed = train_with_graph(resuming);
+  EXPECT_EQ(restore->restored_step(), 63);
+  EXPECT_TRUE(resumed.measured.cuda_graph.kept) << resumed.measured.cuda_graph.reason;  // a new trial after the resume
+  EXPECT_LT(relative_difference(resumed.weights, uninterrupted.weights), 1e-5);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CudaGraphMode, NamesReadBackAndAnUnknownOneIsRefusedByName) {
