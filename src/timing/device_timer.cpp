@@ -78,6 +78,10 @@ void DeviceTimer::end_step(const StepRecord& host) {
     current_ = Step{};
     current_.marks.reserve(marks);  // the next sampled step records as many: one allocation, not one per doubling
   }
+  resolve_passed();
+}
+
+void DeviceTimer::resolve_passed() {
   // stream order: a step is passed when its last event is; stop at the first that is not
   while (!pending_.empty() && source_->done(*pending_.front().marks.back().first)) {
     resolve(pending_.front());

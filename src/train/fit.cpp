@@ -240,7 +240,9 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
     if (to.cuda_graph == CudaGraphMode::on && !reason.empty()) c.warn("TrainerOptions::cuda_graph is on, but every step runs eagerly: " + reason);
     graph = std::make_unique<detail::StepGraph>(to.cuda_graph, std::move(capture), reason, to.optimizer, to.train_step, warmup,
                                                 [timer = t.device_timer_]() -> std::optional<double> {
-                                                  return timer ? timer->busy_ms() : std::nullopt;
+                                                  if (!timer) return std::nullopt;
+                                                  timer->resolve_passed();  // the trial has just synchronised
+                                                  return timer->busy_ms();
                                                 });
   }
   slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { c.warn(text); },

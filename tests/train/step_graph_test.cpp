@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/optim/adam.h>
 #include <torch/utils.h>
 
 #include <filesystem>
@@ -313,6 +314,38 @@ TEST(StepGraph, ARunResumedFromABackupTakenBetweenReplaysEndsAsAnUninterruptedOn
   EXPECT_TRUE(resumed.measured.cuda_graph.kept) << resumed.measured.cuda_graph.reason;  // a new trial after the resume
   EXPECT_LT(relative_difference(resumed.weights, uninterrupted.weights), 1e-5);
   std::filesystem::remove_all(dir);
+}
+
+TEST(StepGraph, AutoLeavesAStepThatKeepsTheDeviceBusyEager) {
+  // the trial driven directly, the device's own work per step given: busy for the whole step, then idle
+  for (const double busy_ms : {1e9, 0.0}) {
+    torch::manual_seed(0);
+    auto model = make_model(models::Mlp());
+    torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
+    StepClock clock;
+    StepContext context{*model, optimizer, Loss::cross_entropy, clock};
+    auto log = std::make_shared<CaptureLog>();
+    fitscope::detail::StepGraph graph(CudaGraphMode::automatic, std::make_unique<ReplayByRunning>(log, "", nullptr), "",
+                                      OptimizerKind::adam, standard_train_step, /*start_at=*/0,
+                                      [busy_ms] { return std::optional<double>(busy_ms); });
+    const Batch batch{at::randn({32, 1, 28, 28}), at::randint(0, 10, {32}, at::kLong)};
+    for (int64_t i = 0; i < fitscope::detail::StepGraph::kWindow + 4; ++i) {
+      clock.begin_step(0, i);
+      graph.step(batch, context, true);
+      clock.end_step();
+    }
+    const CudaGraphOutcome g = graph.outcome();
+    if (busy_ms > 0) {
+      EXPECT_EQ(g.reason.rfind("not launch-bound: the device's own work is 1000000000.000 ms of the", 0), 0u) << g.reason;
+      EXPECT_FALSE(g.tried);
+      EXPECT_EQ(log->stream_steps, 0);
+      EXPECT_EQ(g.device_busy_ms, busy_ms);
+    } else {
+      EXPECT_TRUE(g.tried) << g.reason;  // launch-bound: on to the capture stream and the capture
+      EXPECT_EQ(log->stream_steps, fitscope::detail::StepGraph::kCaptureStreamSteps);
+      EXPECT_EQ(log->captures, 1);
+    }
+  }
 }
 
 TEST(CudaGraphMode, NamesReadBackAndAnUnknownOneIsRefusedByName) {

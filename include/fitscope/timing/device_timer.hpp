@@ -80,6 +80,9 @@ class DeviceTimer final : public PhaseBoundaryListener {
   void end_step(const StepRecord& host) override;
   /// Waits for the steps not yet resolved (the end of fit).
   void finish();
+  /// Resolves the recorded steps the device has passed, without waiting (end_step does it too; the
+  /// CUDA-graph trial asks after synchronising, for the probes' figure).
+  void resolve_passed();
 
   /// The device's time per step and per device phase over the resolved steps.
   const PhaseStats& stats() const { return stats_; }
