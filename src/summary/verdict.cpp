@@ -213,12 +213,13 @@ AdviceText advice_for(const std::string& bound, double share, double step_ms, co
     // the host's launches cost about the same per step whatever the batch: the GPU's work grows with it
     // until it fills the step
     const double gain = ctx.device_busy_ms > 0 ? step_ms / ctx.device_busy_ms : 1.0;
-    char text[480];
+    char text[640];
     std::snprintf(text, sizeof text,
                   "the GPU idles %s of each step waiting for the host to launch its work (its own work %.3f ms of "
                   "a %.3f ms step): the step is launch-bound. Raise LoaderOptions::batch_size from %s: the "
                   "launches cost the same per step, so up to %.1fx the examples per second before the GPU is "
-                  "busy; or replay the step as a CUDA graph (one launch instead of one per kernel), up to %.1fx",
+                  "busy; or replay the step as one CUDA graph (one launch instead of one per kernel; "
+                  "TrainerOptions::cuda_graph on, or auto once its trial finds the replay faster), up to %.1fx",
                   percent(share).c_str(), ctx.device_busy_ms, step_ms, batch.c_str(), gain, gain);
     char expected[96];
     std::snprintf(expected, sizeof expected, "up to %.1fx the examples per second (the GPU idle %s of the step)", gain,

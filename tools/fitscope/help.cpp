@@ -167,6 +167,7 @@ std::string in_flags(std::string message) {
       {"ImageFolderOptions::height and width", "--image-size"}, {"ThreadOptions::intra_op", "--threads"},
       {"ThreadOptions::blas", "--blas-threads"}, {"FitOptions::validation_split", "--validation-split"},
       {"TrainerOptions::momentum", "--momentum"}, {"TrainerOptions::nesterov", "--nesterov"},
+      {"TrainerOptions::cuda_graph", "--cuda-graph"}, {"TrainerOptions::precision", "--precision"},
       {"CheckpointWriterOptions::keep", "--keep"}, {"SweepOptions::window_seconds", "--window-seconds"},
       {"LaunchOptions::master_port", "--master-port"}, {"LaunchOptions::job_id", "--job-id"}, {"ImageFolderOptions::max_pixels", "--max-image-pixels"},
       {"ImageFolderOptions::skip_bad_files", "--skip-bad-files"}, {"RunSpec::model", "--model"},
