@@ -25,7 +25,7 @@ ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
 LIBTORCH2_PACKAGES := debootstrap
 
 .PHONY: all deps fuzz-deps install-packages configure build demo test build-asan test-asan bench fuzz-build fuzz clean gpu-kit \
-        test-libtorch2
+        test-libtorch2 cuda-check
 
 all: build
 
@@ -101,6 +101,13 @@ test-libtorch2:
 	@$(MAKE) --no-print-directory install-packages WANTED="$(LIBTORCH2_PACKAGES)"
 	@[ -d .gpu-kit/usr ] || $(MAKE) --no-print-directory gpu-kit
 	tools/test-libtorch2.sh
+
+# The files compiled only where libtorch has CUDA, compiled here without a GPU (syntax only) against
+# Debian 13's libtorch 2.6 with CUDA and NVIDIA's headers, in the chroot of test-libtorch2
+# (tools/cuda-syntax-check.sh; headers cached in /var/cache/fitscope/cuda-headers).
+cuda-check:
+	@[ -d .gpu-kit/usr ] || $(MAKE) --no-print-directory gpu-kit
+	tools/cuda-syntax-check.sh
 
 # libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer) of the IDX, CIFAR-10 and CSV
 # parsers, the TFRecord framing and tf.train.Example parser, and the image header checks and decoders
