@@ -25,7 +25,7 @@ ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
 LIBTORCH2_PACKAGES := debootstrap
 
 .PHONY: all deps fuzz-deps install-packages configure build demo test build-asan test-asan bench fuzz-build fuzz clean gpu-kit \
-        test-libtorch2 cuda-check
+        test-libtorch2 libtorch2-prepare cuda-check
 
 all: build
 
@@ -97,10 +97,14 @@ gpu-kit:
 # (cached in /var/cache/fitscope/trixie-chroot, FITSCOPE_TRIXIE_CHROOT) holds the compiler, CMake, ninja,
 # libtorch-dev and the tests' run-time needs; the other build dependencies come from the device kit alone
 # (tools/test-libtorch2.sh; build-libtorch2/).
-test-libtorch2:
+# `make libtorch2-prepare` makes the chroot and the kit alone (CI does it in the background while it builds).
+test-libtorch2: libtorch2-prepare
+	tools/test-libtorch2.sh run
+
+libtorch2-prepare:
 	@$(MAKE) --no-print-directory install-packages WANTED="$(LIBTORCH2_PACKAGES)"
 	@[ -d .gpu-kit/usr ] || $(MAKE) --no-print-directory gpu-kit
-	tools/test-libtorch2.sh
+	tools/test-libtorch2.sh prepare
 
 # The files compiled only where libtorch has CUDA, compiled here without a GPU (syntax only) against
 # Debian 13's libtorch 2.6 with CUDA and NVIDIA's headers, in the chroot of test-libtorch2
@@ -126,23 +130,23 @@ FUZZ_SOURCES_tfrecord := src/data/formats/tfrecord_format.cpp src/data/formats/t
   -lprotobuf -lz
 # the tar reader (ustar, GNU and pax headers) and the grouping of members into WebDataset samples
 FUZZ_SOURCES_tar := src/data/formats/tar_format.cpp
-fuzz-build: fuzz-deps
+# one rule per target, so that `make -j N fuzz` builds and runs N at a time (each fuzzer is one thread);
+# a fuzzer is rebuilt when a source, header or proto file of the tree is newer
+FUZZ_INPUTS := $(shell find include src proto tests/fuzz -name '*.[ch]pp' -o -name '*.proto')
+fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%_fuzz)
+$(FUZZ_DIR)/%_fuzz: $(FUZZ_INPUTS) | fuzz-deps
 	@mkdir -p $(FUZZ_DIR)
-	@set -e; $(foreach t,$(FUZZ_TARGETS), \
-	  $(FUZZ_PREPARE_$(t)) \
-	  clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
-	    tests/fuzz/$(t)_fuzz.cpp $(FUZZ_SOURCES_$(t)) -o $(FUZZ_DIR)/$(t)_fuzz; \
-	)
+	@$(FUZZ_PREPARE_$*) clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -Iinclude tests/fuzz/$*_fuzz.cpp $(FUZZ_SOURCES_$*) -o $(FUZZ_DIR)/$*_fuzz
 
-fuzz: fuzz-build
-	@set -e; $(foreach t,$(FUZZ_TARGETS), \
-	  rm -rf $(FUZZ_DIR)/corpus-$(t) && cp -r tests/fuzz/corpus/$(t) $(FUZZ_DIR)/corpus-$(t); \
-	  echo "== fuzzing $(t) for $(FUZZ_SECONDS) s"; \
-	  ASAN_OPTIONS=detect_leaks=$(if $(filter checkpoint,$(t)),0,1) $(FUZZ_DIR)/$(t)_fuzz -max_total_time=$(FUZZ_SECONDS) \
-	    -max_len=16384 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$(t)- \
-	    $(FUZZ_DIR)/corpus-$(t) > $(FUZZ_DIR)/$(t).log 2>&1 || { tail -40 $(FUZZ_DIR)/$(t).log; exit 1; }; \
-	  grep -E "^Done|number_of_executed_units" $(FUZZ_DIR)/$(t).log; \
-	)
+fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
+fuzz-run-%: $(FUZZ_DIR)/%_fuzz
+	@rm -rf $(FUZZ_DIR)/corpus-$* && cp -r tests/fuzz/corpus/$* $(FUZZ_DIR)/corpus-$*
+	@echo "== fuzzing $* for $(FUZZ_SECONDS) s"
+	@ASAN_OPTIONS=detect_leaks=$(if $(filter checkpoint,$*),0,1) $(FUZZ_DIR)/$*_fuzz -max_total_time=$(FUZZ_SECONDS) \
+	  -max_len=16384 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$*- \
+	  $(FUZZ_DIR)/corpus-$* > $(FUZZ_DIR)/$*.log 2>&1 || { tail -40 $(FUZZ_DIR)/$*.log; exit 1; }
+	@grep -E "^Done|number_of_executed_units" $(FUZZ_DIR)/$*.log | sed "s/^/$*: /"
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(ASAN_DIR)

@@ -31,13 +31,14 @@ stamp=$chroot_dir/.fitscope-packages
 # The chroot's packages: the toolchain (clang, as `make test` builds; g++ for its libstdc++) and
 # libtorch, then what the tests run: python3-torch (TorchScript
 # files), OpenBLAS's pthread build (the thread-policy tests; `make test` has it too), iproute2 (two
-# network namespaces), pkg-config (the package test), chromium (the report renders in a browser).
+# network namespaces), pkg-config (the package test), chromium (the report renders in a browser); ccache,
+# whose cache (the chroot's /root/.cache/ccache) stays with the chroot, so a second run rebuilds little.
 # Nothing the kit supplies: its CLI11, json, toml++, protobuf + protoc, TurboJPEG, libpng, zlib, gtest,
 # benchmark and gloo must be the ones found.
 # libgloo-dev too: gloo's headers must be those of the gloo libtorch was built with (trixie's), which
 # the kit's (Debian 12's, for wheels that ship none) are not; CMake takes the ones beside libtorch first.
 packages=(g++ clang libclang-rt-dev cmake ninja-build libtorch-dev libgloo-dev
-  python3-torch libopenblas0-pthread iproute2 pkg-config chromium)
+  python3-torch libopenblas0-pthread iproute2 pkg-config chromium ccache)
 # libtorch-dev depends on libprotobuf-dev, and that on zlib1g-dev: their headers, link-time symlinks,
 # static libraries and pkg-config files stay out of the chroot (dpkg path-exclude; the packages count as
 # installed), so the kit's protobuf and zlib are the only ones a build can find. The shared libraries

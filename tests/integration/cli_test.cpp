@@ -66,6 +66,10 @@ json check_run_directory(const std::string& dir) {
 }  // namespace
 
 TEST(TrainCommand, TheDemoRunReachesNinetyFivePercentAndWritesAConsistentRunDirectory) {
+#ifdef FITSCOPE_SANITIZED
+  GTEST_SKIP() << "1,500 steps of the seed CNN judged by their accuracy (four minutes under the sanitizers): run in "
+                  "the plain build; the sanitizers check the same train command in the shorter tests";
+#endif
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";
   const ProcessResult r = run_fitscope({"train", "--run-dir", dir});  // the demo's settings
@@ -803,6 +807,10 @@ TEST(DataCommand, CsvTrainsTheMlpAndTheCnnIsRefusedWithTheShape) {
 }
 
 TEST(DataCommand, TrainsTheSeedCnnOnAGeneratedJpegFolderAboveNinetyFivePercent) {
+#ifdef FITSCOPE_SANITIZED
+  GTEST_SKIP() << "a training judged by its accuracy: run in the plain build (the sanitizers check the image "
+                  "folder's decoding in the shorter tests)";
+#endif
   TempDir tmp;
   const std::string images = tmp.path() + "/images", dir = tmp.path() + "/run";
   const ProcessResult made = run_fitscope({"make-images", images, "--count", "4000", "--size", "64"});
