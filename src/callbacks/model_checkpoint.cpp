@@ -58,7 +58,11 @@ std::string format_checkpoint_path(const std::string& pattern, int64_t epoch, in
 }
 
 ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
-    : options_(std::move(options)), monitor_(options_.monitor, options_.mode), best_(monitor_.worst()) {
+    : options_(std::move(options)),
+      name_(options_.name.empty() ? "ModelCheckpoint(" + std::filesystem::path(options_.filepath).filename().string() + ")"
+                                  : options_.name),
+      monitor_(options_.monitor, options_.mode),
+      best_(monitor_.worst()) {
   if (options_.filepath.empty()) throw std::invalid_argument("ModelCheckpoint needs a filepath");
   if (options_.save_freq && *options_.save_freq < 1) {
     throw std::invalid_argument("ModelCheckpoint save_freq must be >= 1 batches, got " + std::to_string(*options_.save_freq));

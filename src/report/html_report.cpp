@@ -33,9 +33,13 @@ using namespace report;
 std::string loader_changes(const LoaderStats& l) {
   if (l.changes.empty()) return {};
   std::ostringstream out;
-  out << "<p>The loader ended at " << svg::escape(setting_text(l)) << ": it measured every half second how long "
-      << "the step waited and how busy its workers were, and changed its setting " << l.changes.size() - 1
-      << (l.changes.size() == 2 ? " time" : " times") << ".</p>"
+  const bool workers_ran = std::any_of(l.changes.begin(), l.changes.end(), [](const LoaderChange& c) { return c.workers > 0; });
+  out << "<p>The loader ended "
+      << (l.workers == 0 ? std::string("building the batches on the training thread") : "at " + svg::escape(setting_text(l)))
+      << (workers_ran ? ": it measured every half second how long the step waited and how busy its workers were, and "
+                        "changed its setting "
+                      : ": it chose its setting before the run from timed builds, and changed it ")
+      << l.changes.size() - 1 << (l.changes.size() == 2 ? " time" : " times") << " (the first row is the start).</p>"
       << "<table class=\"loader\"><tr><th>at s</th><th>workers</th><th>prefetch</th><th>why</th></tr>";
   for (std::size_t i = 0; i < std::min<std::size_t>(l.changes.size(), 100); ++i) {
     const LoaderChange& c = l.changes[i];
@@ -43,6 +47,23 @@ std::string loader_changes(const LoaderStats& l) {
         << svg::escape(c.why) << "</td></tr>";
   }
   return out.str() + "</table>";
+}
+
+/// The answer at a glance, above everything: the steady state's step p50 and p99, the throughput, the
+/// bound, and the one change the verdict advises (its first action).
+std::string headline(const RunSummary& s) {
+  std::ostringstream out;
+  out << "<div class=\"headline\"><span>step p50 <b>" << fixed(s.step_ms.p50) << " ms</b></span> <span>p99 <b>"
+      << fixed(s.step_ms.p99) << " ms</b></span> <span><b>" << svg::escape(svg::format_number(s.samples_per_s))
+      << "</b> samples/s</span> <span><b>" << svg::escape(verdict_headline(s.verdict, s.measured_steps)) << "</b></span>";
+  if (!s.verdict.actions.empty()) {
+    const Advice& a = s.verdict.actions.front();
+    out << " <span>advised: " << with_unbroken_flags(a.knob) << " " << svg::escape(a.from) << " &rarr; " << svg::escape(a.to)
+        << (a.expected_gain.empty() ? "" : " (" + svg::escape(a.expected_gain) + ")") << "</span>";
+  }
+  out << "<br><span class=\"note\">steady state: the " << s.measured_steps << " steps after " << s.warmup_steps
+      << " warm-up steps</span></div>";
+  return out.str();
 }
 
 std::string settings_table(const RunSummary& s) {
@@ -70,14 +91,24 @@ std::string settings_table(const RunSummary& s) {
 }
 
 /// Each step's phases stacked (TensorBoard Profiler's step-time graph), from steps.csv: the phases
-/// that took time, at most 300 columns (groups of consecutive steps averaged beyond that).
-std::string phases_per_step(const RankSteps& steps) {
+/// that took time, at most 300 columns (groups of consecutive steps averaged beyond that). The y axis
+/// is the steady state's: it ends at the tallest column after the `warmup` steps, and a warm-up
+/// column above it is marked at the edge (a 200 ms first step would flatten 5 ms steps to a line).
+std::string phases_per_step(const RankSteps& steps, double warmup) {
   if (steps.rows == 0) return {};
   std::vector<svg::Series> layers;
+  std::vector<double> steady(steps.group_x.size(), 0.0);
   for (const auto& [column, means] : steps.phases) {
     layers.push_back({column.substr(0, column.size() - 3), steps.group_x, means, false, false, {}, {}});  // NAME_ms
+    for (std::size_t i = 0; i < std::min(means.size(), steady.size()); ++i) steady[i] += std::max(0.0, means[i]);
+  }
+  double steady_max = 0;
+  for (std::size_t i = 0; i < steady.size(); ++i) {
+    if (steps.group_x[i] >= warmup) steady_max = std::max(steady_max, steady[i]);
   }
   svg::ChartOptions o;
+  if (steady_max > 0) o.y_max = steady_max;
+  if (warmup > 0) o.markers.push_back({warmup, "end of warm-up"});
   o.title = steps.group > 1 ? "Each step's phases (mean of every " + std::to_string(steps.group) + " steps)" : "Each step's phases";
   o.x_label = "step";
   o.y_label = "time (ms)";
@@ -224,7 +255,7 @@ std::string train_report(const ReportSources& files) {
   const RunSummary s = RunSummary::from_json(read_text(summary_path), summary_path.string());
   std::ostringstream body;
   body << "<h1>Where the step time goes: " << svg::escape(s.model) << " run</h1><p class=\"note\">"
-       << svg::escape(files.directory) << "</p>";
+       << svg::escape(files.directory) << "</p>" << headline(s);
   body << "<div class=\"verdict\"><b>Verdict: "
        << (s.verdict.level == "unjudged" ? svg::escape(verdict_headline(s.verdict, s.measured_steps))
                                           : svg::escape(s.verdict.level) + " " + svg::escape(s.verdict.bound) + "-bound (" +
@@ -295,7 +326,7 @@ std::string train_report(const ReportSources& files) {
                                   std::to_string(s.restarts->events.back().resumed_from_step)});
     }
     body << svg::line_chart(series, o);
-    body << phases_per_step(steps);
+    body << phases_per_step(steps, warmup);
     // data wait
     body << "<h2>Waiting for data</h2><p>data_wait is " << percent(s.phases.at("data_wait").share) << " of the step. ";
     if (s.loader.workers == 0) {

@@ -11,6 +11,7 @@
 #include "fitscope/io/atomic_file.hpp"
 #include "report/svg.hpp"
 #include "fitscope/io/detail/bounded_json.hpp"
+#include "fitscope/io/detail/csv_rows.hpp"
 
 namespace fitscope::report {
 namespace fs = std::filesystem;
@@ -21,68 +22,13 @@ std::vector<double> Table::values(int c) const {
   return out;
 }
 
-namespace {
-
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream in(line);
-  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
-
-}  // namespace
-
 std::string read_text(const fs::path& path) {
   return read_whole_file(path.string(), "a file of a run directory", std::uintmax_t{1} << 30);
 }
 
-void for_each_csv_row(const fs::path& path, const std::function<void(const std::vector<std::string>&)>& header,
-                      const std::function<void(const std::vector<double>&)>& row) {
-  constexpr std::size_t kMaxLine = std::size_t{1} << 20;  // far beyond any row a run writes
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw std::invalid_argument(path.string() + ": not a regular file (expected a CSV a run wrote)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(path.string() + ": cannot be read");
-  std::string line;
-  int64_t number = 0;
-  const auto next_line = [&] {
-    line.clear();
-    for (int c; (c = in.get()) != EOF && c != '\n';) {
-      if (line.size() == kMaxLine) {
-        throw std::invalid_argument(path.string() + ": line " + std::to_string(number + 1) + ": longer than " +
-                                    std::to_string(kMaxLine) + " bytes (expected a CSV a run wrote)");
-      }
-      line.push_back(static_cast<char>(c));
-    }
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ++number;
-    return !line.empty() || in;
-  };
-  if (!next_line() || line.empty()) throw std::invalid_argument(path.string() + ": line 1: expected a header line");
-  const std::vector<std::string> columns = split(line);
-  header(columns);
-  std::vector<double> values;
-  while (next_line()) {
-    if (line.empty()) continue;
-    const auto fields = split(line);
-    if (fields.size() != columns.size()) {
-      throw std::invalid_argument(path.string() + ": line " + std::to_string(number) + ": " + std::to_string(fields.size()) +
-                                  " fields, expected " + std::to_string(columns.size()) + " like the header");
-    }
-    values.clear();
-    for (const auto& f : fields) {
-      char* end = nullptr;
-      const double v = std::strtod(f.c_str(), &end);
-      values.push_back(end == f.c_str() || *end != '\0' ? std::nan("") : v);
-    }
-    row(values);
-  }
-}
-
 Table read_table(const fs::path& path) {
   Table t;
-  for_each_csv_row(path, [&](const std::vector<std::string>& columns) { t.columns = columns; },
+  detail::for_each_csv_row(path, [&](const std::vector<std::string>& columns) { t.columns = columns; },
                    [&](const std::vector<double>& row) { t.rows.push_back(row); });
   return t;
 }
@@ -119,7 +65,7 @@ h1{font-size:1.5em;margin-bottom:4px} h2{font-size:1.15em;margin-top:28px;border
 table{border-collapse:collapse;margin:8px 0;font-size:0.92em} td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
 .verdict{border:2px solid #1f4e99;background:#eef3fb;padding:10px 14px;margin:12px 0;border-radius:4px}
-.verdict b{font-size:1.1em} tr.slow td{background:#fdecea;font-weight:bold} .note{color:#555;font-size:0.9em}
+.verdict b{font-size:1.1em} .headline{font-size:1.1em;margin:10px 0} .headline span{margin-right:14px} tr.slow td{background:#fdecea;font-weight:bold} .note{color:#555;font-size:0.9em}
 svg.chart{display:block;margin:8px 0;background:#fff;font-family:inherit} .flag{white-space:nowrap}
 </style>)";
 

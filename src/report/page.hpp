@@ -33,12 +33,7 @@ struct Table {
 
 /// The whole file; std::invalid_argument naming it when it cannot be read.
 std::string read_text(const std::filesystem::path& path);
-/// Streams a CSV a run wrote: `header` gets its first line's names, `row` each later line's values
-/// (NaN for a field that is not a number; empty lines skipped), one line in memory at a time.
-/// std::invalid_argument naming the file and line of a short or long row, or of a line over 1 MiB.
-void for_each_csv_row(const std::filesystem::path& path, const std::function<void(const std::vector<std::string>&)>& header,
-                      const std::function<void(const std::vector<double>&)>& row);
-/// A Table (for the small CSVs: metrics.csv); throws as for_each_csv_row.
+/// A Table (for the small CSVs: metrics.csv); throws as detail::for_each_csv_row (io/detail/csv_rows.hpp).
 Table read_table(const std::filesystem::path& path);
 /// JSON nested at most 64 deep; std::invalid_argument naming the file otherwise.
 json read_json(const std::filesystem::path& path);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "fitscope/io/detail/csv_rows.hpp"
 #include "report/page.hpp"
 
 namespace fitscope::report {
@@ -59,7 +60,7 @@ std::map<double, RankSteps> read_step_series(const std::filesystem::path& path, 
 
   // the first pass counts each rank's rows: the strides and groups depend on them
   std::map<double, std::size_t> counts;
-  for_each_csv_row(path, header, [&](const std::vector<double>& row) { ++counts[rank_of(row)]; });
+  detail::for_each_csv_row(path, header, [&](const std::vector<double>& row) { ++counts[rank_of(row)]; });
   std::map<double, RankSteps> out;
   if (counts.empty()) return out;
   const std::size_t stride = std::max<std::size_t>(1, counts.begin()->second / max_points);
@@ -85,7 +86,7 @@ std::map<double, RankSteps> read_step_series(const std::filesystem::path& path, 
       s.sum[p] = 0;
     }
   };
-  for_each_csv_row(path, [](const std::vector<std::string>&) {}, [&](const std::vector<double>& row) {
+  detail::for_each_csv_row(path, [](const std::vector<std::string>&) {}, [&](const std::vector<double>& row) {
     const double rank = rank_of(row);
     RankSteps& r = out[rank];
     Sums& s = sums[rank];

@@ -34,6 +34,23 @@ std::string header(const ChartOptions& o, const std::string& role) {
          "\" y=\"20\" text-anchor=\"middle\" font-weight=\"bold\">" + escape(o.title) + "</text>";
 }
 
+// A value above the axis' top `edge` at pixel `x`: a triangle at the edge, `what` and "(above the axis)" on hover.
+std::string above(double x, double edge, const std::string& color, const std::string& what) {
+  return "<path class=\"above\" d=\"M" + num(x - 4) + "," + num(edge + 6) + " L" + num(x + 4) + "," + num(edge + 6) + " L" + num(x) +
+         "," + num(edge) + " Z\" fill=\"" + color + "\"><title>" + escape(what) + " (above the axis)</title></path>";
+}
+
+// A vertical dashed line at pixel `x` with the marker's label inside the plot, `at` on hover.
+std::string marker(const Marker& m, double x, const ChartOptions& o, const std::string& at) {
+  const bool right_half = x > (kLeft + o.width - kRight) / 2.0;  // the label goes inside the plot
+  std::ostringstream out;
+  out << "<g class=\"marker\"><line x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << kTop << "\" y2=\""
+      << o.height - kBottom << "\" stroke=\"#888\" stroke-dasharray=\"3 3\"/><text x=\"" << num(x + (right_half ? -3 : 3))
+      << "\" y=\"" << kTop + 10 << "\" font-size=\"11\" fill=\"#444\"" << (right_half ? " text-anchor=\"end\">" : ">")
+      << escape(m.label) << "</text><title>" << escape(m.label) << " at " << escape(at) << "</title></g>";
+  return out.str();
+}
+
 std::string no_data(const ChartOptions& o, const std::string& role) {
   return header(o, role) + "<text x=\"" + std::to_string(o.width / 2) + "\" y=\"" + std::to_string(o.height / 2) +
          "\" text-anchor=\"middle\" fill=\"#555\">no data</text></svg>";
@@ -176,14 +193,7 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
       << "\" text-anchor=\"middle\">" << escape(o.x_label) << "</text>";
   out << "<text transform=\"translate(14," << (kTop + o.height - kBottom) / 2
       << ") rotate(-90)\" text-anchor=\"middle\">" << escape(o.y_label) << "</text></g>";
-  for (const Marker& m : o.markers) {
-    const bool right_half = sx(m.x) > (kLeft + o.width - kRight) / 2.0;  // the label goes inside the plot
-    out << "<g class=\"marker\"><line x1=\"" << num(sx(m.x)) << "\" x2=\"" << num(sx(m.x)) << "\" y1=\"" << kTop
-        << "\" y2=\"" << o.height - kBottom << "\" stroke=\"#888\" stroke-dasharray=\"3 3\"/><text x=\""
-        << num(sx(m.x) + (right_half ? -3 : 3)) << "\" y=\"" << kTop + 10 << "\" font-size=\"11\" fill=\"#444\""
-        << (right_half ? " text-anchor=\"end\">" : ">") << escape(m.label)
-        << "</text><title>" << escape(m.label) << " at " << escape(x_text(m.x)) << "</title></g>";
-  }
+  for (const Marker& m : o.markers) out << marker(m, sx(m.x), o, x_text(m.x));
   std::size_t index = 0;
   std::ostringstream legend;
   int legend_x = kLeft;
@@ -201,10 +211,7 @@ std::string line_chart(const std::vector<Series>& input, const ChartOptions& inp
       for (std::size_t i = 0; i < n; ++i) {
         if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
         if (s.y[i] > y1) {  // beyond the axis: a triangle at its edge
-          out << "<path class=\"above\" d=\"M" << num(sx(s.x[i]) - 4) << "," << num(sy(y1) + 6) << " L" << num(sx(s.x[i]) + 4) << ","
-              << num(sy(y1) + 6) << " L" << num(sx(s.x[i])) << "," << num(sy(y1)) << " Z\" fill=\"" << st.color << "\"><title>"
-              << escape(s.name) << ": " << escape(x_text(s.x[i])) << ", " << escape(format_number(s.y[i]))
-              << " (above the axis)</title></path>";
+          out << above(sx(s.x[i]), sy(y1), st.color, s.name + ": " + x_text(s.x[i]) + ", " + format_number(s.y[i]));
           continue;
         }
         out << "<circle cx=\"" << num(sx(s.x[i])) << "\" cy=\"" << num(sy(s.y[i])) << "\" r=\"" << (s.faint ? 1.5 : 3)
@@ -294,6 +301,7 @@ std::string stacked_columns(const std::vector<Series>& layers, const ChartOption
   const std::vector<double>& xs = layers.front().x;
   const double x0 = xs.front(), x1 = xs[std::min(xs.size(), n) - 1];
   double y1 = *std::max_element(top.begin(), top.end());
+  if (o.y_max && *o.y_max > 0) y1 = std::min(y1, *o.y_max);  // taller columns end at the edge, marked
   if (!(y1 > 0)) y1 = 1;
   const std::vector<double> yt = ticks(0, y1, 5);
   y1 = std::max(y1, yt.empty() ? y1 : yt.back());
@@ -321,14 +329,14 @@ std::string stacked_columns(const std::vector<Series>& layers, const ChartOption
     const Style st = style(index++);
     out << "<g class=\"layer\" data-name=\"" << escape(l.name) << "\">";
     for (std::size_t i = 0; i < std::min(l.x.size(), l.y.size()); ++i) {
-      const double v = std::max(0.0, l.y[i]);
+      const double v = std::max(0.0, std::min(l.y[i], y1 - base[i]));  // the part below the axis' top
       if (v > 0) {
         out << "<rect x=\"" << num(sx(l.x[i]) - width / 2) << "\" y=\"" << num(sy(base[i] + v)) << "\" width=\""
             << num(std::max(width, 0.5)) << "\" height=\"" << num(sy(base[i]) - sy(base[i] + v)) << "\" fill=\"" << st.color
-            << "\"><title>" << escape(l.name) << ": " << escape(format_number(l.x[i])) << ", " << escape(format_number(v))
-            << "</title></rect>";
+            << "\"><title>" << escape(l.name) << ": " << escape(format_number(l.x[i])) << ", "
+            << escape(format_number(std::max(0.0, l.y[i]))) << "</title></rect>";
       }
-      base[i] += v;
+      base[i] += std::max(0.0, l.y[i]);
     }
     out << "</g>";
     legend << "<g class=\"legend-item\"><rect class=\"key\" x=\"" << legend_x << "\" y=\"" << o.height - 24
@@ -336,7 +344,61 @@ std::string stacked_columns(const std::vector<Series>& layers, const ChartOption
            << o.height - 14 << "\" font-size=\"12\">" << escape(l.name) << "</text></g>";
     legend_x += 28 + 7 * static_cast<int>(l.name.size());
   }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (top[i] <= y1) continue;  // a column above the axis: a triangle at its edge, its height on hover
+    out << above(sx(xs[i]), sy(y1), "#333", format_number(xs[i]) + ": " + format_number(top[i]));
+  }
+  for (const Marker& m : o.markers) out << marker(m, sx(m.x), o, format_number(m.x));
   out << "<g class=\"legend\">" << legend.str() << "</g></svg>";
+  return out.str();
+}
+
+std::string interval_chart(const std::vector<Interval>& rows, const ChartOptions& o) {
+  if (rows.empty()) return no_data(o, "intervals");
+  constexpr int kNames = 120, kRow = 24;
+  double lo = 0, hi = 0;
+  for (const Interval& r : rows) {
+    for (double v : {r.value, r.low, r.high}) {
+      if (std::isfinite(v)) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+  }
+  if (lo == hi) hi = lo + 1;
+  const std::vector<double> xt = ticks(lo, hi, 6);
+  if (!xt.empty()) {
+    lo = std::min(lo, xt.front());
+    hi = std::max(hi, xt.back());
+  }
+  const int height = kTop + kRow * static_cast<int>(rows.size()) + 48;
+  const Scale sx(lo, hi, kLeft + kNames, o.width - kRight);
+  ChartOptions sized = o;
+  sized.height = height;
+  std::ostringstream out;
+  out << header(sized, "intervals") << "<g class=\"axis\" font-size=\"11\" fill=\"#333\">";
+  const int bottom = kTop + kRow * static_cast<int>(rows.size());
+  for (double t : xt) {
+    out << "<line x1=\"" << num(sx(t)) << "\" x2=\"" << num(sx(t)) << "\" y1=\"" << kTop << "\" y2=\"" << bottom
+        << "\" stroke=\"" << (t == 0 ? "#333" : "#ddd") << "\"/><text x=\"" << num(sx(t)) << "\" y=\"" << bottom + 16
+        << "\" text-anchor=\"middle\">" << escape(format_number(t)) << "</text>";
+  }
+  out << "<text x=\"" << (kLeft + kNames + o.width - kRight) / 2 << "\" y=\"" << bottom + 36 << "\" text-anchor=\"middle\">"
+      << escape(o.x_label) << "</text></g>";
+  int y = kTop + kRow / 2;
+  for (const Interval& r : rows) {
+    const double x0 = std::isfinite(r.low) ? sx(r.low) : kLeft + kNames, x1 = std::isfinite(r.high) ? sx(r.high) : o.width - kRight;
+    const std::string color = r.marked ? "#b2182b" : "#555";
+    out << "<g class=\"interval\" data-name=\"" << escape(r.name) << "\"><text x=\"" << kLeft + kNames - 8 << "\" y=\"" << y + 4
+        << "\" text-anchor=\"end\" font-size=\"12\"" << (r.marked ? " font-weight=\"bold\"" : "") << ">" << escape(r.name)
+        << "</text><line x1=\"" << num(x0) << "\" x2=\"" << num(x1) << "\" y1=\"" << y << "\" y2=\"" << y << "\" stroke=\"" << color
+        << "\" stroke-width=\"" << (r.marked ? 3 : 1.5) << "\"/><circle cx=\"" << num(sx(r.value)) << "\" cy=\"" << y
+        << "\" r=\"4\" fill=\"" << color << "\"/><title>" << escape(r.name) << ": " << escape(format_number(r.value)) << " ("
+        << escape(std::isfinite(r.low) ? format_number(r.low) : "unbounded") << " to "
+        << escape(std::isfinite(r.high) ? format_number(r.high) : "unbounded") << ")</title></g>";
+    y += kRow;
+  }
+  out << "</svg>";
   return out.str();
 }
 

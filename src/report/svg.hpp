@@ -91,4 +91,15 @@ std::string stacked_bar(const std::vector<Part>& parts, const ChartOptions& opti
 /// A hover title on every segment; a legend with each layer's colour.
 std::string stacked_columns(const std::vector<Series>& layers, const ChartOptions& options);
 
+/// One row of an interval chart: a value and its interval (a change and its confidence interval).
+struct Interval {
+  std::string name;
+  double value = 0, low = 0, high = 0;
+  bool marked = false;  ///< drawn bold (a significant change)
+};
+
+/// One row per interval: the value as a dot, the interval as a whisker, on a shared x axis with a line
+/// at zero; the rows' names on the left. Unbounded ends are drawn to the edge.
+std::string interval_chart(const std::vector<Interval>& rows, const ChartOptions& options);
+
 }  // namespace fitscope::svg

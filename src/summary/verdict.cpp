@@ -10,15 +10,6 @@
 namespace fitscope {
 namespace {
 
-struct Candidate {
-  std::string bound;
-  double share;
-  double moderate;
-  double high;
-};
-
-int severity(const Candidate& c) { return c.share >= c.high ? 2 : c.share >= c.moderate ? 1 : 0; }
-
 std::string ratio(double r) {
   char text[16];
   std::snprintf(text, sizeof text, "%.2fx", r);
@@ -183,56 +174,61 @@ AdviceText input_advice(const std::string& of_step, double step_ms, const Verdic
           {{"LoaderOptions::cache", "false", "true", "each example read once instead of once an epoch"}}};
 }
 
-AdviceText advice_for(const std::string& bound, double share, double step_ms, const VerdictContext& ctx) {
-  const std::string of_step = percent(share) + " of each step";
-  const std::string batch = std::to_string(ctx.batch_size), larger = std::to_string(ctx.batch_size * 2);
-  if (bound == "input") return input_advice(of_step, step_ms, ctx);
-  if (bound == "callbacks") {
-    const std::string most = ctx.slowest_callback.empty() ? "" : " (most in " + ctx.slowest_callback + ")";
-    if (ctx.callback_mode == "async") {
-      return {"callbacks take " + of_step + most +
-                  " although they run off the training thread (Callback::set_async(true)): they are slower than "
-                  "the step and their queue fills; make them act every 50 batches instead of every batch",
-              {}};
-    }
-    return {"callbacks take " + of_step + most + ": run them off the training thread (Callback::set_async(true)) " +
-                "or log every 50 batches instead of every batch",
-            {{"Callback::async", "sync", "async", "the callbacks' time off the training thread"}}};
-  }
-  if (bound == "checkpoint") {
-    return {"checkpointing takes " + of_step +
-                ": checkpoint less often (RunOptions::backup_every_batches, or ModelCheckpoint's save_freq)",
+AdviceText callbacks_advice(const std::string& of_step, double, double, const VerdictContext& ctx) {
+  const std::string most = ctx.slowest_callback.empty() ? "" : " (most in " + ctx.slowest_callback + ")";
+  if (ctx.callback_mode == "async") {
+    return {"callbacks take " + of_step + most +
+                " although they run off the training thread (Callback::set_async(true)): they are slower than "
+                "the step and their queue fills; make them act every 50 batches instead of every batch",
             {}};
   }
-  if (bound == "communication") {
-    return {"gradient communication takes " + of_step + ": raise LoaderOptions::batch_size from " + batch +
-                " to do more work per all-reduce",
-            {{"LoaderOptions::batch_size", batch, larger, "half the all-reduces for the same examples"}}};
-  }
-  if (bound == "launch") {
-    // the host's launches cost about the same per step whatever the batch: the GPU's work grows with it
-    // until it fills the step
-    const double gain = ctx.device_busy_ms > 0 ? step_ms / ctx.device_busy_ms : 1.0;
-    char text[640];
-    std::snprintf(text, sizeof text,
-                  "the GPU idles %s of each step waiting for the host to launch its work (its own work %.3f ms of "
-                  "a %.3f ms step): the step is launch-bound. Raise LoaderOptions::batch_size from %s: the "
-                  "launches cost the same per step, so up to %.1fx the examples per second before the GPU is "
-                  "busy; or replay the step as one CUDA graph (one launch instead of one per kernel; "
-                  "TrainerOptions::cuda_graph on, or auto once its trial finds the replay faster), up to %.1fx",
-                  percent(share).c_str(), ctx.device_busy_ms, step_ms, batch.c_str(), gain, gain);
-    char expected[96];
-    std::snprintf(expected, sizeof expected, "up to %.1fx the examples per second (the GPU idle %s of the step)", gain,
-                  percent(share).c_str());
-    int64_t to = ctx.batch_size * 2;
-    while (to < ctx.batch_size * gain && to < ctx.batch_size * 64) to *= 2;
-    return {text, {{"LoaderOptions::batch_size", batch, std::to_string(to), expected}}};
-  }
-  if (bound == "overhead") {
-    return {"unclaimed per-step overhead takes " + of_step + ": raise LoaderOptions::batch_size from " + batch +
-                " (a sweep shows where throughput levels off)",
-            {{"LoaderOptions::batch_size", batch, larger, "the per-step overhead paid for twice the examples"}}};
-  }
+  return {"callbacks take " + of_step + most + ": run them off the training thread (Callback::set_async(true)) " +
+              "or log every 50 batches instead of every batch",
+          {{"Callback::async", "sync", "async", "the callbacks' time off the training thread"}}};
+}
+
+AdviceText checkpoint_advice(const std::string& of_step, double, double, const VerdictContext&) {
+  return {"checkpointing takes " + of_step +
+              ": checkpoint less often (RunOptions::backup_every_batches, or ModelCheckpoint's save_freq)",
+          {}};
+}
+
+AdviceText communication_advice(const std::string& of_step, double, double, const VerdictContext& ctx) {
+  const std::string batch = std::to_string(ctx.batch_size);
+  return {"gradient communication takes " + of_step + ": raise LoaderOptions::batch_size from " + batch +
+              " to do more work per all-reduce",
+          {{"LoaderOptions::batch_size", batch, std::to_string(ctx.batch_size * 2), "half the all-reduces for the same examples"}}};
+}
+
+AdviceText overhead_advice(const std::string& of_step, double, double, const VerdictContext& ctx) {
+  const std::string batch = std::to_string(ctx.batch_size);
+  return {"unclaimed per-step overhead takes " + of_step + ": raise LoaderOptions::batch_size from " + batch +
+              " (a sweep shows where throughput levels off)",
+          {{"LoaderOptions::batch_size", batch, std::to_string(ctx.batch_size * 2), "the per-step overhead paid for twice the examples"}}};
+}
+
+AdviceText launch_advice(const std::string&, double share, double step_ms, const VerdictContext& ctx) {
+  // the host's launches cost about the same per step whatever the batch: the GPU's work grows with it
+  // until it fills the step
+  const double gain = ctx.device_busy_ms > 0 ? step_ms / ctx.device_busy_ms : 1.0;
+  const std::string batch = std::to_string(ctx.batch_size);
+  char text[640];
+  std::snprintf(text, sizeof text,
+                "the GPU idles %s of each step waiting for the host to launch its work (its own work %.3f ms of "
+                "a %.3f ms step): the step is launch-bound. Raise LoaderOptions::batch_size from %s: the "
+                "launches cost the same per step, so up to %.1fx the examples per second before the GPU is "
+                "busy; or replay the step as one CUDA graph (one launch instead of one per kernel; "
+                "TrainerOptions::cuda_graph on, or auto once its trial finds the replay faster), up to %.1fx",
+                percent(share).c_str(), ctx.device_busy_ms, step_ms, batch.c_str(), gain, gain);
+  char expected[96];
+  std::snprintf(expected, sizeof expected, "up to %.1fx the examples per second (the GPU idle %s of the step)", gain,
+                percent(share).c_str());
+  int64_t to = ctx.batch_size * 2;
+  while (to < ctx.batch_size * gain && to < ctx.batch_size * 64) to *= 2;
+  return {text, {{"LoaderOptions::batch_size", batch, std::to_string(to), expected}}};
+}
+
+AdviceText compute_advice(const std::string& of_step, double share, double step_ms, const VerdictContext& ctx) {
   if (ctx.device_idle_fraction >= 0) {
     char text[400];
     std::snprintf(text, sizeof text,
@@ -252,6 +248,54 @@ AdviceText advice_for(const std::string& bound, double share, double step_ms, co
                 "what helps",
           {}};
 }
+
+/// On a GPU whose idle share was measured, the host's time in a phase costs the step only while the
+/// device idles: a data wait beside a busy GPU is hidden behind its work. So a host phase's share
+/// counts up to the device's idle share.
+double host(double share, const VerdictContext& ctx) {
+  return ctx.device_idle_fraction >= 0 ? std::min(share, ctx.device_idle_fraction) : share;
+}
+
+/// A bound the verdict can name: its share of the step, the shares at which it is "moderately" and
+/// "highly" the bound, and its advice. The verdict names the bound of kBounds of the highest level (the
+/// larger share among equals), and kCompute when none reaches its moderate mark: "highly" from its high
+/// mark, else "moderately".
+struct BoundRule {
+  const char* bound;
+  double (*share)(const PhaseStats&, const VerdictContext&);
+  double moderate, high;
+  AdviceText (*advice)(const std::string& of_step, double share, double step_ms, const VerdictContext&);
+};
+
+const BoundRule kBounds[] = {
+    {"input", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::data_wait) + s.share(Phase::h2d), c); },
+     0.05, 0.20, [](const std::string& of_step, double, double step_ms, const VerdictContext& c) { return input_advice(of_step, step_ms, c); }},
+    {"callbacks", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::callbacks), c); }, 0.05, 0.20,
+     callbacks_advice},
+    {"checkpoint", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::checkpoint), c); }, 0.05, 0.20,
+     checkpoint_advice},
+    {"communication", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::comm), c); }, 0.03, 0.15,
+     communication_advice},
+    {"overhead", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::other), c); }, 0.03, 0.15,
+     overhead_advice},
+    // the device's idle share that the host-only phases leave: waiting for the host's launches
+    {"launch",
+     [](const PhaseStats& s, const VerdictContext& c) {
+       if (c.device_idle_fraction < 0) return 0.0;
+       const double host_only = s.share(Phase::data_wait) + s.share(Phase::callbacks) + s.share(Phase::checkpoint) + s.share(Phase::other);
+       return std::max(0.0, c.device_idle_fraction - host_only);
+     },
+     0.30, 0.50, launch_advice},
+};
+
+const BoundRule kCompute = {"compute",
+                            [](const PhaseStats& s, const VerdictContext& c) {
+                              return c.device_idle_fraction >= 0 ? 1 - c.device_idle_fraction
+                                                                 : s.share(Phase::forward) + s.share(Phase::backward) +
+                                                                       s.share(Phase::optimizer) + s.share(Phase::graph) +
+                                                                       s.share(Phase::metrics);
+                            },
+                            0.0, 0.80, compute_advice};
 
 /// The largest part of the wall time outside the training steps, when it reaches 20 %.
 std::string outside_steps(const VerdictContext& ctx) {
@@ -293,43 +337,31 @@ std::string verdict_headline(const Verdict& v, int64_t measured_steps) {
 
 Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
   Verdict v;
-  // On a GPU whose idle share was measured, the host's time in a phase costs the step only while the
-  // device idles: a data wait beside a busy GPU is hidden behind its work. So a host phase's share
-  // counts up to the device's idle share, and `launch` is the idle share the host-only phases leave.
-  const bool gpu = ctx.device_idle_fraction >= 0;
-  const auto host = [&](double share) { return gpu ? std::min(share, ctx.device_idle_fraction) : share; };
-  const double host_only = s.share(Phase::data_wait) + s.share(Phase::callbacks) + s.share(Phase::checkpoint) +
-                           s.share(Phase::other);
-  const std::vector<Candidate> candidates = {
-      {"input", host(s.share(Phase::data_wait) + s.share(Phase::h2d)), 0.05, 0.20},
-      {"callbacks", host(s.share(Phase::callbacks)), 0.05, 0.20},
-      {"checkpoint", host(s.share(Phase::checkpoint)), 0.05, 0.20},
-      {"communication", host(s.share(Phase::comm)), 0.03, 0.15},
-      {"overhead", host(s.share(Phase::other)), 0.03, 0.15},
-      {"launch", gpu ? std::max(0.0, ctx.device_idle_fraction - host_only) : 0.0, 0.30, 0.50},
-  };
-  const Candidate* worst = nullptr;
-  for (const auto& c : candidates) {
-    if (severity(c) == 0) continue;
-    if (!worst || severity(c) > severity(*worst) ||
-        (severity(c) == severity(*worst) && c.share > worst->share)) {
-      worst = &c;
+  const BoundRule* named = nullptr;
+  int named_level = 0;
+  double named_share = 0;
+  for (const BoundRule& rule : kBounds) {
+    const double share = rule.share(s, ctx);
+    const int level = share >= rule.high ? 2 : share >= rule.moderate ? 1 : 0;
+    if (level > named_level || (level == named_level && level > 0 && share > named_share)) {
+      named = &rule;
+      named_level = level;
+      named_share = share;
     }
   }
-  if (worst) {
-    v.bound = worst->bound;
-    v.level = severity(*worst) == 2 ? "highly" : "moderately";
-    v.share = worst->share;
+  if (named != nullptr) {
+    v.level = named_level == 2 ? "highly" : "moderately";
   } else {
-    v.bound = "compute";
-    v.share = gpu ? 1 - ctx.device_idle_fraction
-                  : s.share(Phase::forward) + s.share(Phase::backward) + s.share(Phase::optimizer) + s.share(Phase::graph) +
-                      s.share(Phase::metrics);
-    v.level = s.measured_steps() == 0 ? "not" : v.share >= 0.8 ? "highly" : "moderately";
+    named = &kCompute;
+    named_share = named->share(s, ctx);
+    v.level = s.measured_steps() == 0 ? "not" : named_share >= named->high ? "highly" : "moderately";
   }
+  v.bound = named->bound;
+  v.share = named_share;
+  const bool gpu = ctx.device_idle_fraction >= 0;
   const bool against_p50 = v.bound == "launch" || (gpu && v.bound == "compute");  // the idle share is of the p50 step
   const double step_ms = against_p50 ? s.step().p50_ms : s.step().mean_ms - s.phase(Phase::data_wait).mean_ms;
-  AdviceText advice = advice_for(v.bound, v.share, step_ms, ctx);
+  AdviceText advice = named->advice(percent(v.share) + " of each step", v.share, step_ms, ctx);
   v.advice = std::move(advice.text);
   v.actions = std::move(advice.actions);
   if (s.measured_steps() < kMinJudgedSteps) {

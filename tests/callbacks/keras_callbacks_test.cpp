@@ -324,6 +324,16 @@ TEST(ModelCheckpoint, FillsTheTemplateLikeKeras) {
   EXPECT_EQ(format_checkpoint_path("{epoch:-3d}|{loss:+.1e}", 0, 0, logs), "1  |+5.0e-01");
 }
 
+TEST(ModelCheckpoint, IsNamedByItsFileSoThatTwoAreToldApartOrByTheNameGiven) {
+  ModelCheckpointOptions o;
+  o.filepath = "/runs/a/checkpoints/best.fitscope";
+  EXPECT_EQ(ModelCheckpoint(o).name(), "ModelCheckpoint(best.fitscope)");
+  o.filepath = "/runs/a/best.weights.pt";
+  EXPECT_EQ(ModelCheckpoint(o).name(), "ModelCheckpoint(best.weights.pt)");
+  o.name = "EveryEpoch";
+  EXPECT_EQ(ModelCheckpoint(o).name(), "EveryEpoch");
+}
+
 TEST(ModelCheckpoint, SaveBestOnlyWritesWhenTheMonitoredValueImproves) {
   const auto dir = std::filesystem::temp_directory_path() / "fitscope_model_checkpoint";
   std::filesystem::remove_all(dir);

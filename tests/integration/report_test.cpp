@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "process.hpp"
@@ -52,6 +53,31 @@ TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
   }
   EXPECT_TRUE(warned);
   EXPECT_EQ(html.find("<tr class=\"slow\"><td>TerminateOnNaN"), std::string::npos);
+  // each callback instance is told apart: no two rows share a name and a hook (two ModelCheckpoints)
+  std::set<std::string> hooks;
+  for (const auto& c : summary.at("callbacks")) {
+    const std::string key = c.at("name").get<std::string>() + "." + c.at("hook").get<std::string>();
+    EXPECT_TRUE(hooks.insert(key).second) << key << " twice";
+  }
+  EXPECT_TRUE(hooks.count("ModelCheckpoint(best.fitscope).on_epoch_end")) << "the best checkpoint, by its file";
+  EXPECT_TRUE(hooks.count("ModelCheckpoint(best.weights.pt).on_epoch_end")) << "the best weights, by theirs";
+  // the headline above the verdict: the steady state's p50 and p99, the throughput and the bound
+  const std::string top = between(html, "<div class=\"headline\">", "</div>");
+  ASSERT_FALSE(top.empty());
+  EXPECT_LT(html.find("<div class=\"headline\">"), html.find("Verdict: "));
+  for (const char* part : {"step p50 <b>", "p99 <b>", "</b> samples/s", "steady state: the "}) {
+    EXPECT_NE(top.find(part), std::string::npos) << part << " in " << top;
+  }
+  // every chart with axes names both
+  for (const char* kind : {"<svg class=\"chart line\"", "<svg class=\"chart columns\""}) {
+    for (auto at = html.find(kind); at != std::string::npos; at = html.find(kind, at + 1)) {
+      const std::string chart = html.substr(at, html.find("</svg>", at) - at);
+      const std::string y_label = "rotate(-90)\" text-anchor=\"middle\">";
+      const auto y = chart.find(y_label);
+      ASSERT_NE(y, std::string::npos) << chart.substr(0, 300);
+      EXPECT_NE(chart[y + y_label.size()], '<') << "a y axis without its label: " << chart.substr(0, 300);
+    }
+  }
   EXPECT_GE(std::count(html.begin(), html.end(), '<') , 100);
   for (const char* banned : {"<script", "http://", "https://", "@import", "<link"}) {
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
@@ -375,6 +401,39 @@ TEST(Report, RendersInHeadlessChromiumWithoutErrorsAndIsNotBlank) {
   EXPECT_NE(dom.out.find("class=\"chart stacked\""), std::string::npos);
   EXPECT_NE(dom.out.find("class=\"chart line\""), std::string::npos);
   EXPECT_NE(dom.out.find("Verdict: "), std::string::npos);
+  EXPECT_NE(dom.out.find("<div class=\"headline\">"), std::string::npos);
+  // the per-step phases' axis is the steady state's: it ends at the tallest step after warm-up (or the
+  // round tick just above it), and every step above it (warm-up's) is a triangle at its edge
+  const std::string chart = between(dom.out, "aria-label=\"Each step", "</svg>");
+  ASSERT_FALSE(chart.empty());
+  std::vector<double> ticks;
+  const std::string tick = "text-anchor=\"end\">";
+  for (auto at = chart.find(tick); at != std::string::npos; at = chart.find(tick, at + 1)) ticks.push_back(std::stod(chart.substr(at + tick.size())));
+  ASSERT_GE(ticks.size(), 2u) << chart.substr(0, 400);
+  std::sort(ticks.begin(), ticks.end());
+  const nlohmann::json summary = nlohmann::json::parse(read_file(dir + "/summary.json"));
+  const std::size_t warmup = summary.at("warmup_steps").get<std::size_t>();
+  const std::vector<std::string> rows = lines_of(read_file(dir + "/steps.csv"));
+  double steady = 0;
+  std::size_t taller = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    std::istringstream row(rows[i]);
+    std::string field;
+    for (int column = 0; column < 4; ++column) std::getline(row, field, ',');
+    if (i - 1 >= warmup) steady = std::max(steady, std::stod(field));
+  }
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    std::istringstream row(rows[i]);
+    std::string field;
+    for (int column = 0; column < 4; ++column) std::getline(row, field, ',');
+    taller += std::stod(field) > std::max(steady, ticks.back()) * 1.0001 ? 1 : 0;
+  }
+  const double spacing = ticks.back() - ticks[ticks.size() - 2];
+  EXPECT_LT(ticks.back(), steady + spacing) << "the axis goes past the tick above the steady state";
+  EXPECT_GT(ticks.back(), steady - spacing) << "the axis ends below the steady state";
+  std::size_t triangles = 0;
+  for (auto at = chart.find("class=\"above\""); at != std::string::npos; at = chart.find("class=\"above\"", at + 1)) ++triangles;
+  EXPECT_EQ(triangles, taller) << chart.substr(0, 400);
   for (const char* error : {"CONSOLE", "Uncaught", "ERR_", "Failed to load"}) {
     EXPECT_EQ(dom.err.find(error), std::string::npos) << error << " in chromium's log:\n" << dom.err;
   }

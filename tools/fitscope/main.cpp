@@ -19,6 +19,7 @@
 #include "fitscope/run/run_directory.hpp"
 #include "flags.hpp"
 #include "help.hpp"
+#include "compare_command.hpp"
 #include "model_commands.hpp"
 #include "train_command.hpp"
 
@@ -192,6 +193,26 @@ int main(int argc, char** argv) {
     std::cout << "Report: " << path << "\n";
   });
 
+  fitscope::cli::CompareCommandOptions compare_options;
+  int compare_status = 0;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "Where run B's step time differs from run A's: each phase, rank and callback with its confidence interval, "
+                 "the settings that differ, the verdicts side by side");
+  compare->add_option("RUN_A", compare_options.a, "The run compared against (summary.json, steps.csv, config.toml)")
+      ->required()->type_name("DIR");
+  compare->add_option("RUN_B", compare_options.b, "The run whose change is measured")->required()->type_name("DIR");
+  compare->add_option("--json", compare_options.json, "Also write the comparison as JSON to FILE")->type_name("FILE");
+  compare->add_option("--html", compare_options.html, "Also write the comparison as a page (report.html's style) to FILE")->type_name("FILE");
+  compare->add_option_function<double>("--fail-above", [&](double v) { compare_options.fail_above = v; },
+                                       "Exit 1 when B is slower than A by more than PCT percent, at the confidence "
+                                       "interval's low end (for CI)")
+      ->type_name("PCT")->check(number_above(0, true, "a percentage in [0, 1000]", 1000));
+  compare->add_option("--confidence", compare_options.compare.comparison.confidence,
+                      "Confidence of the step's interval; the parts' are joint at it (default 0.95)")
+      ->check(number_above(0.5, true, "a number in [0.5, 0.999]", 0.999));
+  compare->add_flag("--force", compare_options.compare.force, "Compare runs of different models or data as well");
+  compare->callback([&] { compare_status = fitscope::cli::run_compare(compare_options, std::cout, std::cerr); });
+
   fitscope::distributed::LaunchOptions launch_options;
   std::vector<std::string> launch_command;
   int launch_status = 0;
@@ -262,5 +283,5 @@ int main(int argc, char** argv) {
     std::cerr << "fitscope: the run failed: " << e.what() << "\n";
     return 1;
   }
-  return launch_status ? launch_status : train_status;
+  return launch_status ? launch_status : compare_status ? compare_status : train_status;
 }

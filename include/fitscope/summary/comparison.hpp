@@ -1,0 +1,154 @@
+#pragma once
+/// Comparison: where run B's step time differs from run A's, part by part (the phases, each rank's own
+/// work, the callbacks by name and hook), each difference with a confidence interval, so that "no
+/// significant change" is a possible answer; the settings that differ and the two verdicts beside it.
+///
+/// The method, batch means: each run's measured steps (after warm-up) are cut into `segments`
+/// consecutive stretches of equal length, and a part is summarised by the mean of each stretch. Step
+/// times are skewed (rare long steps) and autocorrelated (a busy machine slows many steps in a row), so
+/// single steps are neither normal nor independent, and a bootstrap over single steps understates the
+/// spread; the means of long stretches are close to normal and close to independent, and they carry
+/// the run's slow drift (other load coming and going) into the interval. A part's change is the
+/// difference of the two runs' means; its interval is Welch's t over the stretches' means. The step's
+/// change is judged at `confidence`; the parts at a joint confidence (Bonferroni over the parts
+/// compared), so that the attribution is not a lottery over a dozen columns. Means, unlike medians,
+/// add up: the phases' changes sum to the step's. Values; pure functions; thread-safe.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fitscope {
+
+/// One part's per-step values over a run's measured steps, kept as the means of consecutive stretches:
+/// memory independent of the run's length.
+class SegmentedSeries {
+ public:
+  /// `rows` values will be pushed in step order into `segments` stretches of equal length (fewer when
+  /// there are fewer than two values a stretch). Throws std::invalid_argument when segments < 2.
+  SegmentedSeries(int64_t rows, int segments);
+  void push(double value);
+  int64_t count() const { return count_; }
+  double mean() const;
+  /// The stretches' means (those that got a value).
+  std::vector<double> segment_means() const;
+
+ private:
+  int64_t rows_;
+  std::vector<double> sums_;
+  std::vector<int64_t> counts_;
+  int64_t count_ = 0;
+};
+
+/// The quantile of Student's t distribution with `df` degrees of freedom at probability `p` (0 < p < 1).
+double student_t_quantile(double p, double df);
+
+/// B's mean less A's, in ms per step, with its interval.
+struct Difference {
+  double a = 0, b = 0;       ///< the runs' means
+  double change = 0;         ///< b - a
+  double low = 0, high = 0;  ///< the interval of `change`
+  bool significant = false;  ///< the interval excludes 0
+};
+
+/// The difference of two series' means with Welch's interval over their stretches' means at
+/// `confidence`. Too few stretches (under 2 in either) leave the interval unbounded and not significant.
+Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence);
+
+/// A part of the step compared: a phase, or a rank's own work (its step less its `comm` wait).
+struct PartChange {
+  std::string part;  ///< "data_wait", "rank 1"
+  std::string kind;  ///< "phase" | "rank"
+  Difference difference;
+  double share_of_change = 0;  ///< change / the step's change (phases only; 0 when the step did not change)
+};
+
+/// A callback hook's cost per training step in both runs; a callback's calls are not kept one by one,
+/// so it has no interval: it says which callback within a changed `callbacks` phase changed.
+struct CallbackChange {
+  std::string name, hook;
+  double a_ms_per_step = 0, b_ms_per_step = 0;
+};
+
+/// A setting that differs: from config.toml, or what summary.json says the run chose.
+struct SettingChange {
+  std::string name, a, b;
+  std::string source;  ///< "config.toml" | "summary.json"
+};
+
+/// A callback hook's cost per training step in one run (summary.json's callbacks: total_ms / steps).
+struct CallbackCost {
+  std::string name, hook;
+  double ms_per_step = 0;
+};
+
+/// A setting of one run, and where it was read.
+struct RunSetting {
+  std::string name, value;
+  std::string source;  ///< "config.toml" | "summary.json"
+};
+
+/// What the comparison read of one run.
+struct ComparedRun {
+  std::string directory;
+  std::string model, data;
+  int64_t measured_steps = 0;
+  double step_p50_ms = 0, samples_per_s = 0;
+  std::string verdict;  ///< its headline and advice
+};
+
+/// One run's parts as the comparison reads them (run/compare_runs.hpp fills it from a run directory).
+struct RunSeries {
+  ComparedRun run;
+  SegmentedSeries step{0, 2};
+  std::vector<std::pair<std::string, SegmentedSeries>> phases;  ///< in step order
+  std::vector<std::pair<int64_t, SegmentedSeries>> ranks;       ///< own work by rank (data-parallel runs)
+  std::vector<CallbackCost> callbacks;
+  std::vector<RunSetting> settings;
+};
+
+struct ComparisonOptions {
+  double confidence = 0.95;
+  int segments = 10;
+  /// A part whose mean is below this in both runs is left out (a phase that does not run).
+  double min_part_ms = 1e-4;
+  /// A part's change below this share of A's mean step is not called a change, whatever its interval
+  /// (a hundredth of a microsecond of a tiny phase is below anything a user would act on).
+  double min_change_fraction = 1e-3;
+};
+
+struct Comparison {
+  ComparedRun a, b;
+  double confidence = 0.95;       ///< of the step's interval
+  double part_confidence = 0.95;  ///< of each part's, joint over the parts compared
+  int segments = 0;               ///< stretches per run
+  Difference step;
+  std::vector<PartChange> parts;  ///< significant ones first, the largest change first
+  std::vector<CallbackChange> callbacks;  ///< the largest change first
+  std::vector<SettingChange> settings;
+
+  /// "slower" | "faster" | "no significant change"
+  std::string direction() const;
+  /// The part the step's change is attributed to: the largest significant change in the step's
+  /// direction, a rank's own work before the `comm` phase it makes the others wait in; "" when the
+  /// step did not change significantly or no part did.
+  std::string attributed_to() const;
+  /// The step's change relative to A's mean step, and the interval's ends, as fractions.
+  double change_fraction() const;
+  std::pair<double, double> change_fraction_interval() const;
+  /// The callbacks whose cost per step changed by 0.005 ms or more, the largest change first, at most 8:
+  /// the ones the printout and the page list.
+  std::vector<const CallbackChange*> changed_callbacks() const;
+  /// The comparison as JSON (the `fitscope compare --json` file).
+  std::string to_json() const;
+};
+
+/// Compares two runs' series; the settings that differ are those whose values are not the same.
+Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptions& options = {});
+
+/// The comparison in words and tables: tables within 80 columns, each sentence one line, for
+/// wrap_to_width (summary/summary_printout.hpp) to fit a terminal.
+std::string format_comparison(const Comparison& c);
+
+}  // namespace fitscope

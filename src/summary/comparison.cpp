@@ -1,0 +1,363 @@
+#include "fitscope/summary/comparison.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "fitscope/summary/detail/percent.hpp"
+
+namespace fitscope {
+
+SegmentedSeries::SegmentedSeries(int64_t rows, int segments) : rows_(std::max<int64_t>(rows, 0)) {
+  if (segments < 2) throw std::invalid_argument("SegmentedSeries: segments " + std::to_string(segments) + " (expected 2 or more)");
+  const int64_t k = std::clamp<int64_t>(rows_ / 2, 1, segments);
+  sums_.assign(static_cast<std::size_t>(k), 0.0);
+  counts_.assign(static_cast<std::size_t>(k), 0);
+}
+
+void SegmentedSeries::push(double value) {
+  const int64_t k = static_cast<int64_t>(sums_.size());
+  const int64_t i = rows_ > 0 ? std::min(k - 1, count_ * k / rows_) : k - 1;  // rows beyond `rows` join the last
+  sums_[static_cast<std::size_t>(i)] += value;
+  ++counts_[static_cast<std::size_t>(i)];
+  ++count_;
+}
+
+double SegmentedSeries::mean() const {
+  double sum = 0;
+  for (double s : sums_) sum += s;
+  return count_ > 0 ? sum / static_cast<double>(count_) : 0.0;
+}
+
+std::vector<double> SegmentedSeries::segment_means() const {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < sums_.size(); ++i) {
+    if (counts_[i] > 0) out.push_back(sums_[i] / static_cast<double>(counts_[i]));
+  }
+  return out;
+}
+
+namespace {
+
+// The regularized incomplete beta function I_x(a, b) by its continued fraction (Lentz's method).
+double beta_continued_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300, kEps = 1e-15;
+  const auto guard = [](double v) { return std::fabs(v) < kTiny ? kTiny : v; };
+  double c = 1, d = 1 / guard(1 - (a + b) * x / (a + 1)), h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const double even = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+    d = 1 / guard(1 + even * d);
+    c = guard(1 + even / c);
+    h *= d * c;
+    const double odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+    d = 1 / guard(1 + odd * d);
+    c = guard(1 + odd / c);
+    h *= d * c;
+    if (std::fabs(d * c - 1) < kEps) break;
+  }
+  return h;
+}
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
+  return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
+}
+
+double student_t_cdf(double t, double df) {
+  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
+  return t > 0 ? 1 - tail : tail;
+}
+
+double sample_variance(const std::vector<double>& v, double mean) {
+  double sum = 0;
+  for (double x : v) sum += (x - mean) * (x - mean);
+  return v.size() > 1 ? sum / static_cast<double>(v.size() - 1) : 0.0;
+}
+
+double average(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
+std::string ms(double v, bool sign = false) {
+  char text[48];
+  std::snprintf(text, sizeof text, sign ? "%+.3f" : "%.3f", v);
+  return text;
+}
+
+std::string signed_percent(double share) { return (share >= 0 ? "+" : "") + detail::format_percent(share, 1); }
+
+}  // namespace
+
+double student_t_quantile(double p, double df) {
+  if (!(p > 0 && p < 1) || !(df > 0)) {
+    throw std::invalid_argument("student_t_quantile: p " + std::to_string(p) + ", df " + std::to_string(df) +
+                                " (expected 0 < p < 1 and df > 0)");
+  }
+  if (p == 0.5) return 0;
+  if (p < 0.5) return -student_t_quantile(1 - p, df);
+  double lo = 0, hi = 1;
+  while (student_t_cdf(hi, df) < p && hi < 1e12) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (student_t_cdf(mid, df) < p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence) {
+  Difference d;
+  d.a = a.mean();
+  d.b = b.mean();
+  d.change = d.b - d.a;
+  const std::vector<double> sa = a.segment_means(), sb = b.segment_means();
+  if (sa.size() < 2 || sb.size() < 2) {
+    d.low = -std::numeric_limits<double>::infinity();
+    d.high = std::numeric_limits<double>::infinity();
+    return d;
+  }
+  const double na = static_cast<double>(sa.size()), nb = static_cast<double>(sb.size());
+  const double wa = sample_variance(sa, average(sa)) / na, wb = sample_variance(sb, average(sb)) / nb;
+  const double se = std::sqrt(wa + wb);
+  if (se == 0) {  // every stretch alike in both runs: the change is exact
+    d.low = d.high = d.change;
+  } else {
+    const double df = (wa + wb) * (wa + wb) / (wa * wa / (na - 1) + wb * wb / (nb - 1));  // Welch-Satterthwaite
+    const double t = student_t_quantile(1 - (1 - confidence) / 2, df);
+    d.low = d.change - t * se;
+    d.high = d.change + t * se;
+  }
+  d.significant = d.low > 0 || d.high < 0;
+  return d;
+}
+
+std::string Comparison::direction() const {
+  if (!step.significant) return "no significant change";
+  return step.change > 0 ? "slower" : "faster";
+}
+
+std::string Comparison::attributed_to() const {
+  if (!step.significant) return "";
+  const auto along = [&](const PartChange& p) { return p.difference.significant && (p.difference.change > 0) == (step.change > 0); };
+  // a rank whose own work changed while another's did not made the others wait for it in `comm`
+  const PartChange* rank = nullptr;
+  bool some_rank_unchanged = false;
+  for (const PartChange& p : parts) {
+    if (p.kind != "rank") continue;
+    if (!p.difference.significant) some_rank_unchanged = true;
+    if (along(p) && (rank == nullptr || std::fabs(p.difference.change) > std::fabs(rank->difference.change))) rank = &p;
+  }
+  if (rank != nullptr && some_rank_unchanged) return rank->part;
+  const PartChange* best = nullptr;
+  for (const PartChange& p : parts) {
+    if (p.kind == "phase" && along(p) && (best == nullptr || std::fabs(p.difference.change) > std::fabs(best->difference.change))) best = &p;
+  }
+  return best != nullptr ? best->part : "";
+}
+
+std::vector<const CallbackChange*> Comparison::changed_callbacks() const {
+  constexpr double kShownMs = 0.005;
+  constexpr std::size_t kShown = 8;
+  std::vector<const CallbackChange*> out;
+  for (const CallbackChange& h : callbacks) {  // the largest change first
+    if (std::fabs(h.b_ms_per_step - h.a_ms_per_step) < kShownMs || out.size() == kShown) break;
+    out.push_back(&h);
+  }
+  return out;
+}
+
+double Comparison::change_fraction() const { return step.a > 0 ? step.change / step.a : 0.0; }
+
+std::pair<double, double> Comparison::change_fraction_interval() const {
+  return step.a > 0 ? std::make_pair(step.low / step.a, step.high / step.a) : std::make_pair(0.0, 0.0);
+}
+
+namespace {
+
+nlohmann::json difference_json(const Difference& d) {
+  const auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"a_ms", d.a}, {"b_ms", d.b}, {"change_ms", d.change}, {"low_ms", finite(d.low)}, {"high_ms", finite(d.high)},
+          {"significant", d.significant}};
+}
+
+nlohmann::json run_json(const ComparedRun& r) {
+  return {{"directory", r.directory}, {"model", r.model}, {"data", r.data}, {"measured_steps", r.measured_steps},
+          {"step_ms_p50", r.step_p50_ms}, {"samples_per_s", r.samples_per_s}, {"verdict", r.verdict}};
+}
+
+}  // namespace
+
+std::string Comparison::to_json() const {
+  nlohmann::json j;
+  j["a"] = run_json(a);
+  j["b"] = run_json(b);
+  j["method"] = {{"name", "batch means, Welch's t"}, {"segments", segments}, {"confidence", confidence},
+                 {"part_confidence", part_confidence}};
+  j["step"] = difference_json(step);
+  j["step"]["change_fraction"] = change_fraction();
+  j["direction"] = direction();
+  j["attributed_to"] = attributed_to();
+  j["parts"] = nlohmann::json::array();
+  for (const PartChange& p : parts) {
+    nlohmann::json part = difference_json(p.difference);
+    part["part"] = p.part;
+    part["kind"] = p.kind;
+    part["share_of_change"] = p.share_of_change;
+    j["parts"].push_back(part);
+  }
+  j["callbacks"] = nlohmann::json::array();
+  for (const CallbackChange& c : callbacks) {
+    j["callbacks"].push_back({{"name", c.name}, {"hook", c.hook}, {"a_ms_per_step", c.a_ms_per_step}, {"b_ms_per_step", c.b_ms_per_step}});
+  }
+  j["settings"] = nlohmann::json::array();
+  for (const SettingChange& s : settings) {
+    j["settings"].push_back({{"name", s.name}, {"a", s.a}, {"b", s.b}, {"source", s.source}});
+  }
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptions& options) {
+  if (!(options.confidence > 0 && options.confidence < 1)) {
+    throw std::invalid_argument("ComparisonOptions::confidence " + std::to_string(options.confidence) + " (expected between 0 and 1)");
+  }
+  Comparison c;
+  c.a = a.run;
+  c.b = b.run;
+  c.confidence = options.confidence;
+  c.segments = static_cast<int>(std::min(a.step.segment_means().size(), b.step.segment_means().size()));
+  c.step = compare_series(a.step, b.step, options.confidence);
+
+  // the parts both runs have, and that ran in either
+  std::vector<std::pair<PartChange, std::pair<const SegmentedSeries*, const SegmentedSeries*>>> compared;
+  for (const auto& [name, series] : a.phases) {
+    for (const auto& [other_name, other] : b.phases) {
+      if (other_name == name && std::max(series.mean(), other.mean()) >= options.min_part_ms) {
+        compared.push_back({PartChange{name, "phase", {}, 0}, {&series, &other}});
+      }
+    }
+  }
+  if (a.ranks.size() > 1 || b.ranks.size() > 1) {
+    for (const auto& [rank, series] : a.ranks) {
+      for (const auto& [other_rank, other] : b.ranks) {
+        if (other_rank == rank) compared.push_back({PartChange{"rank " + std::to_string(rank), "rank", {}, 0}, {&series, &other}});
+      }
+    }
+  }
+  c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(std::max<std::size_t>(compared.size(), 1));
+  for (auto& [part, pair] : compared) {
+    part.difference = compare_series(*pair.first, *pair.second, c.part_confidence);
+    if (std::fabs(part.difference.change) < options.min_change_fraction * c.step.a) part.difference.significant = false;
+    if (part.kind == "phase" && c.step.change != 0) part.share_of_change = part.difference.change / c.step.change;
+    c.parts.push_back(part);
+  }
+  std::stable_sort(c.parts.begin(), c.parts.end(), [](const PartChange& x, const PartChange& y) {
+    if (x.difference.significant != y.difference.significant) return x.difference.significant;
+    return std::fabs(x.difference.change) > std::fabs(y.difference.change);
+  });
+
+  std::map<std::pair<std::string, std::string>, CallbackChange> hooks;
+  for (const CallbackCost& h : a.callbacks) hooks[{h.name, h.hook}] = {h.name, h.hook, h.ms_per_step, 0};
+  for (const CallbackCost& h : b.callbacks) {
+    CallbackChange& into = hooks[{h.name, h.hook}];
+    into.name = h.name;
+    into.hook = h.hook;
+    into.b_ms_per_step = h.ms_per_step;
+  }
+  for (const auto& [key, h] : hooks) c.callbacks.push_back(h);
+  std::stable_sort(c.callbacks.begin(), c.callbacks.end(), [](const CallbackChange& x, const CallbackChange& y) {
+    return std::fabs(x.b_ms_per_step - x.a_ms_per_step) > std::fabs(y.b_ms_per_step - y.a_ms_per_step);
+  });
+
+  std::map<std::string, std::pair<const RunSetting*, const RunSetting*>> settings;
+  for (const RunSetting& s : a.settings) settings[s.name].first = &s;
+  for (const RunSetting& s : b.settings) settings[s.name].second = &s;
+  for (const auto& [name, pair] : settings) {
+    const std::string in_a = pair.first ? pair.first->value : "-", in_b = pair.second ? pair.second->value : "-";
+    if (in_a != in_b) c.settings.push_back({name, in_a, in_b, (pair.first ? pair.first : pair.second)->source});
+  }
+  return c;
+}
+
+std::string format_comparison(const Comparison& c) {
+  std::ostringstream out;
+  const auto describe = [](const char* label, const ComparedRun& r) {
+    return std::string(label) + " " + r.directory + " (" + r.model + " on " + r.data + ", " + std::to_string(r.measured_steps) +
+           " measured steps, step p50 " + ms(r.step_p50_ms) + " ms)";
+  };
+  out << describe("A:", c.a) << "\n" << describe("B:", c.b) << "\n\n";
+  const std::string level = detail::format_percent(c.confidence, 0);
+  out << "Step time: A " << ms(c.step.a) << " ms, B " << ms(c.step.b) << " ms a step (means): ";
+  if (!std::isfinite(c.step.low)) {
+    out << "too few measured steps to judge a change (" << c.segments << " stretches).\n";
+  } else {
+    const auto [low, high] = c.change_fraction_interval();
+    if (c.step.significant) {
+      out << "B is " << c.direction() << " by " << ms(std::fabs(c.step.change)) << " ms (" << signed_percent(c.change_fraction())
+          << ", " << level << " interval " << signed_percent(low) << " to " << signed_percent(high) << ").\n";
+    } else {
+      out << "no significant change (" << signed_percent(c.change_fraction()) << ", " << level << " interval "
+          << signed_percent(low) << " to " << signed_percent(high) << ").\n";
+    }
+  }
+  const std::string cause = c.attributed_to();
+  if (!cause.empty()) {
+    for (const PartChange& p : c.parts) {
+      if (p.part != cause) continue;
+      out << "Attributed to " << cause << ": " << ms(p.difference.change, true) << " ms a step";
+      if (p.kind == "rank") {
+        out << " of its own work (the other ranks waited for it in comm).\n";
+      } else {
+        out << " (" << detail::format_percent(p.share_of_change, 0) << " of the change).\n";
+      }
+    }
+  } else if (c.step.significant) {
+    out << "No single part changed significantly: the change is spread over the step.\n";
+  }
+  out << "\n";
+  char row[160];
+  std::snprintf(row, sizeof row, "%-12s %9s %9s %9s  %-21s %s\n", "part", "A ms", "B ms", "change", "interval (joint)", "");
+  out << row;
+  for (const PartChange& p : c.parts) {
+    const Difference& d = p.difference;
+    const std::string interval = std::isfinite(d.low) ? ms(d.low, true) + " .. " + ms(d.high, true) : "(too few steps)";
+    std::snprintf(row, sizeof row, "%-12s %9s %9s %9s  %-21s %s\n", p.part.c_str(), ms(d.a).c_str(), ms(d.b).c_str(),
+                  ms(d.change, true).c_str(), interval.c_str(), d.significant ? "*" : "");
+    out << row;
+  }
+  out << "* changed: the interval excludes 0 (" << detail::format_percent(c.part_confidence, 2) << " each, " << level
+      << " jointly over " << c.parts.size() << " parts)\n";
+  const std::vector<const CallbackChange*> changed = c.changed_callbacks();
+  if (!changed.empty()) out << "\nCallbacks that changed, ms per step (no interval: their calls are not kept one by one):\n";
+  for (const CallbackChange* hook : changed) {
+    const CallbackChange& h = *hook;
+    const std::string name = h.name + "." + h.hook;
+    if (name.size() > 42) out << "  " << name << "\n";  // a long name on a line of its own, the figures below it
+    std::snprintf(row, sizeof row, "  %-42s %9s %9s %9s\n", name.size() > 42 ? "" : name.c_str(), ms(h.a_ms_per_step).c_str(),
+                  ms(h.b_ms_per_step).c_str(), ms(h.b_ms_per_step - h.a_ms_per_step, true).c_str());
+    out << row;
+  }
+  out << "\n";
+  if (c.settings.empty()) {
+    out << "Settings: the same in both runs.\n";
+  } else {
+    out << "Settings that differ:\n";
+    for (const SettingChange& s : c.settings) out << "  " << s.name << ": " << s.a << " -> " << s.b << " (" << s.source << ")\n";
+  }
+  out << "\nVerdict of A: " << c.a.verdict << "\nVerdict of B: " << c.b.verdict << "\n";
+  out << "\nMethod: each run's measured steps in " << c.segments << " consecutive stretches; a part's change is the "
+      << "difference of the runs' means, its interval Welch's t over the stretches' means (batch means: step times are "
+      << "skewed and autocorrelated, the stretches' means nearly normal and independent, and they carry the run's drift).\n";
+  return out.str();
+}
+
+}  // namespace fitscope

@@ -1,0 +1,89 @@
+// `fitscope compare` on real run directories: a slowdown planted in one part of run B is found and
+// named, a run against itself is no change, --fail-above fails CI, runs of different models are refused.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "process.hpp"
+
+using fitscope::testing::expect_usage_error;
+using fitscope::testing::ProcessResult;
+using fitscope::testing::read_file;
+using fitscope::testing::run_fitscope;
+using fitscope::testing::TempDir;
+
+namespace {
+
+namespace compare_test {
+
+// a short run of the seed MLP with its batches built on the training thread, so that a load delay
+// is the step's data_wait; `extra` flags make run B's slowdown
+void train_into(const std::string& dir, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"train", "--model", "mlp", "--synthetic-size", "2000", "--epochs", "1", "--threads", "1",
+                                   "--workers", "0", "--run-dir", dir, "--verbose", "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const ProcessResult r = run_fitscope(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace compare_test
+
+}  // namespace
+
+TEST(CompareCommand, NamesTheDelayedLoaderWithItsIntervalAndTheSettingThatDiffers) {
+  TempDir tmp;
+  const std::string a = tmp.path() + "/a", b = tmp.path() + "/b";
+  compare_test::train_into(a);
+  compare_test::train_into(b, {"--load-delay-ms", "2"});
+  const std::string json = tmp.path() + "/compare.json", html = tmp.path() + "/compare.html";
+  const ProcessResult r = run_fitscope({"compare", a, b, "--json", json, "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("B is slower by "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Attributed to data_wait: +"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  load-delay-ms: 0 -> 2 (config.toml)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("run-dir"), std::string::npos) << "where a run wrote is not a setting that differs";
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j.at("direction"), "slower");
+  EXPECT_EQ(j.at("attributed_to"), "data_wait");
+  EXPECT_TRUE(j.at("step").at("significant").get<bool>());
+  EXPECT_GT(j.at("step").at("low_ms").get<double>(), 0);
+  EXPECT_EQ(j.at("a").at("directory"), a);
+  const std::string page = read_file(html);
+  EXPECT_NE(page.find("B is slower"), std::string::npos);
+  EXPECT_NE(page.find("attributed to data_wait"), std::string::npos);
+  EXPECT_NE(page.find("<svg class=\"chart intervals\""), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+
+  // for CI: B is slower by far more than 5 %, at the interval's low end too
+  const ProcessResult gate = run_fitscope({"compare", a, b, "--fail-above", "5"});
+  EXPECT_EQ(gate.exit_code, 1) << gate.err;
+  EXPECT_NE(gate.err.find("fitscope compare: B is slower than A by more than 5% (--fail-above): "), std::string::npos) << gate.err;
+  // the other way round B is faster: the gate passes
+  const ProcessResult faster = run_fitscope({"compare", b, a, "--fail-above", "5"});
+  EXPECT_EQ(faster.exit_code, 0) << faster.err;
+  EXPECT_NE(faster.out.find("B is faster by "), std::string::npos) << faster.out;
+
+  // a run against itself: no significant change, nothing attributed, no setting differs
+  const ProcessResult same = run_fitscope({"compare", a, a, "--fail-above", "0"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("no significant change (+0.0%"), std::string::npos) << same.out;
+  EXPECT_EQ(same.out.find("Attributed to"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("Settings: the same in both runs."), std::string::npos) << same.out;
+
+  // a run of another model is refused, naming both, unless --force
+  const std::string other = tmp.path() + "/other";
+  std::filesystem::copy(a, other, std::filesystem::copy_options::recursive);
+  nlohmann::json summary = nlohmann::json::parse(read_file(other + "/summary.json"));
+  summary["model"] = "cnn";
+  std::ofstream(other + "/summary.json", std::ios::trunc) << summary.dump(2);
+  expect_usage_error({"compare", a, other}, "the runs trained different models: " + a + " mlp, " + other + " cnn");
+  expect_usage_error({"compare", a, other}, "--force compares them all the same");
+  EXPECT_EQ(run_fitscope({"compare", a, other, "--force"}).exit_code, 0);
+
+  // not a run directory; a bad flag value
+  expect_usage_error({"compare", a, tmp.path() + "/none"}, tmp.path() + "/none/summary.json");
+  expect_usage_error({"compare", a, b, "--fail-above", "-1"}, "--fail-above: expected a percentage in [0, 1000], got '-1'");
+}

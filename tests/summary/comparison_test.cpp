@@ -1,0 +1,171 @@
+#include "fitscope/summary/comparison.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace {
+
+namespace comparison_test {
+
+// `n` step times around `mean` ms, autocorrelated (AR(1), coefficient `phi`) and skewed (a log-normal
+// factor), as a busy machine makes them
+std::vector<double> steps(std::mt19937_64& rng, int n, double mean, double phi) {
+  std::normal_distribution<double> noise(0, 1);
+  std::vector<double> out;
+  double state = 0;
+  for (int i = 0; i < n; ++i) {
+    state = phi * state + std::sqrt(1 - phi * phi) * noise(rng);
+    out.push_back(mean * std::exp(0.1 * state) / std::exp(0.005));  // / exp(sigma^2 / 2): the mean stays `mean`
+  }
+  return out;
+}
+
+fitscope::SegmentedSeries series(const std::vector<double>& values, int segments = 10) {
+  fitscope::SegmentedSeries s(static_cast<int64_t>(values.size()), segments);
+  for (double v : values) s.push(v);
+  return s;
+}
+
+}  // namespace comparison_test
+
+using fitscope::compare_series;
+using fitscope::SegmentedSeries;
+using namespace comparison_test;
+
+}  // namespace
+
+TEST(Comparison, StudentsTQuantilesMatchTheTables) {
+  EXPECT_NEAR(fitscope::student_t_quantile(0.975, 1), 12.706, 1e-3);
+  EXPECT_NEAR(fitscope::student_t_quantile(0.975, 10), 2.228, 1e-3);
+  EXPECT_NEAR(fitscope::student_t_quantile(0.975, 30), 2.042, 1e-3);
+  EXPECT_NEAR(fitscope::student_t_quantile(0.995, 5), 4.032, 1e-3);
+  EXPECT_NEAR(fitscope::student_t_quantile(0.975, 1e6), 1.960, 1e-3);
+  EXPECT_NEAR(fitscope::student_t_quantile(0.025, 10), -2.228, 1e-3);
+  EXPECT_NEAR(fitscope::student_t_quantile(0.9995, 2.5), 18.2779, 1e-3);  // a fractional Welch df (the pdf integrated)
+  EXPECT_THROW(fitscope::student_t_quantile(1, 10), std::invalid_argument);
+}
+
+TEST(Comparison, ASeriesKeepsTheMeansOfEqualStretchesInStepOrder) {
+  SegmentedSeries s(100, 10);
+  for (int i = 0; i < 100; ++i) s.push(i / 10);  // stretch k holds ten k's
+  const std::vector<double> means = s.segment_means();
+  ASSERT_EQ(means.size(), 10u);
+  for (int k = 0; k < 10; ++k) EXPECT_DOUBLE_EQ(means[static_cast<std::size_t>(k)], k);
+  EXPECT_DOUBLE_EQ(s.mean(), 4.5);
+  SegmentedSeries few(5, 10);  // two values a stretch at least
+  for (int i = 0; i < 7; ++i) few.push(1);  // rows beyond the count join the last stretch
+  EXPECT_EQ(few.segment_means().size(), 2u);
+  EXPECT_EQ(few.count(), 7);
+  EXPECT_THROW(SegmentedSeries(10, 1), std::invalid_argument);
+}
+
+// On autocorrelated, skewed step times, two runs of one distribution are called different about as often
+// as the confidence allows, and a 5 % slowdown is found with an interval that holds it: single steps
+// taken as independent would call most identical pairs different.
+TEST(Comparison, BatchMeansHoldTheirConfidenceOnAutocorrelatedStepsAndFindAFivePercentSlowdown) {
+  std::mt19937_64 rng(7);
+  int false_alarms = 0, found = 0, covered = 0, naive_alarms = 0;
+  constexpr int kTrials = 200;
+  for (int t = 0; t < kTrials; ++t) {
+    const std::vector<double> a = steps(rng, 1000, 10.0, 0.7), same = steps(rng, 1000, 10.0, 0.7), slower = steps(rng, 1000, 10.5, 0.7);
+    const fitscope::Difference d = compare_series(series(a), series(same), 0.95);
+    false_alarms += d.significant;
+    const fitscope::Difference s = compare_series(series(a), series(slower), 0.95);
+    found += s.significant && s.change > 0;
+    covered += s.low <= 0.5 && 0.5 <= s.high;
+    // the same pairs in stretches of two steps: nearly the interval of independent steps
+    naive_alarms += compare_series(series(a, 500), series(same, 500), 0.95).significant;
+  }
+  EXPECT_LE(false_alarms, kTrials * 10 / 100) << "identical pairs called different";
+  EXPECT_GE(found, kTrials * 80 / 100) << "5 % slowdowns found";
+  EXPECT_GE(covered, kTrials * 85 / 100) << "intervals holding the true change";
+  EXPECT_GT(naive_alarms, 2 * false_alarms) << "independent steps would understate the spread";
+}
+
+namespace {
+namespace comparison_test {
+
+fitscope::RunSeries run(std::mt19937_64& rng, double data_wait, double comm, const std::vector<double>& rank_work) {
+  fitscope::RunSeries r;
+  const int n = 400;
+  r.step = SegmentedSeries(n, 10);
+  r.phases = {{"data_wait", SegmentedSeries(n, 10)}, {"forward", SegmentedSeries(n, 10)}, {"comm", SegmentedSeries(n, 10)},
+              {"h2d", SegmentedSeries(n, 10)}};
+  for (std::size_t k = 0; k < rank_work.size(); ++k) r.ranks.emplace_back(static_cast<int64_t>(k), SegmentedSeries(n, 10));
+  const std::vector<double> w = steps(rng, n, data_wait, 0.5), f = steps(rng, n, 2.0, 0.5), c = steps(rng, n, comm, 0.5);
+  for (int i = 0; i < n; ++i) {
+    r.step.push(w[static_cast<std::size_t>(i)] + f[static_cast<std::size_t>(i)] + c[static_cast<std::size_t>(i)]);
+    r.phases[0].second.push(w[static_cast<std::size_t>(i)]);
+    r.phases[1].second.push(f[static_cast<std::size_t>(i)]);
+    r.phases[2].second.push(c[static_cast<std::size_t>(i)]);
+    r.phases[3].second.push(0);
+  }
+  for (std::size_t k = 0; k < rank_work.size(); ++k) {
+    for (double v : steps(rng, n, rank_work[k], 0.5)) r.ranks[k].second.push(v);
+  }
+  return r;
+}
+
+}  // namespace comparison_test
+}  // namespace
+
+TEST(Comparison, AttributesTheChangeToThePartThatMadeItAndToARankTheOthersWaitedFor) {
+  std::mt19937_64 rng(3);
+  // a slower loader: data_wait, all of the step's change; the phase that never ran is left out
+  fitscope::RunSeries a = run(rng, 0.2, 0.1, {}), b = run(rng, 1.2, 0.1, {});
+  a.settings = {{"load-delay-ms", "0", "config.toml"}, {"model", "mlp", "config.toml"}};
+  b.settings = {{"load-delay-ms", "1", "config.toml"}, {"model", "mlp", "config.toml"}};
+  a.callbacks = {{"CSVLogger", "on_epoch_end", 0.01}};
+  b.callbacks = {{"CSVLogger", "on_epoch_end", 0.01}, {"Slow", "on_train_batch_end", 0.3}};
+  const fitscope::Comparison c = fitscope::compare(a, b);
+  EXPECT_EQ(c.direction(), "slower");
+  EXPECT_EQ(c.attributed_to(), "data_wait");
+  ASSERT_EQ(c.parts.size(), 3u);  // h2d never ran
+  EXPECT_EQ(c.parts[0].part, "data_wait");
+  EXPECT_NEAR(c.parts[0].share_of_change, 1.0, 0.15);
+  EXPECT_NEAR(c.part_confidence, 1 - 0.05 / 3, 1e-12);
+  ASSERT_EQ(c.settings.size(), 1u);
+  EXPECT_EQ(c.settings[0].name, "load-delay-ms");
+  EXPECT_EQ(c.settings[0].b, "1");
+  ASSERT_EQ(c.callbacks.size(), 2u);
+  EXPECT_EQ(c.callbacks[0].name, "Slow");  // the largest change first
+  EXPECT_EQ(c.callbacks[0].a_ms_per_step, 0.0);
+
+  // rank 1's own work grew and rank 0 waited for it in comm: the rank is named, not comm
+  const fitscope::RunSeries two_a = run(rng, 0.2, 0.1, {2.3, 2.3}), two_b = run(rng, 0.2, 1.1, {2.3, 3.3});
+  const fitscope::Comparison ranks = fitscope::compare(two_a, two_b);
+  EXPECT_EQ(ranks.direction(), "slower");
+  EXPECT_EQ(ranks.attributed_to(), "rank 1");
+  // every rank slower alike is not one rank's doing: the phase is named
+  const fitscope::RunSeries all_b = run(rng, 1.2, 0.1, {3.3, 3.3});
+  EXPECT_EQ(fitscope::compare(two_a, all_b).attributed_to(), "data_wait");
+
+  // a run against itself: no change, nothing attributed
+  const fitscope::Comparison same = fitscope::compare(a, a);
+  EXPECT_EQ(same.direction(), "no significant change");
+  EXPECT_EQ(same.attributed_to(), "");
+  EXPECT_TRUE(same.settings.empty());
+  const std::string text = fitscope::format_comparison(same);
+  EXPECT_NE(text.find("no significant change"), std::string::npos) << text;
+  EXPECT_NE(text.find("Settings: the same in both runs."), std::string::npos) << text;
+}
+
+TEST(Comparison, ThePrintoutsTablesFitEightyColumnsAndTheJsonSaysWhatTheTextSays) {
+  std::mt19937_64 rng(5);
+  const fitscope::RunSeries a = run(rng, 0.2, 0.1, {}), b = run(rng, 1.2, 0.1, {});
+  const fitscope::Comparison c = fitscope::compare(a, b);
+  std::istringstream lines(fitscope::format_comparison(c));
+  bool table = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("part ", 0) == 0) table = true;
+    if (line.empty()) table = false;
+    if (table) EXPECT_LE(line.size(), 80u) << line;
+  }
+  const std::string json = c.to_json();
+  EXPECT_NE(json.find("\"attributed_to\": \"data_wait\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"direction\": \"slower\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"segments\": 10"), std::string::npos) << json;
+}

@@ -1,0 +1,38 @@
+#include "compare_command.hpp"
+
+#include <ostream>
+
+#include "fitscope/io/atomic_file.hpp"
+#include "fitscope/io/terminal.hpp"
+#include "fitscope/report/comparison_page.hpp"
+#include "fitscope/summary/detail/percent.hpp"
+#include "fitscope/summary/summary_printout.hpp"
+
+namespace fitscope::cli {
+
+int run_compare(const CompareCommandOptions& o, std::ostream& out, std::ostream& err) {
+  const Comparison c = compare_runs(o.a, o.b, o.compare);
+  const std::string printout = format_comparison(c);
+  const int columns = output_columns();
+  out << (columns > 0 ? wrap_to_width(printout, static_cast<std::size_t>(columns)) : printout);
+  if (!o.json.empty()) {
+    write_output_file(o.json, c.to_json());
+    out << "JSON: " << o.json << "\n";
+  }
+  if (!o.html.empty()) {
+    write_comparison_html(c, o.html);
+    out << "Page: " << o.html << "\n";
+  }
+  if (o.fail_above && c.direction() == "slower") {
+    const double low = c.change_fraction_interval().first;
+    if (low > *o.fail_above / 100) {
+      err << "fitscope compare: B is slower than A by more than " << *o.fail_above << "% (--fail-above): "
+          << detail::format_percent(c.change_fraction(), 1) << ", at least " << detail::format_percent(low, 1) << " at "
+          << detail::format_percent(c.confidence, 0) << " confidence\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace fitscope::cli
