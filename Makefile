@@ -25,7 +25,7 @@ ASAN_OPTIONS_TEST := detect_leaks=1:alloc_dealloc_mismatch=0
 LIBTORCH2_PACKAGES := debootstrap
 
 .PHONY: all deps fuzz-deps install-packages configure build demo test build-asan test-asan bench fuzz-build fuzz clean gpu-kit \
-        test-libtorch2 libtorch2-prepare cuda-check
+        test-libtorch2 libtorch2-prepare libtorch2-build cuda-check
 
 all: build
 
@@ -97,7 +97,8 @@ gpu-kit:
 # (cached in /var/cache/fitscope/trixie-chroot, FITSCOPE_TRIXIE_CHROOT) holds the compiler, CMake, ninja,
 # libtorch-dev and the tests' run-time needs; the other build dependencies come from the device kit alone
 # (tools/test-libtorch2.sh; build-libtorch2/).
-# `make libtorch2-prepare` makes the chroot and the kit alone (CI does it in the background while it builds).
+# `make libtorch2-build` makes the chroot and the kit and builds the tree in it, without testing (CI does
+# it in the background, at the lowest priority, while its other stages run).
 test-libtorch2: libtorch2-prepare
 	tools/test-libtorch2.sh run
 
@@ -105,6 +106,9 @@ libtorch2-prepare:
 	@$(MAKE) --no-print-directory install-packages WANTED="$(LIBTORCH2_PACKAGES)"
 	@[ -d .gpu-kit/usr ] || $(MAKE) --no-print-directory gpu-kit
 	tools/test-libtorch2.sh prepare
+
+libtorch2-build: libtorch2-prepare
+	nice -n 19 tools/test-libtorch2.sh build
 
 # The files compiled only where libtorch has CUDA, compiled here without a GPU (syntax only) against
 # Debian 13's libtorch 2.6 with CUDA and NVIDIA's headers, in the chroot of test-libtorch2

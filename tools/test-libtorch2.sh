@@ -5,11 +5,13 @@
 # the device kit (make gpu-kit: Debian 12 packages unpacked into .gpu-kit/usr), the way
 # bench/device_check.sh builds on the lent GPU machine, so a green run also proves the kit alone supplies
 # them.
-#   tools/test-libtorch2.sh [prepare|run|all]   (default all: prepare, then run; as root)
+#   tools/test-libtorch2.sh [prepare|build|run|all]   (default all: prepare, then run; as root)
 #   prepare  debootstrap --variant=minbase trixie into the cache directory and install PACKAGES in it; a
 #            stamp file listing the packages makes a second prepare a no-op (another list installs again)
-#   run      bind-mount the checkout at its own path in the chroot; configure with CMake into
-#            build-libtorch2/ (the kit on CMAKE_PREFIX_PATH), build with ninja, run ctest as `make test` does
+#   build    bind-mount the checkout at its own path in the chroot; configure with CMake into
+#            build-libtorch2/ (the kit on CMAKE_PREFIX_PATH) and build with ninja (CI runs it in the
+#            background, at the lowest priority, while its other stages leave cores idle)
+#   run      build (nothing to do when built), then run ctest as `make test` does
 # Environment: FITSCOPE_TRIXIE_CHROOT (the cache directory; default /var/cache/fitscope/trixie-chroot),
 # DEBIAN_MIRROR (default http://deb.debian.org/debian), JOBS (default: nproc), TESTS (a ctest -R regular
 # expression: only those tests; default all).
@@ -18,7 +20,7 @@
 # failure or a test leaves mounted goes with the namespace, never onto the host.
 set -euo pipefail
 step=${1:-all}
-case $step in prepare | run | all) ;; *) echo "test-libtorch2.sh: step '$step' (expected prepare, run or all)" >&2; exit 2 ;; esac
+case $step in prepare | build | run | all) ;; *) echo "test-libtorch2.sh: step '$step' (expected prepare, build, run or all)" >&2; exit 2 ;; esac
 [ "$(id -u)" -eq 0 ] || { echo "test-libtorch2.sh: debootstrap and chroot need root" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 chroot_dir=${FITSCOPE_TRIXIE_CHROOT:-/var/cache/fitscope/trixie-chroot}
@@ -134,6 +136,7 @@ prepare() {
   echo "test-libtorch2.sh: $chroot_dir ready in $(($(date +%s) - t0)) s, $(du -sm "$chroot_dir" | cut -f1) MiB"
 }
 
+# run [test]: builds in the chroot, and runs the tests with `test`
 run() {
   local kit=$root/.gpu-kit/usr
   [ -f "$stamp" ] || { echo "test-libtorch2.sh: no chroot in $chroot_dir (tools/test-libtorch2.sh prepare)" >&2; exit 2; }
@@ -159,16 +162,17 @@ run() {
     echo "== trixie: $(dpkg-query -W -f="\${Package} \${Version}" libtorch-dev), $(clang++ --version | head -n 1), $(cmake --version | head -n 1)"
     LD_LIBRARY_PATH=$kit_libs cmake -S . -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_PREFIX_PATH="$kit"
     LD_LIBRARY_PATH=$kit_libs ninja -C "$2" -j "$3"
-    ctest --test-dir "$2" --output-on-failure -j "$3" ${4:+-R "$4"}
-  ' test-libtorch2 "$root" "$build" "$jobs" "${TESTS:-}"
+    [ "$5" != test ] || ctest --test-dir "$2" --output-on-failure -j "$3" ${4:+-R "$4"}
+  ' test-libtorch2 "$root" "$build" "$jobs" "${TESTS:-}" "${1:-}"
   unmount_all
 }
 
 case $step in
   prepare) prepare ;;
-  run) run ;;
+  build) run ;;
+  run) run test ;;
   all)
     prepare
-    run
+    run test
     ;;
 esac

@@ -146,10 +146,13 @@ std::string Comparison::direction() const {
   return step.change > 0 ? "slower" : "faster";
 }
 
-std::string Comparison::attributed_to() const {
-  if (!step.significant) return "";
-  const auto along = [&](const PartChange& p) { return p.difference.significant && (p.difference.change > 0) == (step.change > 0); };
-  // a rank whose own work changed while another's did not made the others wait for it in `comm`
+namespace {
+
+// The part of `parts` that changed the most in the direction of `sign` (+1 grew, -1 shrank), among those
+// whose change is significant: a rank whose own work changed while another rank's did not made the others
+// wait for it in `comm`, so it is named before any phase; "" when none changed that way.
+std::string largest_change(const std::vector<PartChange>& parts, int sign) {
+  const auto along = [&](const PartChange& p) { return p.difference.significant && p.difference.change * sign > 0; };
   const PartChange* rank = nullptr;
   bool some_rank_unchanged = false;
   for (const PartChange& p : parts) {
@@ -164,6 +167,12 @@ std::string Comparison::attributed_to() const {
   }
   return best != nullptr ? best->part : "";
 }
+
+}  // namespace
+
+std::string Comparison::attributed_to() const { return step.significant ? largest_change(parts, step.change > 0 ? 1 : -1) : ""; }
+
+std::string Comparison::largest_increase() const { return largest_change(parts, 1); }
 
 std::vector<const CallbackChange*> Comparison::changed_callbacks() const {
   constexpr double kShownMs = 0.005;
@@ -207,6 +216,7 @@ std::string Comparison::to_json() const {
   j["step"]["change_fraction"] = change_fraction();
   j["direction"] = direction();
   j["attributed_to"] = attributed_to();
+  j["largest_increase"] = largest_increase();
   j["parts"] = nlohmann::json::array();
   for (const PartChange& p : parts) {
     nlohmann::json part = difference_json(p.difference);
@@ -322,6 +332,12 @@ std::string format_comparison(const Comparison& c) {
     }
   } else if (c.step.significant) {
     out << "No single part changed significantly: the change is spread over the step.\n";
+  }
+  const std::string grew = c.largest_increase();
+  if (!grew.empty() && grew != cause) {
+    for (const PartChange& p : c.parts) {
+      if (p.part == grew) out << "Slower in B all the same: " << grew << " " << ms(p.difference.change, true) << " ms a step.\n";
+    }
   }
   out << "\n";
   char row[160];

@@ -143,10 +143,27 @@ TEST(Comparison, AttributesTheChangeToThePartThatMadeItAndToARankTheOthersWaited
   const fitscope::RunSeries all_b = run(rng, 1.2, 0.1, {3.3, 3.3});
   EXPECT_EQ(fitscope::compare(two_a, all_b).attributed_to(), "data_wait");
 
+  // the loader slower and the compute faster at once (another run's noise): the step is faster, and
+  // what grew is named all the same
+  fitscope::RunSeries faster_compute = run(rng, 1.2, 0.1, {});
+  for (auto& [name, series] : faster_compute.phases) {
+    if (name != "forward") continue;
+    series = SegmentedSeries(400, 10);
+    for (int i = 0; i < 400; ++i) series.push(0.5);
+  }
+  faster_compute.step = SegmentedSeries(400, 10);
+  for (int i = 0; i < 400; ++i) faster_compute.step.push(1.2 + 0.5 + 0.1);
+  const fitscope::Comparison mixed = fitscope::compare(a, faster_compute);
+  EXPECT_EQ(mixed.direction(), "faster");
+  EXPECT_EQ(mixed.attributed_to(), "forward");
+  EXPECT_EQ(mixed.largest_increase(), "data_wait");
+  EXPECT_NE(fitscope::format_comparison(mixed).find("Slower in B all the same: data_wait +"), std::string::npos);
+
   // a run against itself: no change, nothing attributed
   const fitscope::Comparison same = fitscope::compare(a, a);
   EXPECT_EQ(same.direction(), "no significant change");
   EXPECT_EQ(same.attributed_to(), "");
+  EXPECT_EQ(same.largest_increase(), "");
   EXPECT_TRUE(same.settings.empty());
   const std::string text = fitscope::format_comparison(same);
   EXPECT_NE(text.find("no significant change"), std::string::npos) << text;

@@ -134,6 +134,10 @@ struct Comparison {
   /// direction, a rank's own work before the `comm` phase it makes the others wait in; "" when the
   /// step did not change significantly or no part did.
   std::string attributed_to() const;
+  /// The part that grew the most (significantly; by the same rule), whatever the step did: what got
+  /// slower in B even where other parts got faster (another run's noise in the compute, a cause and a
+  /// cure at once); "" when none grew.
+  std::string largest_increase() const;
   /// The step's change relative to A's mean step, and the interval's ends, as fractions.
   double change_fraction() const;
   std::pair<double, double> change_fraction_interval() const;
