@@ -1,6 +1,6 @@
 #!/bin/bash
 # Does `fitscope compare` find a slowdown planted in one part of run B, name the right part, and keep
-# quiet about identical runs? Pairs of short runs of the seed CNN (batch 32, --workers 0, 300 measured
+# quiet about identical runs? Pairs of short runs of the seed CNN (batch 32, --workers 0, 200 steps, 195 measured
 # steps), run A then run B, each pair compared; per kind and size the share of pairs found and
 # attributed right. Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback
 # (--slow-callback-ms: callbacks), a delayed rank (two ranks under `fitscope launch`, rank 1 alone with a
@@ -11,13 +11,14 @@
 # The goal: at 5 % and above, found and attributed in >= 95 % of pairs; identical pairs called changed
 # in <= 5 %.
 #   bench/compare_attribution.sh build/tools/fitscope/fitscope [pairs, default 20] [kinds, default all]
+# KEEP_JSON=DIR keeps each pair's `compare --json` file there.
 set -euo pipefail
 fitscope=$(realpath "$1")
 pairs=${2:-20}
 kinds=${3:-"identical loader callback threads rank"}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-common=(train --model cnn --synthetic-size 12000 --epochs 1 --batch-size 32 --workers 0 --verbose 0 --overwrite)
+common=(train --model cnn --synthetic-size 8000 --epochs 1 --batch-size 32 --workers 0 --verbose 0 --overwrite)
 # run DIR [FLAGS...]: one training run into DIR
 run() {
   local out=$1
@@ -36,6 +37,7 @@ run_ranks() {
 # significant change; else what it said
 judge() {
   "$fitscope" compare "$1" "$2" --json "$dir/compare.json" > /dev/null
+  [ -z "${KEEP_JSON:-}" ] || cp "$dir/compare.json" "$KEEP_JSON/$kind-$size-$i.json"
   python3 - "$dir/compare.json" "$3" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -44,7 +46,7 @@ changed = {p["part"]: p["change_ms"] for p in c["parts"]}
 grew = c["largest_increase"].replace(" ", "_")  # what got slower in B, named as the comparison names it
 direction, part = direction.replace(" ", "_"), part.replace(" ", "_")
 if expected == "none":
-    print("quiet" if direction == "no significant change" else f"alarm:{direction}:{part}", c["step"]["change_ms"])
+    print("quiet" if direction == "no_significant_change" else f"alarm:{direction}:{part}", c["step"]["change_ms"])
 elif expected == "compute":
     threads = any(s["name"].startswith("threads.intra_op") for s in c["settings"])
     ok = grew in ("forward", "backward") and threads
@@ -103,3 +105,4 @@ for (kind, size), got in rows.items():
     print(f"{kind:<10} {planted:>8} {len(got):>6} {right:>7} {right / len(got):>7.0%}  {measured:+.3f} ms ({measured / base:+.1%} of the step)")
 print("goal: at 5 % and above >= 95 % right; identical pairs: >= 95 % quiet (<= 5 % report a change)")
 PY
+[ -z "${KEEP_JSON:-}" ] || python3 "$(dirname "$0")/compare_floors.py" "$KEEP_JSON"

@@ -26,6 +26,7 @@ std::string headline(const Comparison& c) {
       << fixed(c.step.a) << " ms to " << fixed(c.step.b) << " ms a step (" << (c.change_fraction() >= 0 ? "+" : "")
       << report::percent(c.change_fraction()) << ", " << level << " interval " << (low >= 0 ? "+" : "") << report::percent(low)
       << " to " << (high >= 0 ? "+" : "") << report::percent(high) << ")";
+  if (!c.step.significant) out << ", within the noise floor of +-" << fixed(c.noise_floor_ms) << " ms";
   const std::string cause = c.attributed_to();
   if (!cause.empty()) out << ", attributed to " << cause;
   out << ".";
@@ -54,7 +55,10 @@ std::string comparison_html(const Comparison& c) {
   };
   row("step", c.step);
   for (const PartChange& p : c.parts) row(p.part, p.difference);
-  body << "</table><p class=\"note\">The step's interval at " << detail::format_percent(c.confidence, 0) << "; each part's at "
+  body << "</table><p class=\"note\">A change is called one when its interval lies beyond the noise floor, +-"
+       << fixed(c.noise_floor_ms) << " ms (" << detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1)
+       << " of A's step: two runs of the same settings differ by more than either run's steps show). The step's interval at "
+       << detail::format_percent(c.confidence, 0) << "; each part's at "
        << detail::format_percent(c.part_confidence, 2) << ", " << detail::format_percent(c.confidence, 0) << " jointly over the " << c.parts.size()
        << " parts.</p>";
   body << "<h2>Callbacks that changed</h2>";

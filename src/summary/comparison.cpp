@@ -211,7 +211,7 @@ std::string Comparison::to_json() const {
   j["a"] = run_json(a);
   j["b"] = run_json(b);
   j["method"] = {{"name", "batch means, Welch's t"}, {"segments", segments}, {"confidence", confidence},
-                 {"part_confidence", part_confidence}};
+                 {"part_confidence", part_confidence}, {"noise_floor_ms", noise_floor_ms}};
   j["step"] = difference_json(step);
   j["step"]["change_fraction"] = change_fraction();
   j["direction"] = direction();
@@ -245,7 +245,14 @@ Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptio
   c.b = b.run;
   c.confidence = options.confidence;
   c.segments = static_cast<int>(std::min(a.step.segment_means().size(), b.step.segment_means().size()));
+  if (!(options.noise_floor >= 0 && options.noise_floor < 1)) {
+    throw std::invalid_argument("ComparisonOptions::noise_floor " + std::to_string(options.noise_floor) + " (expected 0 to 1)");
+  }
   c.step = compare_series(a.step, b.step, options.confidence);
+  c.noise_floor_ms = options.noise_floor * c.step.a;
+  // a change within the machine's run-to-run noise is not called one, whatever its interval
+  const auto beyond_noise = [&](Difference& d) { d.significant = d.low > c.noise_floor_ms || d.high < -c.noise_floor_ms; };
+  beyond_noise(c.step);
 
   // the parts both runs have, and that ran in either
   std::vector<std::pair<PartChange, std::pair<const SegmentedSeries*, const SegmentedSeries*>>> compared;
@@ -266,7 +273,7 @@ Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptio
   c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(std::max<std::size_t>(compared.size(), 1));
   for (auto& [part, pair] : compared) {
     part.difference = compare_series(*pair.first, *pair.second, c.part_confidence);
-    if (std::fabs(part.difference.change) < options.min_change_fraction * c.step.a) part.difference.significant = false;
+    beyond_noise(part.difference);
     if (part.kind == "phase" && c.step.change != 0) part.share_of_change = part.difference.change / c.step.change;
     c.parts.push_back(part);
   }
@@ -316,7 +323,8 @@ std::string format_comparison(const Comparison& c) {
           << ", " << level << " interval " << signed_percent(low) << " to " << signed_percent(high) << ").\n";
     } else {
       out << "no significant change (" << signed_percent(c.change_fraction()) << ", " << level << " interval "
-          << signed_percent(low) << " to " << signed_percent(high) << ").\n";
+          << signed_percent(low) << " to " << signed_percent(high) << ", the noise floor +-"
+          << detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1) << ").\n";
     }
   }
   const std::string cause = c.attributed_to();
@@ -350,7 +358,7 @@ std::string format_comparison(const Comparison& c) {
                   ms(d.change, true).c_str(), interval.c_str(), d.significant ? "*" : "");
     out << row;
   }
-  out << "* changed: the interval excludes 0 (" << detail::format_percent(c.part_confidence, 2) << " each, " << level
+  out << "* changed: beyond the noise floor (" << detail::format_percent(c.part_confidence, 2) << " each, " << level
       << " jointly over " << c.parts.size() << " parts)\n";
   const std::vector<const CallbackChange*> changed = c.changed_callbacks();
   if (!changed.empty()) out << "\nCallbacks that changed, ms per step (no interval: their calls are not kept one by one):\n";
@@ -372,7 +380,10 @@ std::string format_comparison(const Comparison& c) {
   out << "\nVerdict of A: " << c.a.verdict << "\nVerdict of B: " << c.b.verdict << "\n";
   out << "\nMethod: each run's measured steps in " << c.segments << " consecutive stretches; a part's change is the "
       << "difference of the runs' means, its interval Welch's t over the stretches' means (batch means: step times are "
-      << "skewed and autocorrelated, the stretches' means nearly normal and independent, and they carry the run's drift).\n";
+      << "skewed and autocorrelated, the stretches' means nearly normal and independent, and they carry the run's drift). "
+      << "A change is called one when its interval lies beyond the noise floor, +-" << ms(c.noise_floor_ms)
+      << " ms (ComparisonOptions::noise_floor of A's step: two runs of the same settings differ by more than either "
+      << "run's own steps show).\n";
   return out.str();
 }
 

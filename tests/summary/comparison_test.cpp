@@ -170,6 +170,37 @@ TEST(Comparison, AttributesTheChangeToThePartThatMadeItAndToARankTheOthersWaited
   EXPECT_NE(text.find("Settings: the same in both runs."), std::string::npos) << text;
 }
 
+// Two runs of the same settings differ by more than either run's steps show: a change within the
+// noise floor (ComparisonOptions::noise_floor of A's step) is not called one, however tight its interval.
+TEST(Comparison, AChangeWithinTheNoiseFloorIsNotCalledOneHoweverTightItsInterval) {
+  const auto flat = [](double ms) {  // 400 steps a hair apart: an interval a hundredth of the change wide
+    fitscope::RunSeries r;
+    r.step = SegmentedSeries(400, 10);
+    r.phases = {{"forward", SegmentedSeries(400, 10)}};
+    for (int i = 0; i < 400; ++i) {
+      r.step.push(ms + (i % 2 ? 1e-4 : -1e-4));
+      r.phases[0].second.push(ms + (i % 2 ? 1e-4 : -1e-4));
+    }
+    return r;
+  };
+  const fitscope::RunSeries a = flat(2.0), b = flat(2.04);  // B 2 % slower
+  const fitscope::Comparison floored = fitscope::compare(a, b);  // the default floor, 3 %
+  EXPECT_NEAR(floored.noise_floor_ms, 0.06, 1e-9);
+  EXPECT_GT(floored.step.low, 0) << "the interval alone would call it";
+  EXPECT_EQ(floored.direction(), "no significant change");
+  EXPECT_EQ(floored.largest_increase(), "");
+  EXPECT_NE(fitscope::format_comparison(floored).find("the noise floor +-3.0%"), std::string::npos);
+  fitscope::ComparisonOptions intervals_alone;
+  intervals_alone.noise_floor = 0;
+  const fitscope::Comparison judged = fitscope::compare(a, b, intervals_alone);
+  EXPECT_EQ(judged.direction(), "slower");
+  EXPECT_EQ(judged.attributed_to(), "forward");
+  const fitscope::Comparison far = fitscope::compare(a, flat(2.2));  // 10 %: beyond the floor
+  EXPECT_EQ(far.direction(), "slower");
+  intervals_alone.noise_floor = 1;
+  EXPECT_THROW(fitscope::compare(a, b, intervals_alone), std::invalid_argument);
+}
+
 TEST(Comparison, ThePrintoutsTablesFitEightyColumnsAndTheJsonSaysWhatTheTextSays) {
   std::mt19937_64 rng(5);
   const fitscope::RunSeries a = run(rng, 0.2, 0.1, {}), b = run(rng, 1.2, 0.1, {});

@@ -7,12 +7,13 @@
 #include "fitscope/report/comparison_page.hpp"
 #include "fitscope/summary/detail/percent.hpp"
 #include "fitscope/summary/summary_printout.hpp"
+#include "help.hpp"
 
 namespace fitscope::cli {
 
 int run_compare(const CompareCommandOptions& o, std::ostream& out, std::ostream& err) {
   const Comparison c = compare_runs(o.a, o.b, o.compare);
-  const std::string printout = format_comparison(c);
+  const std::string printout = in_flags(format_comparison(c));
   const int columns = output_columns();
   out << (columns > 0 ? wrap_to_width(printout, static_cast<std::size_t>(columns)) : printout);
   if (!o.json.empty()) {

@@ -177,7 +177,7 @@ std::string in_flags(std::string message) {
       {"TfRecordReaderOptions::max_record_bytes", "--max-record-bytes"}, {"TarReaderOptions::max_member_bytes", "--max-record-bytes"},
       {"TarSampleOptions::max_sample_bytes", "--max-record-bytes"}, {"LossOptions::class_weights", "--class-weight"},
       {"Backend::gloo or Backend::automatic", "gloo or auto"}, {"Backend::nccl", "--dist-backend nccl"},
-      {"SyntheticImagesOptions::count", "--count"}, {"CompareOptions::force", "--force"}, {"SyntheticImagesOptions::height and width", "--size"}};
+      {"SyntheticImagesOptions::count", "--count"}, {"CompareOptions::force", "--force"}, {"ComparisonOptions::noise_floor", "--noise-floor"}, {"SyntheticImagesOptions::height and width", "--size"}};
   for (const auto& [option, flag] : kFlags) {
     for (std::size_t at = message.find(option); at != std::string::npos; at = message.find(option, at)) {
       message.replace(at, std::strlen(option), flag);

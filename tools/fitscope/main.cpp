@@ -210,6 +210,11 @@ int main(int argc, char** argv) {
   compare->add_option("--confidence", compare_options.compare.comparison.confidence,
                       "Confidence of the step's interval; the parts' are joint at it (default 0.95)")
       ->check(number_above(0.5, true, "a number in [0.5, 0.999]", 0.999));
+  compare->add_option_function<double>("--noise-floor", [&](double v) { compare_options.compare.comparison.noise_floor = v / 100; },
+                                       "The machine's run-to-run noise in percent of A's step: a change is called one only "
+                                       "beyond it (default 3; compare two runs of the same settings to see yours; 0: the "
+                                       "intervals alone)")
+      ->type_name("PCT")->check(number_above(0, true, "a percentage in [0, 99]", 99));
   compare->add_flag("--force", compare_options.compare.force, "Compare runs of different models or data as well");
   compare->callback([&] { compare_status = fitscope::cli::run_compare(compare_options, std::cout, std::cerr); });
 

@@ -113,9 +113,14 @@ struct ComparisonOptions {
   int segments = 10;
   /// A part whose mean is below this in both runs is left out (a phase that does not run).
   double min_part_ms = 1e-4;
-  /// A part's change below this share of A's mean step is not called a change, whatever its interval
-  /// (a hundredth of a microsecond of a tiny phase is below anything a user would act on).
-  double min_change_fraction = 1e-3;
+  /// The machine's run-to-run noise, as a share of A's mean step: a change (the step's or a part's) is
+  /// called one only when its interval lies beyond +-noise_floor of A's step. Two runs of the same
+  /// settings differ by more than either run's own steps say (the machine's load, its clock and the
+  /// process's memory layout change from run to run, and within one run they do not): on the 2-core
+  /// machine this was measured on, identical runs of the seed CNN differed by up to ~5 % of the step
+  /// (docs/benchmarks.md, "Comparing two runs"). Compare two runs of the same settings to see yours;
+  /// 0 judges by the intervals alone.
+  double noise_floor = 0.03;
 };
 
 struct Comparison {
@@ -123,6 +128,7 @@ struct Comparison {
   double confidence = 0.95;       ///< of the step's interval
   double part_confidence = 0.95;  ///< of each part's, joint over the parts compared
   int segments = 0;               ///< stretches per run
+  double noise_floor_ms = 0;      ///< ComparisonOptions::noise_floor of A's mean step
   Difference step;
   std::vector<PartChange> parts;  ///< significant ones first, the largest change first
   std::vector<CallbackChange> callbacks;  ///< the largest change first
