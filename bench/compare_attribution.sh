@@ -65,7 +65,7 @@ printf 'baseline: the seed CNN, batch 32, --threads 1, --workers 0: mean step %.
 results=$dir/results
 : > "$results"
 for kind in $kinds; do
-  case $kind in identical | threads) sizes="-" ;; *) sizes="0.02 0.05 0.20" ;; esac
+  case $kind in identical | threads) sizes="-" ;; *) sizes=${SIZES:-"0.02 0.05 0.20"} ;; esac
   for size in $sizes; do
     for i in $(seq "$pairs"); do
       case $kind in

@@ -84,11 +84,7 @@ std::string comparison_html(const Comparison& c) {
   body << "<h2>Verdicts</h2><table><tr><th>run</th><th>verdict</th></tr><tr><td>A</td><td style=\"text-align:left\">"
        << report::with_unbroken_flags(c.a.verdict) << "</td></tr><tr><td>B</td><td style=\"text-align:left\">"
        << report::with_unbroken_flags(c.b.verdict) << "</td></tr></table>";
-  body << "<h2>Method</h2><p class=\"note\">Each run's measured steps (after warm-up) in " << c.segments
-       << " consecutive stretches; a part's change is the difference of the runs' means, its interval Welch's t over the "
-          "stretches' means (batch means: step times are skewed and autocorrelated; the means of long stretches are nearly "
-          "normal and independent, and they carry the run's drift into the interval). A: "
-       << c.a.measured_steps << " measured steps, B: " << c.b.measured_steps << ".</p>";
+  body << "<h2>Method</h2><p class=\"note\">" << report::with_unbroken_flags(c.method()) << "</p>";
   return report::page("fitscope compare", body.str());
 }
 

@@ -174,6 +174,16 @@ std::string Comparison::attributed_to() const { return step.significant ? larges
 
 std::string Comparison::largest_increase() const { return largest_change(parts, 1); }
 
+std::string Comparison::method() const {
+  return "each run's measured steps (after warm-up: A " + std::to_string(a.measured_steps) + ", B " +
+         std::to_string(b.measured_steps) + ") in " + std::to_string(segments) +
+         " consecutive stretches; a part's change is the difference of the runs' means, its interval Welch's t over "
+         "the stretches' means (batch means: step times are skewed and autocorrelated, the stretches' means nearly normal "
+         "and independent, and they carry the run's drift). A change is called one when its interval lies beyond the "
+         "noise floor, +-" + ms(noise_floor_ms) + " ms (ComparisonOptions::noise_floor of A's step: two runs of the same "
+         "settings differ by more than either run's own steps show).";
+}
+
 std::vector<const CallbackChange*> Comparison::changed_callbacks() const {
   constexpr double kShownMs = 0.005;
   constexpr std::size_t kShown = 8;
@@ -378,12 +388,7 @@ std::string format_comparison(const Comparison& c) {
     for (const SettingChange& s : c.settings) out << "  " << s.name << ": " << s.a << " -> " << s.b << " (" << s.source << ")\n";
   }
   out << "\nVerdict of A: " << c.a.verdict << "\nVerdict of B: " << c.b.verdict << "\n";
-  out << "\nMethod: each run's measured steps in " << c.segments << " consecutive stretches; a part's change is the "
-      << "difference of the runs' means, its interval Welch's t over the stretches' means (batch means: step times are "
-      << "skewed and autocorrelated, the stretches' means nearly normal and independent, and they carry the run's drift). "
-      << "A change is called one when its interval lies beyond the noise floor, +-" << ms(c.noise_floor_ms)
-      << " ms (ComparisonOptions::noise_floor of A's step: two runs of the same settings differ by more than either "
-      << "run's own steps show).\n";
+  out << "\nMethod: " << c.method() << "\n";
   return out.str();
 }
 

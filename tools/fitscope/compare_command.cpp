@@ -21,7 +21,7 @@ int run_compare(const CompareCommandOptions& o, std::ostream& out, std::ostream&
     out << "JSON: " << o.json << "\n";
   }
   if (!o.html.empty()) {
-    write_comparison_html(c, o.html);
+    write_output_file(o.html, in_flags(comparison_html(c)));  // its settings named by their flags, as the printout's
     out << "Page: " << o.html << "\n";
   }
   if (o.fail_above && c.direction() == "slower") {

@@ -150,6 +150,8 @@ struct Comparison {
   /// The callbacks whose cost per step changed by 0.005 ms or more, the largest change first, at most 8:
   /// the ones the printout and the page list.
   std::vector<const CallbackChange*> changed_callbacks() const;
+  /// How the intervals were made and when a change is called one, in words (the printout's and the page's).
+  std::string method() const;
   /// The comparison as JSON (the `fitscope compare --json` file).
   std::string to_json() const;
 };
