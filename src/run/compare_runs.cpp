@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/io/detail/csv_rows.hpp"

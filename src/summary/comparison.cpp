@@ -250,14 +250,14 @@ Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptio
   if (!(options.confidence > 0 && options.confidence < 1)) {
     throw std::invalid_argument("ComparisonOptions::confidence " + std::to_string(options.confidence) + " (expected between 0 and 1)");
   }
+  if (!(options.noise_floor >= 0 && options.noise_floor < 1)) {
+    throw std::invalid_argument("ComparisonOptions::noise_floor " + std::to_string(options.noise_floor) + " (expected 0 to 1)");
+  }
   Comparison c;
   c.a = a.run;
   c.b = b.run;
   c.confidence = options.confidence;
   c.segments = static_cast<int>(std::min(a.step.segment_means().size(), b.step.segment_means().size()));
-  if (!(options.noise_floor >= 0 && options.noise_floor < 1)) {
-    throw std::invalid_argument("ComparisonOptions::noise_floor " + std::to_string(options.noise_floor) + " (expected 0 to 1)");
-  }
   c.step = compare_series(a.step, b.step, options.confidence);
   c.noise_floor_ms = options.noise_floor * c.step.a;
   // a change within the machine's run-to-run noise is not called one, whatever its interval
