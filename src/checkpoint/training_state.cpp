@@ -89,6 +89,7 @@ std::string encode_state(const TrainingState& s) {
   d.insert("metrics", metrics);
   d.insert("batch_size", s.batch_size);
   d.insert("world_size", s.world_size);
+  d.insert("pass_examples", s.pass_examples);
   d.insert("optimizer_kind", s.optimizer_kind);
   d.insert("stream_position", s.stream_position);
   const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(d));
@@ -155,6 +156,7 @@ TrainingState decode_state(const std::string& payload, const std::string& name) 
     }
     if (d.contains("batch_size")) s.batch_size = d.at("batch_size").toInt();
     if (d.contains("world_size")) s.world_size = d.at("world_size").toInt();
+    if (d.contains("pass_examples")) s.pass_examples = d.at("pass_examples").toInt();
     if (d.contains("optimizer_kind")) s.optimizer_kind = d.at("optimizer_kind").toStringRef();
     if (d.contains("stream_position")) s.stream_position = d.at("stream_position").toStringRef();
     return s;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fitscope/distributed/restart_history.hpp"
+#include "node_rendezvous.hpp"
 
 namespace fitscope::distributed {
 namespace {
@@ -458,19 +459,44 @@ int launch(const LaunchOptions& o, const std::vector<std::string>& command, std:
   check(!o.master_addr.empty(), "--master-addr must not be empty");
   check(!o.grace_s || *o.grace_s >= 0, "--grace must be >= 0, got " + std::to_string(o.grace_s.value_or(0)));
   check(o.max_restarts >= 0, "--max-restarts must be >= 0, got " + std::to_string(o.max_restarts));
+  check(o.min_nodes == 0 || (o.min_nodes >= 1 && o.min_nodes <= o.nnodes && o.nnodes > 1),
+        "--nnodes MIN:MAX needs 1 <= MIN <= MAX and MAX > 1, got " + std::to_string(o.min_nodes) + ":" + std::to_string(o.nnodes));
+  check(o.min_nodes == 0 || o.master_port < 65535, "--nnodes MIN:MAX needs --master-port + 1 for the nodes' rendezvous, got --master-port 65535");
+  check(o.join_wait_s >= 0, "--join-wait must be >= 0, got " + std::to_string(o.join_wait_s));
   check(!command.empty(), "launch needs a command after --, got none");
 
   SignalForwarding signals;
   PrivateDirectory store_dir(o.nnodes == 1);
+  const bool elastic = o.min_nodes > 0;
+  std::optional<detail::NodeRendezvousHost> nodes;
+  if (elastic && o.node_rank == 0) nodes.emplace(o.master_addr, static_cast<int>(o.master_port + 1));
+  const std::string job = o.job_id.empty() ? derived_job_id(o) : o.job_id;
   RestartHistory history;
   history.job_started_unix_s = unix_now();
   for (int64_t restart = 0;; ++restart) {
-    Attempt attempt(o, restart, out, err);
+    LaunchOptions now = o;  // this attempt's nodes: all of them, or the ones that met
+    if (elastic) {
+      const detail::Membership m =
+          nodes ? nodes->gather(job, o.min_nodes, o.nnodes, o.join_wait_s, kNodeJoinTimeoutS, signal_pipe[0])
+                : detail::join_nodes(o.master_addr, static_cast<int>(o.master_port + 1), job, o.node_rank, kNodeJoinTimeoutS,
+                                     signal_pipe[0]);
+      if (m.nnodes == 0) return 128 + (last_signal != 0 ? last_signal : SIGTERM);  // a signal while they met
+      now.nnodes = m.nnodes;
+      now.node_rank = m.node_rank;
+      if (nodes) {
+        err << "fitscope launch: attempt " << restart << ": " << m.nnodes << " of " << o.nnodes << " nodes (node ranks";
+        for (int64_t n : m.members) err << " " << n;
+        err << ")\n";
+      } else if (m.node_rank != o.node_rank || m.nnodes != o.nnodes) {
+        err << "fitscope launch: attempt " << restart << ": node " << m.node_rank << " of " << m.nnodes << "\n";
+      }
+    }
+    Attempt attempt(now, restart, out, err);
     std::vector<std::string> rendezvous;
     if (o.nnodes == 1) {  // a fresh file per attempt: a restarted group never meets the failed one's store
       rendezvous.push_back("FITSCOPE_RENDEZVOUS_FILE=" + store_dir.path() + "/store-" + std::to_string(restart));
     } else {
-      rendezvous.push_back("FITSCOPE_JOB_ID=" + (o.job_id.empty() ? derived_job_id(o) : o.job_id));
+      rendezvous.push_back("FITSCOPE_JOB_ID=" + job);
     }
     attempt.start(command, history.to_json(), rendezvous);
     const Outcome outcome = attempt.watch();

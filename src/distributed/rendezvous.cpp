@@ -187,15 +187,45 @@ void Rendezvous::setup_failed(const std::exception& e) const {
   throw PeerFailure(what);
 }
 
+namespace {
+std::string failure_key(int64_t rank) { return "fitscope/failed/" + std::to_string(rank); }
+}  // namespace
+
+void Rendezvous::tell_own_failure(const std::string& what) noexcept {
+  try {
+    const std::string line = what.substr(0, what.find('\n'));
+    store_->set(failure_key(env_.rank), std::vector<uint8_t>(line.begin(), line.end()));
+  } catch (...) {
+    // the store is gone with its host: the peers name this rank by its silence
+  }
+}
+
 void Rendezvous::fail(const char* what, const std::exception& e) {
   std::lock_guard<std::mutex> lock(failure_mutex_);
   if (failure_.empty()) {
-    // a rank that was itself stopped sees its peers gone when it runs again: it is the one to name
-    const std::string paused = heartbeat_->own_pause(timeout_ / 2, 2 * timeout_);
-    std::string who = paused.empty() ? heartbeat_->diagnose() : "this rank (" + std::to_string(env_.rank) + "), which " + paused + ",";
-    if (who.empty()) who = "a peer";
-    failure_ = who + " stopped taking part: " + what + " failed on rank " + std::to_string(env_.rank) + " (timeout " +
-               std::to_string(timeout_.count()) + " ms): " + first_line(e);
+    const std::string here = what + std::string(" failed on rank ") + std::to_string(env_.rank) + " (timeout " +
+                             std::to_string(timeout_.count()) + " ms): " + first_line(e);
+    // a peer that failed by itself and said why is the one to name, with its own error
+    std::string told;
+    for (int64_t r = 0; r < env_.world_size && told.empty(); ++r) {
+      try {
+        if (r != env_.rank && store_->check({failure_key(r)})) {
+          const std::vector<uint8_t> line = store_->get(failure_key(r));
+          told = "rank " + std::to_string(r) + " failed first, by itself: " + std::string(line.begin(), line.end());
+        }
+      } catch (...) {
+        break;  // the store is gone: the heartbeat names the silent
+      }
+    }
+    if (!told.empty()) {
+      failure_ = told + "; then " + here;
+    } else {
+      // a rank that was itself stopped sees its peers gone when it runs again: it is the one to name
+      const std::string paused = heartbeat_->own_pause(timeout_ / 2, 2 * timeout_);
+      std::string who = paused.empty() ? heartbeat_->diagnose() : "this rank (" + std::to_string(env_.rank) + "), which " + paused + ",";
+      if (who.empty()) who = "a peer";
+      failure_ = who + " stopped taking part: " + here;
+    }
     tell_launcher_peer_failure(failure_);
   }
   throw PeerFailure(failure_);

@@ -35,8 +35,11 @@ class Rendezvous {
   c10::intrusive_ptr<c10d::Store> store(const std::string& prefix) const;
   /// The PeerFailure for a rendezvous (or a backend's set-up) that failed with `e`.
   [[noreturn]] void setup_failed(const std::exception& e) const;
-  /// `what` failed with `e`: throws the PeerFailure that names the silent ranks.
+  /// `what` failed with `e`: throws the PeerFailure that names the silent ranks, or the rank that told
+  /// its own failure first (tell_own_failure) with its error.
   [[noreturn]] void fail(const char* what, const std::exception& e);
+  /// Leaves this rank's own failure in the store for its peers; never throws.
+  void tell_own_failure(const std::string& what) noexcept;
 
  private:
   c10::intrusive_ptr<c10d::Store> connect(bool host) const;
@@ -61,6 +64,7 @@ class C10dContext : public Context {
   int64_t world_size() const override { return rendezvous_.env().world_size; }
   int64_t local_rank() const override { return rendezvous_.env().local_rank; }
   int64_t local_world_size() const override { return rendezvous_.env().local_world_size; }
+  void tell_own_failure(const std::string& what) noexcept override { rendezvous_.tell_own_failure(what); }
 
  protected:
   /// start(), the call that starts a collective (`what`), whose failure names the silent ranks.

@@ -262,6 +262,7 @@ std::string train_report(const ReportSources& files) {
                                                 percent(s.verdict.share) + " of the step)")
        << "</b><br>" << with_unbroken_flags(s.verdict.advice);
   if (!s.verdict.contention.empty()) body << "<br>" << svg::escape(s.verdict.contention);
+  if (!s.verdict.stragglers.empty()) body << "<br>" << svg::escape(s.verdict.stragglers);
   body << "</div>";
   body << epoch_logs_section(files) << model_section(s);
   if (!s.warnings.empty()) {  // what the terminal said during the run (a slow callback, a GPU not sampled, ...)
@@ -397,7 +398,9 @@ std::string train_report(const ReportSources& files) {
     for (const RankSummary& r : s.ranks) {
       const bool late = std::find(s.stragglers.begin(), s.stragglers.end(), r.rank) != s.stragglers.end();
       body << "<tr" << (late ? " class=\"slow\"" : "") << "><td>" << r.rank << "</td><td>" << fixed(r.step_ms_p50)
-           << "</td><td>" << fixed(r.step_ms_p99) << "</td><td>" << (late ? "straggler" : "") << "</td></tr>";
+           << "</td><td>" << fixed(r.step_ms_p99) << "</td><td>"
+           << (r.straggles.empty() ? (late ? "straggler" : "") : "straggles " + svg::escape(r.straggles) + ": " + svg::escape(r.straggle_phase))
+           << "</td></tr>";
     }
     body << "</table>";
   } else {

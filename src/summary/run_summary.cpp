@@ -66,7 +66,13 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   const int64_t n = several ? m.ranks.world_size() : 1;
   for (int64_t r = 0; r < n; ++r) {
     const Distribution d = several ? m.ranks.stats(r).step() : step;
-    s.ranks.push_back({r, d.p50_ms, d.p99_ms, several ? m.ranks.busy_p50_ms(r) : step.p50_ms});
+    s.ranks.push_back({r, d.p50_ms, d.p99_ms, several ? m.ranks.busy_p50_ms(r) : step.p50_ms, {}, {}});
+  }
+  const std::vector<StragglerCause> causes = several ? m.ranks.straggler_causes() : std::vector<StragglerCause>{};
+  for (const StragglerCause& c : causes) {
+    RankSummary& r = s.ranks[static_cast<std::size_t>(c.rank)];
+    r.straggles = c.chronic ? "most steps" : "now and then";
+    r.straggle_phase = std::string(phase_name(c.phase));
   }
   if (several) s.stragglers = m.ranks.stragglers();
   s.straggler_margin = kStragglerMargin;
@@ -127,13 +133,15 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   }
   for (const auto& [key, value] : facts.settings) context.decodes_images = context.decodes_images || (key == "data" && value.rfind("images:", 0) == 0);
   if (!s.callbacks.empty()) context.slowest_callback = s.callbacks.front().name + "." + s.callbacks.front().hook;
+  context.stragglers = causes;
+  context.judged_rank = 0;  // the chief's steps
   s.verdict = judge(stats, context);
   return s;
 }
 
 void RunSummary::name_settings(const SettingNames& names) {
   if (!names) return;
-  for (std::string* text : {&verdict.advice, &verdict.contention, &verdict.outside_steps}) *text = names(*text);
+  for (std::string* text : {&verdict.advice, &verdict.contention, &verdict.outside_steps, &verdict.stragglers}) *text = names(*text);
   for (Advice& action : verdict.actions) action.knob = names(action.knob);
   for (std::string& warning : warnings) warning = names(warning);
 }

@@ -33,7 +33,7 @@ std::string RunSummary::to_json() const {
   json ranks_json = json::array();
   for (const RankSummary& r : ranks) {
     ranks_json.push_back({{"rank", r.rank}, {"step_ms_p50", r.step_ms_p50}, {"step_ms_p99", r.step_ms_p99},
-                          {"busy_ms_p50", r.busy_ms_p50}});
+                          {"busy_ms_p50", r.busy_ms_p50}, {"straggles", r.straggles}, {"straggle_phase", r.straggle_phase}});
   }
   json across = json::object();
   for (const auto& [name, v] : phases_across_ranks) across[name] = {{"mean_ms", v.first}, {"max_ms", v.second}};
@@ -210,7 +210,8 @@ std::string RunSummary::to_json() const {
         {"advice", verdict.advice},
         {"actions", actions_json},
         {"contention", verdict.contention},
-        {"outside_steps", verdict.outside_steps}}},
+        {"outside_steps", verdict.outside_steps},
+        {"stragglers", verdict.stragglers}}},
   };
   return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // a path's bytes that are not UTF-8: U+FFFD
 }
@@ -421,8 +422,13 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   const json& ranks = r.array("ranks");
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const Reader k = r.element(ranks[i], i, "ranks");
-    s.ranks.push_back({k.get<int64_t>("rank"), k.get<double>("step_ms_p50"), k.get<double>("step_ms_p99"),
-                       k.get<double>("busy_ms_p50")});
+    RankSummary rank{k.get<int64_t>("rank"), k.get<double>("step_ms_p50"), k.get<double>("step_ms_p99"),
+                     k.get<double>("busy_ms_p50"), {}, {}};
+    if (k.raw().contains("straggles")) {  // absent from older summaries
+      rank.straggles = k.get<std::string>("straggles");
+      rank.straggle_phase = k.get<std::string>("straggle_phase");
+    }
+    s.ranks.push_back(std::move(rank));
   }
   s.stragglers = r.get<std::vector<int64_t>>("stragglers");
   s.straggler_margin = r.get<double>("straggler_margin");
@@ -521,6 +527,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   }
   s.verdict.contention = verdict.get<std::string>("contention");
   s.verdict.outside_steps = verdict.get<std::string>("outside_steps");
+  if (verdict.raw().contains("stragglers")) s.verdict.stragglers = verdict.get<std::string>("stragglers");
   return s;
 }
 

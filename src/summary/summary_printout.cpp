@@ -113,8 +113,11 @@ std::string format_ranks(const RunSummary& s) {
   char line[160];
   for (const RankSummary& r : s.ranks) {
     const bool straggles = std::find(s.stragglers.begin(), s.stragglers.end(), r.rank) != s.stragglers.end();
+    // a straggler's phase (slow in most steps, or at times: now and then), within 80 columns
+    const std::string why = r.straggles.empty() ? (straggles ? "   straggler" : "")
+                                                : (r.straggles == "most steps" ? "   slow: " : "   at times: ") + r.straggle_phase;
     std::snprintf(line, sizeof line, "  rank %-4lld %9.3f ms %9.3f ms   busy %9.3f ms%s\n", static_cast<long long>(r.rank),
-                  r.step_ms_p50, r.step_ms_p99, r.busy_ms_p50, straggles ? "   straggler" : "");
+                  r.step_ms_p50, r.step_ms_p99, r.busy_ms_p50, why.c_str());
     out += line;
   }
   if (const auto& c = s.communication) {
@@ -181,6 +184,7 @@ std::string format_breakdown(const RunSummary& s) {
   const Verdict& v = s.verdict;
   out += "Verdict: " + verdict_headline(v, s.measured_steps) + ". " + v.advice + "\n";
   if (!v.contention.empty()) out += "Contention: " + v.contention + "\n";
+  if (!v.stragglers.empty()) out += "Stragglers: " + v.stragglers + "\n";
   if (!v.outside_steps.empty()) out += "Outside the steps: " + v.outside_steps + "\n";
   return out;
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <string>
 #include <vector>
 
 namespace fitscope {
@@ -256,6 +258,83 @@ double host(double share, const VerdictContext& ctx) {
   return ctx.device_idle_fraction >= 0 ? std::min(share, ctx.device_idle_fraction) : share;
 }
 
+/// What makes a rank slow, by the phase its own work exceeds the other ranks' in, and what to change.
+struct StraggleKind {
+  std::vector<Phase> phases;
+  const char* fix;
+};
+
+const StraggleKind kStraggleKinds[] = {
+    {{Phase::data_wait}, "its input is slower than theirs (a slower disk, fewer free cores for its workers, or larger records in its "
+     "shards): give its loader more LoaderOptions::workers or balance the shards"},
+    {{Phase::h2d}, "its copies to the device are slower: pin the batches (LoaderOptions::pin_memory) or look at its device's link"},
+    {{Phase::forward, Phase::backward, Phase::optimizer, Phase::graph, Phase::metrics}, "the same math takes it longer: a slower or busier machine (other processes or a CPU quota on its host, "
+     "fewer cores, a hotter or slower GPU); give it a machine like the others' or look at its host's load"},
+    {{Phase::callbacks}, "callbacks that run on it alone (the chief's logging, its checkpoints): run them off the training thread "
+     "(Callback::set_async(true)) or less often"},
+    {{Phase::checkpoint}, "it writes checkpoints the others do not: checkpoint less often (RunOptions::backup_every_batches)"},
+    {{Phase::other}, "time outside the timed phases: look at its host's load against the others'"},
+};
+
+const StraggleKind& straggle_kind(Phase p) {
+  for (const StraggleKind& k : kStraggleKinds) {
+    if (std::find(k.phases.begin(), k.phases.end(), p) != k.phases.end()) return k;
+  }
+  return kStraggleKinds[std::size(kStraggleKinds) - 1];
+}
+
+/// "rank 1 straggles in most steps: its backward takes 12.10 ms a step (mean) against 2.05 ms on the
+/// other ranks' median, its own work 14.20 ms at p50 against 4.10 ms"
+std::string straggle_text(const StragglerCause& c) {
+  char text[400];
+  if (c.chronic) {
+    std::snprintf(text, sizeof text,
+                  "rank %lld straggles in most steps: its %s takes %.2f ms a step (mean) against %.2f ms on the other "
+                  "ranks, its own work (the step less comm) %.2f ms at p50 against %.2f ms",
+                  static_cast<long long>(c.rank), std::string(phase_name(c.phase)).c_str(), c.phase_ms, c.peers_phase_ms,
+                  c.busy_ms, c.peers_busy_ms);
+  } else {
+    std::snprintf(text, sizeof text,
+                  "rank %lld straggles now and then: its %s's p99 is %.2f ms against %.2f ms on the other ranks, its own "
+                  "work's p99 %.2f ms against %.2f ms (the p50s alike)",
+                  static_cast<long long>(c.rank), std::string(phase_name(c.phase)).c_str(), c.phase_ms, c.peers_phase_ms,
+                  c.busy_ms, c.peers_busy_ms);
+  }
+  return text;
+}
+
+/// The chronic straggler the others wait for longest; null when no rank straggles in most steps.
+const StragglerCause* slowest_straggler(const VerdictContext& ctx) {
+  const StragglerCause* slowest = nullptr;
+  for (const StragglerCause& c : ctx.stragglers) {
+    if (c.chronic && (!slowest || c.busy_ms - c.peers_busy_ms > slowest->busy_ms - slowest->peers_busy_ms)) slowest = &c;
+  }
+  return slowest;
+}
+
+/// The others' wait for the slowest chronic straggler, as a share of the judged rank's mean step.
+double straggler_share(const PhaseStats& s, const VerdictContext& ctx) {
+  const StragglerCause* slowest = slowest_straggler(ctx);
+  const double step = s.step().mean_ms;
+  return slowest && step > 0 ? std::clamp((slowest->busy_ms - slowest->peers_busy_ms) / step, 0.0, 1.0) : 0.0;
+}
+
+/// `comm`'s share less the others' wait for a chronic straggler, when the judged rank is one of the others.
+double communication_share(const PhaseStats& s, const VerdictContext& ctx) {
+  const StragglerCause* slowest = slowest_straggler(ctx);
+  const double comm = s.share(Phase::comm);
+  return host(slowest && slowest->rank != ctx.judged_rank ? std::max(0.0, comm - straggler_share(s, ctx)) : comm, ctx);
+}
+
+AdviceText straggler_advice(const std::string& of_step, double, double, const VerdictContext& ctx) {
+  const StragglerCause* slowest = slowest_straggler(ctx);
+  if (!slowest) return {"", {}};
+  const std::string rank = std::to_string(slowest->rank);
+  return {"the other ranks wait for rank " + rank + " " + of_step + " (in comm): " + straggle_text(*slowest) + "; " +
+              straggle_kind(slowest->phase).fix,
+          {}};
+}
+
 /// A bound the verdict can name: its share of the step, the shares at which it is "moderately" and
 /// "highly" the bound, and its advice. The verdict names the bound of kBounds of the highest level (the
 /// larger share among equals), and kCompute when none reaches its moderate mark: "highly" from its high
@@ -274,8 +353,8 @@ const BoundRule kBounds[] = {
      callbacks_advice},
     {"checkpoint", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::checkpoint), c); }, 0.05, 0.20,
      checkpoint_advice},
-    {"communication", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::comm), c); }, 0.03, 0.15,
-     communication_advice},
+    {"straggler", straggler_share, 0.03, 0.15, straggler_advice},
+    {"communication", communication_share, 0.03, 0.15, communication_advice},
     {"overhead", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::other), c); }, 0.03, 0.15,
      overhead_advice},
     // the device's idle share that the host-only phases leave: waiting for the host's launches
@@ -378,6 +457,10 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
   const std::string own = contention_of(v.bound, ctx);
   v.contention = machine.empty() ? own : own.empty() ? machine : machine + "; besides, " + own;
   v.outside_steps = outside_steps(ctx);
+  const StragglerCause* named_rank = v.bound == "straggler" ? slowest_straggler(ctx) : nullptr;
+  for (const StragglerCause& c : ctx.stragglers) {
+    if (&c != named_rank) v.stragglers += (v.stragglers.empty() ? "" : "; ") + straggle_text(c);
+  }
   return v;
 }
 

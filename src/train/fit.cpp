@@ -148,6 +148,10 @@ struct Trainer::Fit {
   /// Before an epoch's batches: the metrics (a resumed epoch's as they were), the loader's order, the
   /// epoch's learning rate, on_epoch_begin. `resumed`: the epoch continues a restored state.
   void begin_epoch(int64_t epoch, const std::optional<Context::Position>& resumed);
+  /// A position of another number of ranks, or in a pass they split anew: this rank's share of what
+  /// the pass has left (p.rest) and the batch it starts at, so the pass ends with the epoch's last
+  /// batch. Throws for a stream on another number of ranks.
+  void reshard(Context::Position& p);
   bool train_step(int64_t epoch, int64_t b, StepContext& context);
   void record_step(const StepRecord& record, int64_t epoch, int64_t b);
   /// None when an interruption cut the validation short: the epoch did not end.
@@ -262,7 +266,10 @@ void Trainer::Fit::begin_epoch(int64_t epoch, const std::optional<Context::Posit
   c.resumed_metrics.clear();
   // an epoch is a pass over the training set, or with steps_per_epoch a stretch of a continuing
   // stream of shuffled passes, which the first epoch starts
-  if (resumed) {
+  if (resumed && resumed->rest) {
+    loader->continue_epoch(o.steps_per_epoch ? resumed->pass : epoch, o.steps_per_epoch ? resumed->cursor : resumed->batch,
+                           *resumed->rest);
+  } else if (resumed) {
     const int64_t first_batch = o.steps_per_epoch ? resumed->cursor : resumed->batch;
     // a stream's position stands after batch first_batch - 1 of the loader's pass (none at a pass's start)
     loader->set_epoch(o.steps_per_epoch ? resumed->pass : epoch, first_batch,
@@ -276,6 +283,40 @@ void Trainer::Fit::begin_epoch(int64_t epoch, const std::optional<Context::Posit
   Logs logs;
   callbacks.on_epoch_begin(epoch, logs);
   clock.loop_begins();
+}
+
+void Trainer::Fit::reshard(Context::Position& p) {
+  const int64_t world = t.ranks().world_size(), batch = o.loader.batch_size;
+  const int64_t cursor = o.steps_per_epoch ? p.cursor : p.batch;
+  const bool moved = p.world_size > 0 && p.world_size != world;
+  // a backup taken in a pass split anew: its batches are not the standard split's, its examples tell
+  const bool split_anew = p.world_size > 0 && p.pass_examples >= 0 && p.pass_examples != cursor * batch * p.world_size;
+  if (!moved && !split_anew) return;
+  if (dynamic_cast<const StreamDataset*>(train.get())) {
+    throw std::invalid_argument("the backup was written by " + std::to_string(p.world_size) + " ranks, this run has " +
+                                std::to_string(world) + ": " + train->source() + " is a stream whose ranks read shards of "
+                                "their own, so its pass cannot be split anew (expected " + std::to_string(p.world_size) + " ranks)");
+  }
+  const int64_t pass = o.steps_per_epoch ? p.pass : p.epoch;
+  const int64_t done = p.pass_examples >= 0 ? p.pass_examples : cursor * batch * p.world_size;
+  DistributedSampler sampler(train->size(), t.training_shard(o));
+  sampler.set_epoch(pass);
+  std::vector<int64_t> rest = sampler.indices_after(done);
+  const int64_t batches = loader->num_batches();
+  const int64_t left = std::min(batches, o.loader.drop_last ? static_cast<int64_t>(rest.size()) / batch
+                                                          : (static_cast<int64_t>(rest.size()) + batch - 1) / batch);
+  rest.resize(static_cast<std::size_t>(std::min<int64_t>(static_cast<int64_t>(rest.size()), left * batch)));
+  const int64_t first = batches - left;  // the pass ends with its last batch, as every pass does
+  p.cursor = first;
+  if (!o.steps_per_epoch) p.batch = first;  // the epoch is the pass
+  p.stream_position.clear();
+  p.rest = std::move(rest);
+  c.resharded = Context::Resharded{pass, first, done};
+  if (!c.resumed_metrics.empty()) {  // one process's states, which every rank would add to the job's sums
+    c.warn("the backup's training metrics are one process's and this run has " + std::to_string(world) +
+           " ranks: the resumed epoch's metrics cover the batches after it");
+    c.resumed_metrics.clear();
+  }
 }
 
 /// One training step: batch hooks, the batch, the user's step, metrics, requested checkpoints, the
@@ -463,7 +504,9 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     model_->train(true);
     Logs logs;
     fit.callbacks.on_train_begin(logs);
-    const std::optional<Context::Position> resumed = context_->resume(fit.callbacks);
+    context_->resharded.reset();
+    std::optional<Context::Position> resumed = context_->resume(fit.callbacks);
+    if (resumed) fit.reshard(*resumed);
     fit.ranks->start(*model_);  // from the chief's weights (after a restore, if any)
     context.reducer = fit.ranks->reducer();
     const int64_t first_epoch = resumed ? resumed->epoch : o.initial_epoch;
@@ -490,6 +533,13 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     logs = history.epochs().empty() ? Logs() : history.last();
     fit.callbacks.on_train_end(logs);
   } catch (...) {
+    try {  // this rank's own error (not a peer's): its peers name it with it
+      throw;
+    } catch (const distributed::PeerFailure&) {
+    } catch (const std::exception& e) {
+      ranks().tell_own_failure(e.what());
+    } catch (...) {
+    }
     try {
       fit.finish();
     } catch (...) {

@@ -147,15 +147,22 @@ LoaderOptions Trainer::sharded_loader_options(const FitOptions& o, bool training
   const distributed::Context& ranks = this->ranks();
   // a stream holds this rank's shards already (StreamDatasetOptions::rank)
   if (ranks.world_size() == 1 || dynamic_cast<const StreamDataset*>(&data)) return l;
-  DistributedSamplerOptions shard;
-  shard.rank = ranks.rank();
-  shard.world_size = ranks.world_size();
+  DistributedSamplerOptions shard = training_shard(o);
   shard.shuffle = l.shuffle;
-  shard.seed = o.loader.seed;
   shard.drop_last = l.drop_last;
   shard.even = training;  // equal step counts for training; each example once for validation
   l.sampler = std::make_shared<DistributedSampler>(data.size(), shard);
   return l;
+}
+
+DistributedSamplerOptions Trainer::training_shard(const FitOptions& o) const {
+  DistributedSamplerOptions shard;
+  shard.rank = ranks().rank();
+  shard.world_size = ranks().world_size();
+  shard.shuffle = o.loader.shuffle;
+  shard.seed = o.loader.seed;
+  shard.drop_last = o.loader.drop_last;
+  return shard;
 }
 
 std::optional<Logs> Trainer::run_evaluation(Loader& loader, CallbackList& callbacks, bool reduce, bool interruptible) {

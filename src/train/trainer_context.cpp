@@ -49,6 +49,10 @@ void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t ba
   s.learning_rate = learning_rate();
   s.batch_size = fit_params.batch_size;
   s.world_size = t_.ranks().world_size();
+  // the job's examples of the pass so far: each step took world x batch positions of its order
+  const int64_t step_examples = s.world_size * s.batch_size;
+  s.pass_examples = resharded && resharded->pass == s.pass ? resharded->examples + (s.cursor - resharded->first_batch) * step_examples
+                                                          : s.cursor * step_examples;
   s.optimizer_kind = optimizer_name(t_.options_.optimizer);
   // the epoch's metrics so far, so a resumed epoch logs what an uninterrupted one would; with several
   // ranks the chief's alone would be wrong once summed, so they are not kept
@@ -84,10 +88,6 @@ void Trainer::Context::restore(const TrainingState& s) {
   if (s.batch_size > 0 && fit_params.batch_size > 0 && s.batch_size != fit_params.batch_size) {
     throw std::invalid_argument("it was written with batch size " + std::to_string(s.batch_size) + ", this fit has " +
                                 std::to_string(fit_params.batch_size));
-  }
-  if (s.world_size > 0 && s.world_size != t_.ranks().world_size()) {
-    throw std::invalid_argument("it was written by " + std::to_string(s.world_size) + " ranks, this run has " +
-                                std::to_string(t_.ranks().world_size()));
   }
   if (!s.optimizer_kind.empty() && s.optimizer_kind != kind) {
     throw std::invalid_argument("it holds the state of optimizer " + s.optimizer_kind + ", this fit uses " + kind);
@@ -147,7 +147,8 @@ std::optional<Trainer::Context::Position> Trainer::Context::resume(CallbackList&
     auto* stateful = dynamic_cast<StatefulCallback*>(all[i].get());
     if (it != resume_->callbacks.end() && stateful) stateful->load_state(it->second);
   }
-  const Position position{resume_->epoch, resume_->batch, resume_->pass, resume_->cursor, resume_->stream_position};
+  const Position position{resume_->epoch,        resume_->batch,      resume_->pass,          resume_->cursor,
+                          resume_->stream_position, resume_->world_size, resume_->pass_examples, std::nullopt};
   resumed_metrics = std::move(resume_->metrics);
   resume_.reset();
   return position;

@@ -41,11 +41,21 @@ class Trainer::Context final : public TrainingContext {
   void checkpoint_if_requested(int64_t epoch, int64_t batch);
 
   /// Where a resumed fit continues: the batch (epoch, batch) and the training loader's (pass, cursor,
-  /// and for a stream its position then, when the backup holds it).
+  /// and for a stream its position then, when the backup holds it). A backup of another number of
+  /// ranks (world_size) continues with `rest`, this rank's share of what the pass has left
+  /// (Trainer::Fit::reshard).
   struct Position {
     int64_t epoch = 0, batch = 0, pass = 0, cursor = 0;
     std::string stream_position;
+    int64_t world_size = 0, pass_examples = -1;
+    std::optional<std::vector<int64_t>> rest;
   };
+  /// A pass resumed on another number of ranks: from its batch `first_batch` on, the ranks took
+  /// `examples` positions before it (TrainingState::pass_examples counts on from there).
+  struct Resharded {
+    int64_t pass = 0, first_batch = 0, examples = 0;
+  };
+  std::optional<Resharded> resharded;
   /// Gives `callbacks` their states from the checkpoint restore() took and forgets it. Returns where
   /// to continue, or nothing when restore() was not called.
   std::optional<Position> resume(CallbackList& callbacks);

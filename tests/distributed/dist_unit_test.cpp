@@ -2,16 +2,25 @@
 // gradient reducer on a single-process context, uneven evaluation shards, straggler detection and
 // the launcher (on /bin/sh commands).
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <numeric>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "distributed/node_rendezvous.hpp"
 #include "fitscope/fitscope.hpp"
 
 namespace fitscope {
@@ -193,6 +202,61 @@ TEST(DistributedSampler, UnevenShardsSeeEveryExampleOnce) {
   EXPECT_EQ(seen, all);
 }
 
+/// What `world` ranks took of epoch `epoch` in their first `batches` batches of `batch`.
+std::vector<int64_t> taken(int64_t size, int64_t world, int64_t epoch, int64_t batches, int64_t batch) {
+  std::vector<int64_t> out;
+  for (int64_t r = 0; r < world; ++r) {
+    DistributedSamplerOptions o;
+    o.rank = r;
+    o.world_size = world;
+    o.seed = 9;
+    DistributedSampler sampler(size, o);
+    sampler.set_epoch(epoch);
+    const auto shard = sampler.indices();
+    out.insert(out.end(), shard.begin(), shard.begin() + std::min<int64_t>(batches * batch, static_cast<int64_t>(shard.size())));
+  }
+  return out;
+}
+
+TEST(DistributedSampler, ThePassAnotherNumberOfRanksBeganIsSplitAnewWithNoExampleTwiceOrLeftOut) {
+  // 4 ranks took 5 batches of 6 (120 positions); 2, 3 or 5 ranks split the other 120 of 240
+  for (const int64_t world : {2, 3, 5}) {
+    std::vector<int64_t> seen = taken(240, 4, 7, 5, 6);
+    std::vector<int64_t> lengths;
+    for (int64_t r = 0; r < world; ++r) {
+      DistributedSamplerOptions o;
+      o.rank = r;
+      o.world_size = world;
+      o.seed = 9;
+      DistributedSampler sampler(240, o);
+      sampler.set_epoch(7);
+      const auto rest = sampler.indices_after(120);
+      lengths.push_back(static_cast<int64_t>(rest.size()));
+      seen.insert(seen.end(), rest.begin(), rest.end());
+      if (r == 0) EXPECT_EQ(sampler.indices_after(0), sampler.indices());
+    }
+    EXPECT_EQ(std::set<int64_t>(lengths.begin(), lengths.end()).size(), 1u) << world << " ranks: equal steps";
+    std::vector<int64_t> once(240);
+    std::iota(once.begin(), once.end(), 0);
+    std::vector<int64_t> unique = seen;
+    std::sort(unique.begin(), unique.end());
+    unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+    EXPECT_EQ(unique, once) << world << " ranks";
+    // 120 / 2 and / 3 and / 5 divide: no position padded, so none seen twice
+    EXPECT_EQ(seen.size(), 240u) << world << " ranks";
+  }
+  // 2 ranks took 3 batches of 5 (30 of 50); 4 ranks split 20 as the pass would be: 5 each
+  DistributedSamplerOptions o;
+  o.world_size = 4;
+  o.seed = 9;
+  DistributedSampler sampler(50, o);
+  sampler.set_epoch(1);
+  EXPECT_EQ(sampler.indices_after(30).size(), 5u);
+  EXPECT_EQ(sampler.indices_after(50).size(), 0u);
+  EXPECT_EQ(sampler.indices_after(52).size(), 0u);  // the old pass's pads: nothing left
+  EXPECT_THROW(sampler.indices_after(-1), std::invalid_argument);
+}
+
 TEST(RankTimings, NamesTheRankWhoseBusyTimeExceedsTheMedianByTheMargin) {
   RankTimings timings(3, /*warmup_steps=*/1);
   for (int step = 0; step < 20; ++step) {
@@ -208,6 +272,101 @@ TEST(RankTimings, NamesTheRankWhoseBusyTimeExceedsTheMedianByTheMargin) {
   EXPECT_NEAR(timings.busy_p50_ms(2), 9.0, 0.5);
   EXPECT_EQ(timings.stats(0).measured_steps(), 19);
   EXPECT_THROW(timings.add(StepRecord{0, 0, 3}), std::out_of_range);
+}
+
+TEST(RankTimings, NamesThePhaseThatMakesAStragglerSlowInMostStepsOrNowAndThen) {
+  RankTimings timings(3, /*warmup_steps=*/0);
+  for (int step = 0; step < 200; ++step) {
+    for (int64_t rank = 0; rank < 3; ++rank) {
+      StepRecord r;
+      r.rank = rank;
+      auto set = [&r](Phase p, int64_t ns) { r.phase_ns[static_cast<std::size_t>(p)] = ns; };
+      set(Phase::forward, 2'000'000);
+      set(Phase::backward, rank == 1 ? 9'000'000 : 4'000'000);  // rank 1's backward: 5 ms more, every step
+      // rank 2 waits 40 ms for its data in one step of 50 (its p99), 1 ms in the others, as ranks 0 and 1 always
+      set(Phase::data_wait, rank == 2 && step % 50 == 7 ? 40'000'000 : 1'000'000);
+      r.step_ns = 16'000'000;  // every rank's step is as long as the slowest's: the others wait in comm
+      int64_t busy = 0;
+      for (int64_t ns : r.phase_ns) busy += ns;
+      set(Phase::comm, std::max<int64_t>(0, r.step_ns - busy));
+      r.step_ns = std::max(r.step_ns, busy);
+      timings.add(r);
+    }
+  }
+  const std::vector<StragglerCause> causes = timings.straggler_causes();
+  ASSERT_EQ(causes.size(), 2u);
+  EXPECT_EQ(causes[0].rank, 1);
+  EXPECT_TRUE(causes[0].chronic);
+  EXPECT_EQ(causes[0].phase, Phase::backward);
+  EXPECT_NEAR(causes[0].phase_ms, 9.0, 0.1);
+  EXPECT_NEAR(causes[0].peers_phase_ms, 4.0, 0.1);
+  EXPECT_NEAR(causes[0].busy_ms - causes[0].peers_busy_ms, 5.0, 0.2);
+  EXPECT_EQ(causes[1].rank, 2);
+  EXPECT_FALSE(causes[1].chronic);
+  EXPECT_EQ(causes[1].phase, Phase::data_wait);
+  EXPECT_NEAR(causes[1].phase_ms, 40.0, 0.5);
+  EXPECT_NEAR(causes[1].peers_phase_ms, 1.0, 0.1);
+
+  RankTimings even(2, 0);  // alike ranks: nobody straggles
+  for (int step = 0; step < 50; ++step) {
+    for (int64_t rank = 0; rank < 2; ++rank) {
+      StepRecord r;
+      r.rank = rank;
+      r.step_ns = 5'000'000 + 10'000 * (step % 3);
+      r.phase_ns[static_cast<std::size_t>(Phase::backward)] = r.step_ns;
+      even.add(r);
+    }
+  }
+  EXPECT_TRUE(even.straggler_causes().empty());
+}
+
+TEST(NodeRendezvous, NumbersTheNodesThatJoinNodeZeroFirstAndGoesOnWithAtLeastTheFewestAfterTheWait) {
+  using distributed::detail::join_nodes;
+  using distributed::detail::Membership;
+  const int port = [] {  // a port nobody listens on now
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t n = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    ::close(fd);
+    return static_cast<int>(ntohs(a.sin_port));
+  }();
+  distributed::detail::NodeRendezvousHost host("127.0.0.1", port);
+  // every node of three: no wait
+  Membership two, one;
+  std::thread second([&] { two = join_nodes("127.0.0.1", port, "job", 2, 10, -1); });
+  std::thread first([&] { one = join_nodes("127.0.0.1", port, "job", 1, 10, -1); });
+  const Membership zero = host.gather("job", 2, 3, 30, 10, -1);
+  second.join();
+  first.join();
+  EXPECT_EQ(zero.members, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(zero.nnodes, 3);
+  EXPECT_EQ(one.node_rank, 1);
+  EXPECT_EQ(two.node_rank, 2);
+  EXPECT_EQ(two.nnodes, 3);
+  // node 1 is gone: node 2 joins alone, and after the wait the two go on, node 2 now second
+  std::thread again([&] { two = join_nodes("127.0.0.1", port, "job", 2, 10, -1); });
+  const Membership left = host.gather("job", 2, 3, 0.3, 10, -1);
+  again.join();
+  EXPECT_EQ(left.members, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(two.node_rank, 1);
+  EXPECT_EQ(two.nnodes, 2);
+  // a node of another job is refused, naming both ids; too few nodes within the timeout is an error
+  std::string refused;
+  std::thread other([&] {
+    try {
+      join_nodes("127.0.0.1", port, "another", 1, 10, -1);
+    } catch (const std::runtime_error& e) {
+      refused = e.what();
+    }
+  });
+  EXPECT_THROW(host.gather("job", 2, 3, 0.1, 1.0, -1), std::runtime_error);
+  other.join();
+  EXPECT_NE(refused.find("refused node 1: it belongs to another job (job id 'job', that node's 'another')"), std::string::npos)
+      << refused;
 }
 
 TEST(Launch, PrefixesEachRanksLinesSetsTheEnvironmentAndNamesTheFailedRank) {

@@ -6,12 +6,28 @@
 //   dist_worker train OUT        two epochs with validation; writes OUT/rank<R>.bin and, on rank 0,
 //                                OUT/result.json with the reduced epoch accuracies and the ones
 //                                computed here over the whole sets
+//   dist_worker straggle OUT MS  two epochs as a Run into the run directory OUT, rank 1's backward
+//                                MS ms slower than the others' (a sleep in its autograd graph)
+//   dist_worker fail OUT STEP    two epochs as a Run into OUT; rank 1 fails at its step STEP with a
+//                                data error of its own (exit 1, the error on stderr)
+//   dist_worker elastic OUT RECORDS STOP [DELAY_MS]
+//                                two epochs of 960 examples, batch 8, as a Run into OUT with a backup
+//                                every 4 batches, resumed from its newest backup when there is one;
+//                                interrupted after STOP steps of this process (0: never); each batch
+//                                loaded DELAY_MS ms late (default 0). Each rank
+//                                appends the index of every example it trains on to
+//                                RECORDS/w<WORLD>-r<RANK>.txt, a line each
 // .bin files hold the model's parameters as float32, concatenated.
 
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -68,11 +84,75 @@ class MeanTopLogit : public MeanMetric {
   }
 };
 
+/// The identity, whose backward sleeps `ms` ms first: a rank whose backward is slower than its peers'.
+struct SlowBackward : torch::autograd::Function<SlowBackward> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t ms) {
+    ctx->saved_data["ms"] = ms;
+    return x.clone();
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ctx->saved_data["ms"].toInt()));
+    return {grad[0], at::Tensor()};
+  }
+};
+
+struct DelayedMlpImpl : torch::nn::Module {
+  explicit DelayedMlpImpl(int64_t delay_ms) : mlp(register_module("mlp", models::Mlp(64, 10))), delay_ms(delay_ms) {}
+  at::Tensor forward(const at::Tensor& x) {
+    const at::Tensor y = mlp->forward(x);
+    return delay_ms > 0 ? SlowBackward::apply(y, delay_ms) : y;
+  }
+  models::Mlp mlp;
+  int64_t delay_ms;
+};
+TORCH_MODULE(DelayedMlp);
+
+/// The MLP, which appends the index of every example it trains on (its input's first feature) to a file.
+struct RecordingMlpImpl : torch::nn::Module {
+  explicit RecordingMlpImpl(std::string path) : mlp(register_module("mlp", models::Mlp(64, 10))), records(path, std::ios::app) {}
+  at::Tensor forward(const at::Tensor& x) {
+    if (is_training()) {
+      const at::Tensor index = x.flatten(1).select(1, 0).to(at::kLong);
+      for (int64_t i = 0; i < index.size(0); ++i) records << index[i].item<int64_t>() << '\n';
+      records.flush();
+    }
+    return mlp->forward(x);
+  }
+  models::Mlp mlp;
+  std::ofstream records;
+};
+TORCH_MODULE(RecordingMlp);
+
+/// Fails at its step `step` with an error of its own, as a bad record would.
+class FailAt : public Callback {
+ public:
+  explicit FailAt(int64_t step) : step_(step) {}
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (++seen_ == step_) throw std::runtime_error("shard-00001.tfrecord: bad record at offset 1234 (a data error of rank 1)");
+  }
+
+ private:
+  int64_t step_, seen_ = 0;
+};
+
+/// Interrupts the run after `steps` batches with SIGINT, as Ctrl-C does: it stops at the step's end
+/// and keeps a backup there to resume from.
+class InterruptAfter : public Callback {
+ public:
+  explicit InterruptAfter(int64_t steps) : steps_(steps) {}
+  void on_train_batch_end(int64_t, Logs&) override {
+    if (++seen_ == steps_) std::raise(SIGINT);
+  }
+
+ private:
+  int64_t steps_, seen_ = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: dist_worker step OUT BATCH | train OUT\n";
+    std::cerr << "usage: dist_worker step OUT BATCH | train OUT | straggle OUT MS | fail OUT STEP | elastic OUT RECORDS STOP [DELAY_MS]\n";
     return 2;
   }
   const std::string mode = argv[1], out = argv[2];
@@ -99,6 +179,64 @@ int main(int argc, char** argv) {
     trainer.fit(examples(256, 1), fit);
     write_parameters(trainer.model(), prefix + ".bin");
     std::ofstream(prefix + ".sums") << counting->sums - before;
+    return 0;
+  }
+  if (mode == "straggle") {
+    RunOptions run_options;
+    run_options.run_dir = out;
+    run_options.verbose = 1;
+    run_options.progress_bar = false;
+    Run run(run_options);
+    Trainer trainer(DelayedMlp(context->rank() == 1 ? std::stoll(argv[3]) : 0), options);
+    FitOptions fit;
+    fit.epochs = 2;
+    fit.loader.batch_size = 16;
+    fit.loader.workers = 0;
+    std::cout << format_summary(run.fit(trainer, examples(1200, 4), fit));
+    return 0;
+  }
+  if (mode == "fail") {
+    RunOptions run_options;
+    run_options.run_dir = out;
+    run_options.verbose = 0;
+    Run run(run_options);
+    Trainer trainer(models::Mlp(64, 10), options);
+    FitOptions fit;
+    fit.epochs = 2;
+    fit.loader.batch_size = 8;
+    fit.loader.workers = 0;
+    if (context->rank() == 1) fit.callbacks.push_back(std::make_shared<FailAt>(std::stoll(argv[3])));
+    try {
+      run.fit(trainer, examples(960, 6), fit);
+    } catch (const std::exception& e) {
+      std::cerr << "dist_worker: " << e.what() << "\n";
+      std::cerr.flush();
+      std::_Exit(1);  // a peer's failure may leave the process group bound to a dead peer
+    }
+    return 0;
+  }
+  if (mode == "elastic") {
+    const std::string records = argv[3];
+    const int64_t stop = std::stoll(argv[4]);
+    RunOptions run_options;
+    run_options.run_dir = out;
+    run_options.verbose = 1;
+    run_options.progress_bar = false;
+    run_options.backup = true;
+    run_options.backup_every_batches = 4;
+    run_options.resume = std::filesystem::exists(out + "/backup");
+    Run run(run_options);
+    Trainer trainer(RecordingMlp(records + "/w" + std::to_string(context->world_size()) + "-r" + std::to_string(context->rank()) + ".txt"),
+                    options);
+    TensorDataset data = examples(960, 5);
+    data.inputs().flatten(1).select(1, 0).copy_(at::arange(960, at::kFloat));  // each example's index, exact in float
+    FitOptions fit;
+    fit.epochs = 2;
+    fit.loader.batch_size = 8;
+    fit.loader.workers = 0;
+    fit.loader.delay_ms = argc > 5 ? std::stod(argv[5]) : 0.0;
+    if (stop > 0) fit.callbacks.push_back(std::make_shared<InterruptAfter>(stop));
+    run.fit(trainer, data, fit);
     return 0;
   }
   // train: lr so small that the weights stay put, so the epoch's training accuracy is the accuracy

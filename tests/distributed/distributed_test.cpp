@@ -9,15 +9,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
@@ -166,6 +170,101 @@ TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
   bool rank1_track = false;
   for (const auto& e : trace["traceEvents"]) rank1_track = rank1_track || (e["name"] == "step" && e["pid"] == 1);
   EXPECT_TRUE(rank1_track);
+}
+
+TEST(Distributed, ARankWhoseBackwardIsSlowerIsNamedWithItsBackwardNotCalledCommunication) {
+  // rank 1's backward sleeps 15 ms a step: the all-reduce evens out the ranks' steps, rank 0 waits in comm
+  TempDir dir;
+  const std::string run = dir.path() + "/run";
+  const ProcessResult r = run_process(launch(2, {DIST_WORKER, "straggle", run, "15"}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
+  const auto& verdict = summary["verdict"];
+  EXPECT_EQ(verdict["bound"], "straggler") << verdict.dump();
+  const std::string advice = verdict["advice"].get<std::string>();
+  EXPECT_NE(advice.find("the other ranks wait for rank 1 "), std::string::npos) << advice;
+  EXPECT_NE(advice.find("rank 1 straggles in most steps: its backward takes "), std::string::npos) << advice;
+  EXPECT_EQ(summary["ranks"][1]["straggles"], "most steps");
+  EXPECT_EQ(summary["ranks"][1]["straggle_phase"], "backward");
+  EXPECT_EQ(summary["ranks"][0]["straggles"], "");
+  EXPECT_EQ(summary["stragglers"], nlohmann::json::array({1}));
+  EXPECT_NE(r.out.find("slow: backward"), std::string::npos) << r.out;
+}
+
+/// The example indices a rank of `dist_worker elastic` trained on, in order.
+std::vector<int64_t> trained(const std::string& records, int world, int rank) {
+  std::ifstream in(records + "/w" + std::to_string(world) + "-r" + std::to_string(rank) + ".txt");
+  std::vector<int64_t> out;
+  for (int64_t i; in >> i;) out.push_back(i);
+  return out;
+}
+
+/// Every example of each epoch trained on once (but for the pads of an uneven split): `before` holds
+/// what the ranks trained on up to the backup the last ranks resumed from, `last` each last rank's
+/// examples in order (the rest of the interrupted epoch, then a whole one of `per_rank`).
+void expect_each_example_once_an_epoch(std::vector<int64_t> before, const std::vector<std::vector<int64_t>>& last, int64_t per_rank) {
+  const int64_t world = static_cast<int64_t>(last.size());
+  const int64_t left = 960 - static_cast<int64_t>(before.size()), share = (left + world - 1) / world;
+  std::vector<int64_t> second;
+  for (std::size_t rank = 0; rank < last.size(); ++rank) {
+    ASSERT_EQ(static_cast<int64_t>(last[rank].size()), share + per_rank) << "rank " << rank << " of " << world;
+    before.insert(before.end(), last[rank].begin(), last[rank].begin() + share);
+    second.insert(second.end(), last[rank].begin() + share, last[rank].end());
+  }
+  std::vector<int64_t> all(960);
+  std::iota(all.begin(), all.end(), int64_t{0});
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(second, all);
+  std::sort(before.begin(), before.end());
+  EXPECT_EQ(static_cast<int64_t>(before.size()), 960 + world * share - left);  // the pads, seen twice
+  before.erase(std::unique(before.begin(), before.end()), before.end());
+  EXPECT_EQ(before, all);
+}
+
+/// The global step of the newest backup in `run`/backup.
+int64_t newest_backup_step(const std::string& run) {
+  int64_t newest = -1;
+  for (const auto& f : std::filesystem::directory_iterator(run + "/backup")) {
+    const std::string name = f.path().filename().string();  // ckpt-000000000012.fitscope
+    if (name.rfind("ckpt-", 0) == 0) newest = std::max<int64_t>(newest, std::stoll(name.substr(5, 12)));
+  }
+  return newest;
+}
+
+/// A job that loses hosts goes on with the ranks it has: 4 ranks train two epochs of 960 examples in
+/// batches of 8 and are interrupted after 12 steps; 2 ranks resume from the newest backup and are
+/// interrupted after 8 steps, twice (the second resumes a pass the first split anew); 3 ranks resume
+/// and finish. The steps after a backup are lost with the
+/// interruption, as a lost host's are; counting each rank's examples up to the backup the next
+/// ranks resumed from, every example is trained on once in each epoch (the interrupted epoch split
+/// among 4, 2 and 3 ranks by the examples done), but for the pads of 3 ranks' uneven split.
+TEST(Distributed, ABackupOfFourRanksResumesOnTwoAndThenOnThreeTrainingEachExampleOnceAnEpoch) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run", records = dir.path() + "/records";
+  std::filesystem::create_directories(records);
+  std::vector<int64_t> first_epoch;
+  int64_t backup = 0;  // the step the ranks start from
+  std::map<std::pair<int, int>, int64_t> earlier;  // (world, rank): the examples its file held before
+  for (const auto& [world, stop] : {std::pair{4, "12"}, std::pair{2, "8"}, std::pair{2, "8"}}) {
+    const ProcessResult r = run_process(launch(world, {DIST_WORKER, "elastic", run, records, stop}));
+    ASSERT_EQ(r.exit_code, 0) << world << " ranks:\n" << r.out << r.err;
+    const int64_t next = newest_backup_step(run);
+    ASSERT_GE(next, backup + std::stoll(stop)) << world << " ranks";
+    for (int rank = 0; rank < world; ++rank) {  // a rank's file holds its earlier runs' examples first
+      const auto mine = trained(records, world, rank);
+      int64_t& from = earlier[{world, rank}];
+      ASSERT_GE(static_cast<int64_t>(mine.size()), from + (next - backup) * 8) << "rank " << rank << " of " << world;
+      first_epoch.insert(first_epoch.end(), mine.begin() + from, mine.begin() + from + (next - backup) * 8);
+      from = static_cast<int64_t>(mine.size());
+    }
+    backup = next;
+  }
+  const ProcessResult last = run_process(launch(3, {DIST_WORKER, "elastic", run, records, "0"}));
+  ASSERT_EQ(last.exit_code, 0) << last.out << last.err;
+  expect_each_example_once_an_epoch(first_epoch, {trained(records, 3, 0), trained(records, 3, 1), trained(records, 3, 2)}, 320);
+  const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
+  EXPECT_EQ(summary["world_size"], 3);
+  EXPECT_FALSE(summary["interrupted"].get<bool>());
 }
 
 /// Two ranks accumulating two batches of 8 each make the update of one rank's batch of 32, and sum the
@@ -700,51 +799,137 @@ TEST(Distributed, ARankOfAnotherJobOnTheSamePortIsRefused) {
   EXPECT_NE(first.wait().exit_code, 0);
 }
 
-/// Two machines: two network namespaces ("hosts" 10.213.0.1 and .2) joined by a veth pair, removed by
-/// the destructor; `why_not` says why this machine cannot make them.
-class TwoHosts {
+/// `fitscope launch --nnodes 2:3` on three machines, one rank each (`node(i, flags, command)` is machine
+/// i's launcher): the third is lost (its launcher and rank SIGKILLed) after the first backups; the
+/// other two launchers restart their ranks, meet without it, and the job finishes on two ranks from
+/// the newest backup, each example trained on once an epoch.
+void lose_one_of_three_machines(
+    const std::function<std::vector<std::string>(int, const std::string&, const std::vector<std::string>&)>& node) {
+  TempDir dir;
+  const std::string run = dir.path() + "/run", records = dir.path() + "/records";
+  std::filesystem::create_directories(records);
+  const std::vector<std::string> command = {DIST_WORKER, "elastic", run, records, "0", "15"};
+  const std::string flags = "--nnodes 2:3 --max-restarts 1 --join-wait 2";
+  LiveLaunch a(node(0, flags, command)), b(node(1, flags, command)), c(node(2, flags, command));
+  const auto lost = c.wait_for(R"(rank 2 of 3: pid (\d+))", std::chrono::seconds(60));
+  ASSERT_TRUE(lost) << a.text() << c.text();
+  ASSERT_TRUE(wait_for_file(run + "/backup/ckpt-000000000004.fitscope"));
+  ::kill(c.pid(), SIGKILL);  // the machine: its launcher and its rank
+  ::kill(std::stoi(lost->first), SIGKILL);
+  const auto again = a.wait_for(R"(restart 1: training again from step (\d+))", std::chrono::seconds(120));
+  ASSERT_TRUE(again) << a.text();
+  ASSERT_EQ(a.wait_exit(std::chrono::seconds(120)), 0) << a.text();
+  ASSERT_EQ(b.wait_exit(std::chrono::seconds(30)), 0) << b.text();
+  EXPECT_NE(a.text().find("attempt 0: 3 of 3 nodes (node ranks 0 1 2)"), std::string::npos) << a.text();
+  EXPECT_NE(a.text().find("attempt 1: 2 of 3 nodes (node ranks 0 1)"), std::string::npos) << a.text();
+  const int64_t resumed = std::stoll(again->first);
+  ASSERT_LT(resumed, 40) << "the machine was lost after the first epoch";
+  std::vector<int64_t> before;
+  for (int rank = 0; rank < 3; ++rank) {
+    const auto mine = trained(records, 3, rank);
+    ASSERT_GE(static_cast<int64_t>(mine.size()), resumed * 8) << "rank " << rank << " of 3";
+    before.insert(before.end(), mine.begin(), mine.begin() + resumed * 8);
+  }
+  expect_each_example_once_an_epoch(before, {trained(records, 2, 0), trained(records, 2, 1)}, 480);
+  const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_EQ(summary["restarts"]["count"], 1);
+}
+
+TEST(Distributed, AnElasticJobOfThreeNodesThatLosesOneFinishesOnTheTwoLeft) {  // launchers on loopback
+  const std::string port = free_port();
+  lose_one_of_three_machines([&](int node, const std::string& flags, const std::vector<std::string>& command) {
+    std::vector<std::string> argv = {FITSCOPE_CLI, "launch", "--node-rank", std::to_string(node), "--nproc-per-node", "1",
+                                     "--master-port", port};
+    std::istringstream words(flags);
+    for (std::string w; words >> w;) argv.push_back(w);
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+  });
+}
+
+/// Two machines (launchers on loopback, one rank each): rank 1 fails by itself on a data error; the
+/// first machine's launcher, which sees only rank 0 fail for want of it, names rank 1 and its error.
+TEST(Distributed, TheLauncherOfAnotherMachineNamesTheRankThatFailedFirstWithItsError) {
+  TempDir dir;
+  const std::string port = free_port();
+  auto node = [&](int rank) {
+    return std::vector<std::string>{FITSCOPE_CLI, "launch", "--nnodes", "2", "--node-rank", std::to_string(rank),
+                                    "--nproc-per-node", "1", "--master-port", port, "--",
+                                    DIST_WORKER, "fail", dir.path() + "/run", "5"};
+  };
+  LiveLaunch b(node(1));
+  const ProcessResult a = run_process(node(0));
+  EXPECT_EQ(a.exit_code, 1) << a.err;
+  EXPECT_EQ(b.wait_exit(std::chrono::seconds(60)), 1) << b.text();
+  const std::string last = a.err.substr(a.err.rfind("fitscope launch: failed: "));
+  EXPECT_NE(last.find("rank 0 (pid "), std::string::npos) << a.err;
+  EXPECT_NE(last.find("naming a peer: rank 1 failed first, by itself: shard-00001.tfrecord: bad record at offset 1234"),
+            std::string::npos)
+      << a.err;
+  EXPECT_NE(b.text().find("fitscope launch: failed: rank 1 (pid "), std::string::npos) << b.text();
+}
+
+/// Machines: `n` network namespaces ("hosts" 10.213.0.1, .2, ...) joined by a bridge in a namespace of
+/// its own, removed by the destructor; `why_not` says why this machine cannot make them.
+class Hosts {
  public:
-  TwoHosts() : ns_("fs" + std::to_string(::getpid()) + "n" + std::to_string(count_++)) {  // + "x": <= 15 chars
-    const std::string setup = "ip netns add " + ns_ + "a && ip netns add " + ns_ + "b && "
-                              "ip link add " + ns_ + "x type veth peer name " + ns_ + "y && "
-                              "ip link set " + ns_ + "x netns " + ns_ + "a && ip link set " + ns_ + "y netns " + ns_ + "b && "
-                              "ip -n " + ns_ + "a addr add 10.213.0.1/24 dev " + ns_ + "x && "
-                              "ip -n " + ns_ + "b addr add 10.213.0.2/24 dev " + ns_ + "y && "
-                              "ip -n " + ns_ + "a link set " + ns_ + "x up && ip -n " + ns_ + "b link set " + ns_ + "y up && "
-                              "ip -n " + ns_ + "a link set lo up && ip -n " + ns_ + "b link set lo up";
+  explicit Hosts(int n) : n_(n), ns_("fs" + std::to_string(::getpid()) + "n" + std::to_string(count_++)) {  // + "h0": <= 15 chars
+    std::string setup = "ip netns add " + ns_ + "s && ip -n " + ns_ + "s link add br0 type bridge && ip -n " + ns_ + "s link set br0 up";
+    for (int i = 0; i < n; ++i) {
+      const std::string host = ns_ + std::to_string(i), inside = ns_ + "h" + std::to_string(i), port = ns_ + "p" + std::to_string(i);
+      setup += " && ip netns add " + host + " && ip link add " + inside + " type veth peer name " + port + " && ip link set " + inside +
+               " netns " + host + " && ip link set " + port + " netns " + ns_ + "s && ip -n " + ns_ + "s link set " + port +
+               " master br0 && ip -n " + ns_ + "s link set " + port + " up && ip -n " + host + " addr add 10.213.0." +
+               std::to_string(i + 1) + "/24 dev " + inside + " && ip -n " + host + " link set " + inside + " up && ip -n " + host +
+               " link set lo up";
+    }
     const ProcessResult made = run_process({"/bin/sh", "-c", setup});
     if (made.exit_code != 0) why_not = "exit " + std::to_string(made.exit_code) + ": " + made.out + made.err;
   }
-  ~TwoHosts() { run_process({"/bin/sh", "-c", "ip netns del " + ns_ + "a; ip netns del " + ns_ + "b; true"}); }
-  /// The shell command of host `node`'s launcher (one rank per host; `flags` before the command).
+  ~Hosts() {
+    std::string remove = "ip netns del " + ns_ + "s";
+    for (int i = 0; i < n_; ++i) remove += "; ip netns del " + ns_ + std::to_string(i);
+    run_process({"/bin/sh", "-c", remove + "; true"});
+  }
+  /// The shell command of host `node`'s launcher, which it replaces (exec): one rank per host, rank 0's
+  /// host the first; `flags` (--nnodes among them) before the command.
   std::string launch(int node, const std::string& flags, const std::vector<std::string>& command) const {
-    std::string cmd = "ip netns exec " + ns_ + (node ? "b" : "a") + " '" + FITSCOPE_CLI + "' launch --nnodes 2 --node-rank " +
+    std::string cmd = "exec ip netns exec " + ns_ + std::to_string(node) + " '" + FITSCOPE_CLI + "' launch --node-rank " +
                       std::to_string(node) + " --nproc-per-node 1 --master-addr 10.213.0.1 --master-port 29400 " + flags + " --";
     for (const auto& arg : command) cmd += " '" + arg + "'";
+    return cmd;
+  }
+  /// The shell command that runs `argv` on host `node`, which it replaces (exec).
+  std::string on(int node, const std::vector<std::string>& argv) const {
+    std::string cmd = "exec ip netns exec " + ns_ + std::to_string(node);
+    for (const auto& arg : argv) cmd += " '" + arg + "'";
     return cmd;
   }
   std::string why_not;
 
  private:
   static inline int count_ = 0;
+  int n_;
   std::string ns_;
 };
 
 #define SKIP_WITHOUT(hosts)                                                                                     \
   if (!(hosts).why_not.empty())                                                                                  \
-  GTEST_SKIP() << "skipped: this machine cannot create network namespaces and a veth pair (" << (hosts).why_not \
-               << "); the two-host run was not tested"
+  GTEST_SKIP() << "skipped: this machine cannot create network namespaces, veth pairs and a bridge (" << (hosts).why_not \
+               << "); the run across hosts was not tested"
 
-TEST(Distributed, TwoHostsOverAVethPairTrainTogether) {
-  TwoHosts hosts;
+TEST(Distributed, TwoHostsOverANetworkTrainTogether) {
+  Hosts hosts(2);
   SKIP_WITHOUT(hosts);
   TempDir dir;
   auto node = [&](int rank) {
-    return hosts.launch(rank, "", {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size", "1000", "--verbose", "2",
+    return hosts.launch(rank, "--nnodes 2", {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size", "1000", "--verbose", "2",
                                    "--dist-timeout", "20", "--run-dir", dir.path() + "/node" + std::to_string(rank)});
   };
   const ProcessResult both = run_process(
-      {"/bin/sh", "-c", node(1) + " > " + dir.path() + "/b.out 2>&1 & b=$!; " + node(0) + "; a=$?; wait $b; echo \"a=$a b=$?\""});
+      {"/bin/sh", "-c", "(" + node(1) + ") > " + dir.path() + "/b.out 2>&1 & b=$!; (" + node(0) + "); a=$?; wait $b; echo \"a=$a b=$?\""});
   EXPECT_NE(both.out.find("a=0 b=0"), std::string::npos) << both.out << both.err << read_file(dir.path() + "/b.out");
   const auto summary = nlohmann::json::parse(read_file(dir.path() + "/node0/summary.json"));
   EXPECT_EQ(summary["world_size"], 2);
@@ -756,14 +941,14 @@ TEST(Distributed, TwoHostsOverAVethPairTrainTogether) {
 /// launcher sees rank 0 fail naming it and starts rank 0 again; the two meet in a fresh store, resume
 /// from the backup in the run directory both hosts read, and end with the uninterrupted run's weights.
 TEST(Distributed, TwoHostsRestartTogetherAfterARankOfOneIsKilled) {
-  TwoHosts hosts;
+  Hosts hosts(2);
   SKIP_WITHOUT(hosts);
   TempDir dir;
   const std::string whole = dir.path() + "/whole", killed = dir.path() + "/killed";
   ASSERT_EQ(run_process(backed_up_mlp(whole, "10", {})).exit_code, 0);
   const auto command = backed_up_mlp_command(killed, "10", {});
-  LiveLaunch b({"/bin/sh", "-c", hosts.launch(1, "--max-restarts 1", command)});
-  LiveLaunch a({"/bin/sh", "-c", hosts.launch(0, "--max-restarts 1", command)});
+  LiveLaunch b({"/bin/sh", "-c", hosts.launch(1, "--nnodes 2 --max-restarts 1", command)});
+  LiveLaunch a({"/bin/sh", "-c", hosts.launch(0, "--nnodes 2 --max-restarts 1", command)});
   const auto pid = b.wait_for(R"(rank 1 of 2: pid (\d+))", std::chrono::seconds(30));
   ASSERT_TRUE(pid) << b.text();
   ASSERT_TRUE(wait_for_file(killed + "/backup/ckpt-000000000020.fitscope"));
@@ -775,6 +960,38 @@ TEST(Distributed, TwoHostsRestartTogetherAfterARankOfOneIsKilled) {
       << b.text();
   EXPECT_EQ(read_file(whole + "/model.weights.pt"), read_file(killed + "/model.weights.pt"));
   EXPECT_EQ(nlohmann::json::parse(read_file(killed + "/summary.json")).at("restarts").at("count"), 1);
+}
+
+TEST(Distributed, AnElasticJobOfThreeHostsThatLosesOneFinishesOnTheTwoLeft) {
+  Hosts hosts(3);
+  SKIP_WITHOUT(hosts);
+  lose_one_of_three_machines([&](int node, const std::string& flags, const std::vector<std::string>& command) {
+    return std::vector<std::string>{"/bin/sh", "-c", hosts.launch(node, flags, command)};
+  });
+}
+
+/// srun's variables alone, one task on each of two hosts: the tasks meet at the first host of the
+/// step's node list and train as one job into one run directory.
+TEST(Distributed, TwoSlurmTasksOnTwoHostsTrainAsOneJob) {
+  Hosts hosts(2);
+  SKIP_WITHOUT(hosts);
+  TempDir dir;
+  const auto task = [&](int r) {
+    const std::string id = std::to_string(r);
+    return std::vector<std::string>{
+        "/bin/sh", "-c",
+        hosts.on(r, {"/usr/bin/env", "SLURM_PROCID=" + id, "SLURM_NTASKS=2", "SLURM_STEP_NUM_TASKS=2", "SLURM_LOCALID=0",
+                     "SLURM_NODEID=" + id, "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_STEP_NODELIST=10.213.0.1,10.213.0.2",
+                     "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1",
+                     "--synthetic-size", "400", "--run-dir", dir.path() + "/run", "--dist-timeout", "30", "--quiet"})};
+  };
+  LiveLaunch one(task(1));
+  LiveLaunch zero(task(0));
+  EXPECT_EQ(zero.wait_exit(std::chrono::seconds(90)), 0) << zero.text();
+  EXPECT_EQ(one.wait_exit(std::chrono::seconds(30)), 0) << one.text();
+  const auto summary = nlohmann::json::parse(read_file(dir.path() + "/run/summary.json"));
+  EXPECT_EQ(summary.at("world_size"), 2);
+  EXPECT_EQ(summary.at("ranks").size(), 2u);
 }
 
 }  // namespace

@@ -290,3 +290,54 @@ TEST(Verdict, OnABusyGpuAHostWaitIsHiddenBehindTheDevicesWorkAndTheRunIsComputeB
   EXPECT_EQ(input.bound, "input");
   EXPECT_NEAR(input.share, 0.4, 1e-9);
 }
+
+TEST(Verdict, NamesTheRankTheOthersWaitForAndItsPhaseNotTheCommunication) {
+  // the chief (rank 0) waits 5 ms of its 10 ms step in comm for rank 1, whose backward takes 5 ms more
+  const PhaseStats chief = steps_with({{Phase::forward, 2'000'000}, {Phase::backward, 3'000'000}, {Phase::comm, 5'000'000}});
+  StragglerCause slow;
+  slow.rank = 1;
+  slow.phase = Phase::backward;
+  slow.phase_ms = 8.0;
+  slow.peers_phase_ms = 3.0;
+  slow.busy_ms = 10.0;
+  slow.peers_busy_ms = 5.0;
+  VerdictContext ctx;
+  ctx.stragglers = {slow};
+  const Verdict v = judge(chief, ctx);
+  EXPECT_EQ(v.bound, "straggler");
+  EXPECT_EQ(v.level, "highly");
+  EXPECT_NEAR(v.share, 0.5, 1e-9);
+  EXPECT_NE(v.advice.find("the other ranks wait for rank 1 50% of each step (in comm): rank 1 straggles in most steps: "
+                          "its backward takes 8.00 ms a step (mean) against 3.00 ms"),
+            std::string::npos)
+      << v.advice;
+  EXPECT_NE(v.advice.find("the same math takes it longer"), std::string::npos) << v.advice;
+  EXPECT_TRUE(v.stragglers.empty()) << v.stragglers;  // the advice names it
+
+  // without the straggler the same steps are communication-bound
+  EXPECT_EQ(judge(chief, VerdictContext{}).bound, "communication");
+
+  // a rank that waits for its data now and then is said, not the bound
+  StragglerCause stalls;
+  stalls.rank = 2;
+  stalls.chronic = false;
+  stalls.phase = Phase::data_wait;
+  stalls.phase_ms = 40;
+  stalls.peers_phase_ms = 1;
+  stalls.busy_ms = 46;
+  stalls.peers_busy_ms = 6;
+  VerdictContext now_and_then;
+  now_and_then.stragglers = {stalls};
+  const Verdict w = judge(steps_with({{Phase::forward, 5'000'000}, {Phase::backward, 5'000'000}}), now_and_then);
+  EXPECT_EQ(w.bound, "compute");
+  EXPECT_NE(w.stragglers.find("rank 2 straggles now and then: its data_wait's p99 is 40.00 ms against 1.00 ms"),
+            std::string::npos)
+      << w.stragglers;
+
+  // the straggler is the chief itself: its own backward, no wait of its own to subtract from comm
+  ctx.judged_rank = 1;
+  const PhaseStats itself = steps_with({{Phase::forward, 2'000'000}, {Phase::backward, 8'000'000}, {Phase::comm, 100'000}});
+  const Verdict x = judge(itself, ctx);
+  EXPECT_EQ(x.bound, "straggler");
+  EXPECT_NE(x.advice.find("rank 1"), std::string::npos) << x.advice;
+}

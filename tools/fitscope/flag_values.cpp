@@ -120,6 +120,26 @@ int64_t parse_every(const std::string& v, bool batch_word) {
                               "or a number of batches >= 1, got '" + v + "'");
 }
 
+std::pair<int64_t, int64_t> parse_node_count(const std::string& v) {
+  const std::size_t colon = v.find(':');
+  auto whole = [](const std::string& text) -> int64_t {
+    try {
+      std::size_t used = 0;
+      const long long n = std::stoll(text, &used);
+      if (used == text.size() && n >= 1 && n <= 65536) return n;
+    } catch (const std::exception&) {
+    }
+    return -1;
+  };
+  const int64_t low = colon == std::string::npos ? 0 : whole(v.substr(0, colon));
+  const int64_t high = whole(colon == std::string::npos ? v : v.substr(colon + 1));
+  if (high < 1 || low < 0 || low > high || (colon != std::string::npos && high < 2)) {
+    throw std::invalid_argument("expected a number of nodes N in [1, 65536], or MIN:MAX with 1 <= MIN <= MAX and MAX >= 2, got '" +
+                                v + "'");
+  }
+  return {low, high};
+}
+
 CLI::Option* add_size_flag(CLI::App* command, const std::string& flag, int64_t& height, int64_t& width, int64_t smallest,
                            const std::string& help) {
   return command

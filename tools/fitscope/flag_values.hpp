@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace fitscope::cli {
 
@@ -33,6 +34,9 @@ int parse_threads(const std::string& v);
 int64_t parse_workers(const std::string& v);
 int64_t parse_prefetch(const std::string& v);
 int64_t parse_every(const std::string& v, bool batch_word);
+/// --nnodes: "N", or "MIN:MAX" for an elastic job (1 <= MIN <= MAX <= 65536, MAX > 1): (MIN, MAX), MIN
+/// 0 for "N".
+std::pair<int64_t, int64_t> parse_node_count(const std::string& v);
 
 /// Adds a HEIGHT,WIDTH flag (one number for a square), each side in [smallest, 16384].
 CLI::Option* add_size_flag(CLI::App* command, const std::string& flag, int64_t& height, int64_t& width, int64_t smallest,

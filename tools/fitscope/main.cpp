@@ -11,6 +11,7 @@
 #include <exception>
 #include <iostream>
 #include <stdexcept>
+#include <tuple>
 
 #include "config_file.hpp"
 #include "fitscope/distributed/context.hpp"
@@ -225,7 +226,15 @@ int main(int argc, char** argv) {
       "launch", "Start this machine's ranks of a data-parallel run (torchrun's environment), prefix their output, stop them all when one fails");
   launch->add_option("--nproc-per-node", launch_options.nproc_per_node, "Ranks on this machine")
       ->check(integer_in(1, 1024))->capture_default_str();
-  launch->add_option("--nnodes", launch_options.nnodes, "Machines in the run")->check(integer_in(1, 1 << 16))->capture_default_str();
+  launch
+      ->add_option_function<std::string>(
+          "--nnodes", [&](const std::string& v) { std::tie(launch_options.min_nodes, launch_options.nnodes) = parse_node_count(v); },
+          "Machines in the run; MIN:MAX for an elastic job: each attempt starts with the machines whose launchers meet at "
+          "--master-addr's launcher on --master-port + 1, at least MIN, and resumes from the newest backup on their ranks")
+      ->check(parsed_by([](const std::string& v) { parse_node_count(v); }, "N|MIN:MAX"))->default_str("1");
+  launch->add_option("--join-wait", launch_options.join_wait_s,
+                     "With --nnodes MIN:MAX: seconds node 0 waits for another machine once MIN have joined an attempt")
+      ->check(number_above(0, true, "a number of seconds in [0, 3600]", 3600))->capture_default_str();
   launch->add_option("--node-rank", launch_options.node_rank, "This machine's index in [0, --nnodes)")
       ->check(integer_in(0, 1 << 16))->capture_default_str();
   launch->add_option("--master-addr", launch_options.master_addr,
@@ -285,7 +294,7 @@ int main(int argc, char** argv) {
     std::cerr.flush();
     std::_Exit(1);
   } catch (const std::exception& e) {
-    std::cerr << "fitscope: the run failed: " << e.what() << "\n";
+    std::cerr << "fitscope: the run failed: " << in_flags(e.what()) << "\n";
     return 1;
   }
   return launch_status ? launch_status : compare_status ? compare_status : train_status;

@@ -21,6 +21,10 @@ struct TrainingState {
   int64_t batch = 0;        ///< batches of that epoch already done
   int64_t pass = 0;         ///< the loader's pass (differs from epoch with steps_per_epoch)
   int64_t cursor = 0;       ///< batches of that pass already taken
+  /// Examples of that pass the job's ranks have taken together: positions of its seeded order, so that
+  /// another number of ranks can split the rest anew (DistributedSampler::indices_after); -1 = not
+  /// recorded (a file of an older fitscope: cursor x batch_size x world_size).
+  int64_t pass_examples = -1;
   int64_t global_step = 0;
   double learning_rate = 0;
   std::vector<std::pair<std::string, at::Tensor>> model;  ///< named_state, on the CPU

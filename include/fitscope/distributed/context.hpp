@@ -63,6 +63,10 @@ class Context {
   virtual at::Tensor all_gather(const at::Tensor& tensor) = 0;
   /// Returns when every rank has called it.
   virtual void barrier() = 0;
+  /// This rank fails by itself with `what` (its own error, not a peer's): a context whose ranks share
+  /// a store leaves it there, so the peers that then fail for want of this rank name it with its error
+  /// (their PeerFailure, the launcher's last line). Never throws.
+  virtual void tell_own_failure(const std::string& /*what*/) noexcept {}
 };
 
 /// Rank 0 of 1.

@@ -36,7 +36,16 @@ namespace fitscope::distributed {
 
 struct LaunchOptions {
   int64_t nproc_per_node = 1;             ///< ranks started here (>= 1)
-  int64_t nnodes = 1;                     ///< machines in the run (>= 1)
+  int64_t nnodes = 1;                     ///< machines in the run (>= 1); with min_nodes, the most
+  /// Elastic (`--nnodes MIN:MAX`): at least this many of the nnodes machines (1 <= min_nodes <=
+  /// nnodes); 0 = exactly nnodes. Before each attempt the launchers meet at node 0's launcher on
+  /// master_port + 1: it waits for every node, or for min_nodes and then `join_wait_s` without
+  /// another, and numbers the members by their node_rank (node 0 stays node 0, rank 0 on it); the ranks
+  /// get WORLD_SIZE = members x nproc_per_node. So a job that lost a machine restarts (max_restarts)
+  /// on the ones left, down to min_nodes, and resumes from the newest backup on its new number of
+  /// ranks. A machine that joins while an attempt runs takes part from the next restart on.
+  int64_t min_nodes = 0;
+  double join_wait_s = 10;  ///< with min_nodes: how long node 0 waits for another node once min_nodes joined
   int64_t node_rank = 0;                  ///< this machine's index, in [0, nnodes)
   std::string master_addr = "127.0.0.1";  ///< the machine of rank 0 (it hosts the rendezvous store)
   int64_t master_port = 29500;            ///< its port
@@ -48,6 +57,9 @@ struct LaunchOptions {
   /// job's shape (nodes, ranks per node).
   std::string job_id;
 };
+
+/// With min_nodes: how long a node waits for node 0's launcher to take it into an attempt.
+constexpr double kNodeJoinTimeoutS = 600;
 
 /// Runs the ranks until all have exited; returns 0 when every rank of the last attempt exited with 0,
 /// 1 when one failed and no restart is left (the failure is named on `err`'s last line), 128 + signal

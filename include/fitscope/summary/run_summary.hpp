@@ -42,6 +42,9 @@ struct CallbackSummary {
 struct RankSummary {
   int64_t rank = 0;
   double step_ms_p50 = 0, step_ms_p99 = 0, busy_ms_p50 = 0;
+  /// When it straggles (RankTimings::straggler_causes): "most steps" or "now and then", and the phase
+  /// that makes it slow; empty when it does not.
+  std::string straggles, straggle_phase;
 };
 
 struct CommunicationSummary {

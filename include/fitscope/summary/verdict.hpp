@@ -3,6 +3,9 @@
 /// fitscope's own counters (ARCHITECTURE.md, "The life of a step"):
 ///   input (data_wait + h2d), callbacks, checkpoint: moderately >= 5 %, highly >= 20 %;
 ///   communication (comm) and overhead (other):        moderately >= 3 %, highly >= 15 %;
+///   straggler (a data-parallel rank whose own work, its step less `comm`, is slower than the others'
+///   in most steps: the share of the step the others wait for it, which leaves `comm`'s share to the
+///   transfers):                                       moderately >= 3 %, highly >= 15 %;
 ///   launch (on a GPU: the share of the step the device idles waiting for the host to launch its work,
 ///   measured by DeviceTimer's probes, less the host-only phases data_wait, callbacks, checkpoint and
 ///   other):                                          moderately >= 30 %, highly >= 50 %.
@@ -18,8 +21,9 @@
 /// are used (the thread setting, the gain the warm-up measured) before it names the model or device.
 /// Beside the bound, `contention` says when the process's threads want more cores than it has, a
 /// pool burns CPU outside the policy, or a core sits idle, naming the fix; `outside_steps` when
-/// validation, epoch ends, start-up or shutdown take 20 % of the run's wall time or more. Pure function;
-/// thread-safe.
+/// validation, epoch ends, start-up or shutdown take 20 % of the run's wall time or more; `stragglers`
+/// names the ranks that straggle and the phase that makes each slow, now and then or in most steps,
+/// but for the one the advice names. Pure function; thread-safe.
 
 #include <cstdint>
 #include <string>
@@ -30,12 +34,13 @@
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/run_time.hpp"
 
 namespace fitscope {
 
 struct Verdict {
-  std::string bound;   ///< input | callbacks | communication | checkpoint | overhead | launch | compute
+  std::string bound;   ///< input | callbacks | communication | straggler | checkpoint | overhead | launch | compute
   /// highly | moderately | not | unjudged (fewer than kMinJudgedSteps measured steps: the shares are
   /// given, but too few steps to call a bound)
   std::string level;
@@ -46,6 +51,9 @@ struct Verdict {
   /// The part of the run's wall time outside the training steps (validation, epoch ends, start-up,
   /// shutdown) that reaches 20 % of it, and what to change; empty = none does, or no RunTime given.
   std::string outside_steps;
+  /// The ranks that straggle, each with the phase that makes it slow, but for the one the advice
+  /// names; empty = none does.
+  std::string stragglers;
 };
 
 /// Fewer measured steps (after warm-up) than this, and the verdict says the run was too short to judge.
@@ -75,6 +83,10 @@ struct VerdictContext {
   /// On a GPU: the device's own work per step and the share of the step it idles waiting for the host
   /// (DeviceTimingSummary::busy_ms, idle_fraction); negative = not measured.
   double device_busy_ms = -1, device_idle_fraction = -1;
+  /// Data-parallel: the ranks that straggle and why (RankTimings::straggler_causes), and the rank whose
+  /// steps the verdict judges (the chief's).
+  std::vector<StragglerCause> stragglers;
+  int64_t judged_rank = 0;
 };
 
 Verdict judge(const PhaseStats& stats, const VerdictContext& context);

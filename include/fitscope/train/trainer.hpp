@@ -217,6 +217,8 @@ class Trainer {
   /// loader_options reading this rank's shard of `data` in a data-parallel run (a stream is one already; fit's
   /// loaders; evaluate() stays local).
   LoaderOptions sharded_loader_options(const FitOptions& fit, bool training, const Dataset& data) const;
+  /// This rank's shard of a training set in a data-parallel run (what sharded_loader_options samples).
+  DistributedSamplerOptions training_shard(const FitOptions& fit) const;
   distributed::Context& ranks() const { return *options_.context; }
 
   std::shared_ptr<Model> model_;

@@ -184,11 +184,15 @@ int64_t Loader::num_batches() const {
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
-void Loader::set_epoch(int64_t epoch, int64_t first_batch, const std::string& stream_position) {
+void Loader::check_first_batch(int64_t first_batch) const {
   if (first_batch < 0 || first_batch > num_batches()) {
     throw std::out_of_range("first batch " + std::to_string(first_batch) + " outside an epoch of " +
                             std::to_string(num_batches()) + " batches");
   }
+}
+
+void Loader::set_epoch(int64_t epoch, int64_t first_batch, const std::string& stream_position) {
+  check_first_batch(first_batch);
   if (prefetcher_) prefetcher_->cancel();  // nothing may read order_ (or the stream) while it changes
   if (stream_) {
     Stream& s = *stream_;
@@ -211,12 +215,43 @@ void Loader::set_epoch(int64_t epoch, int64_t first_batch, const std::string& st
     s.next_read = first_batch;
     s.handed = s.reader.position();
   }
-  epoch_ = epoch;
   options_.sampler->set_epoch(epoch);
   order_ = options_.sampler->indices();
+  order_offset_ = 0;
   if (static_cast<int64_t>(order_.size()) != samples_per_epoch_) {
     throw std::logic_error("the sampler changed its length between epochs");
   }
+  start_pass(epoch, first_batch);
+}
+
+void Loader::continue_epoch(int64_t epoch, int64_t first_batch, std::vector<int64_t> rest) {
+  check_first_batch(first_batch);
+  if (stream_) {
+    throw std::invalid_argument(data_->source() + " is a stream: its ranks read shards of their own, which a pass "
+                                "resumed on another number of ranks cannot split anew (expected the same number of ranks)");
+  }
+  const int64_t b = options_.batch_size, left = num_batches() - first_batch, n = static_cast<int64_t>(rest.size());
+  if (n > left * b || (left > 0 && n <= (left - 1) * b)) {
+    throw std::invalid_argument("the rest of epoch " + std::to_string(epoch) + " from batch " + std::to_string(first_batch) +
+                                " holds " + std::to_string(n) + " examples: " + std::to_string(left) + " batches of " +
+                                std::to_string(b) + " take " + (left > 0 ? "more than " + std::to_string((left - 1) * b) + " and " : "") +
+                                "at most " + std::to_string(left * b));
+  }
+  for (int64_t i : rest) {
+    if (i < 0 || i >= data_->size()) {
+      throw std::invalid_argument("the rest of epoch " + std::to_string(epoch) + " holds example " + std::to_string(i) +
+                                  " of a data set of " + std::to_string(data_->size()));
+    }
+  }
+  if (prefetcher_) prefetcher_->cancel();  // nothing may read order_ while it changes
+  options_.sampler->set_epoch(epoch);
+  order_ = std::move(rest);
+  order_offset_ = first_batch * b;
+  start_pass(epoch, first_batch);
+}
+
+void Loader::start_pass(int64_t epoch, int64_t first_batch) {
+  epoch_ = epoch;
   cursor_ = first_batch;
   // a tuning window counts the time spent in epochs, not between them (validation, callbacks)
   if (window_.segment_start_ns != 0) window_.elapsed_ns += window_.last_batch_ns - window_.segment_start_ns;
@@ -249,8 +284,8 @@ Batch Loader::build(int64_t batch, const StopToken* stop) const {
       std::this_thread::sleep_for(delay);
     }
   }
-  const int64_t begin = batch * options_.batch_size;
-  const int64_t end = std::min(begin + options_.batch_size, samples_per_epoch_);
+  const int64_t begin = batch * options_.batch_size - order_offset_;
+  const int64_t end = std::min(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
   const std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
   Batch out;
   try {

@@ -59,7 +59,10 @@ int64_t DistributedSampler::padding() const {
   return options_.drop_last || !options_.even ? 0 : shard_size() * options_.world_size - size_;
 }
 
-std::vector<int64_t> DistributedSampler::indices() const {
+std::vector<int64_t> DistributedSampler::indices() const { return indices_after(0); }
+
+std::vector<int64_t> DistributedSampler::indices_after(int64_t done) const {
+  if (done < 0) throw std::invalid_argument("positions done must be >= 0, got " + std::to_string(done));
   std::vector<int64_t> order;
   if (options_.shuffle) {
     order = seeded_permutation(size_, options_.seed, epoch_);
@@ -67,12 +70,14 @@ std::vector<int64_t> DistributedSampler::indices() const {
     order.resize(static_cast<std::size_t>(size_));
     std::iota(order.begin(), order.end(), int64_t{0});
   }
-  const int64_t total = options_.even ? shard_size() * options_.world_size : size_;
-  for (int64_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[static_cast<std::size_t>(i % size_)]);
+  order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(done, size_)));  // a pad is a repeat
+  const int64_t n = static_cast<int64_t>(order.size()), w = options_.world_size;
+  const int64_t total = !options_.even ? n : options_.drop_last ? n / w * w : (n + w - 1) / w * w;
+  for (int64_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[static_cast<std::size_t>(i % n)]);
   order.resize(static_cast<std::size_t>(total));
   std::vector<int64_t> shard;
-  shard.reserve(static_cast<std::size_t>(shard_size()));
-  for (int64_t i = options_.rank; i < total; i += options_.world_size) shard.push_back(order[static_cast<std::size_t>(i)]);
+  shard.reserve(static_cast<std::size_t>((total + w - 1) / w));
+  for (int64_t i = options_.rank; i < total; i += w) shard.push_back(order[static_cast<std::size_t>(i)]);
   return shard;
 }
 

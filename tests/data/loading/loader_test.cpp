@@ -82,6 +82,27 @@ TEST(Loader, KeepsOrDropsTheLastPartialBatch) {
   EXPECT_EQ(Loader(numbered(10), o).num_batches(), 2);
 }
 
+TEST(Loader, ContinuesAnEpochWithTheRestItIsGivenEndingWithItsLastBatch) {
+  for (const int64_t workers : {0, 2}) {
+    Loader loader(numbered(20), options(4, workers));  // 5 batches
+    loader.continue_epoch(3, 2, {7, 1, 9, 4, 0, 13, 5, 2, 11});  // batches 2, 3 and 4 (short)
+    EXPECT_EQ(loader.epoch(), 3);
+    EXPECT_EQ(loader.next_batch(), 2);
+    std::vector<Batch> rest;
+    for (int64_t b = 2; b < loader.num_batches(); ++b) rest.push_back(loader.next());
+    ASSERT_EQ(rest.size(), 3u);
+    EXPECT_EQ(rest[2].size(), 1);
+    EXPECT_EQ(targets_of(rest), (std::vector<int64_t>{7, 1, 9, 4, 0, 13, 5, 2, 11}));
+    loader.set_epoch(4);  // the next epoch is the sampler's whole pass again
+    EXPECT_EQ(targets_of(all_batches(loader, 1)).size(), 20u);
+  }
+  Loader loader(numbered(20), options(4, 0));
+  EXPECT_THROW(loader.continue_epoch(0, 2, {1, 2, 3, 4, 5, 6, 7, 8}), std::invalid_argument);  // batch 4 would be empty
+  EXPECT_THROW(loader.continue_epoch(0, 4, {1, 2, 3, 4, 5}), std::invalid_argument);           // one batch holds 4
+  EXPECT_THROW(loader.continue_epoch(0, 4, {20}), std::invalid_argument);                     // not an example
+  EXPECT_NO_THROW(loader.continue_epoch(0, 5, {}));                                          // the epoch was over
+}
+
 TEST(Loader, GivesTheSameAugmentedBatchesWithZeroOneOrFourWorkers) {
   const auto data = images(300);
   std::vector<std::vector<Batch>> runs;

@@ -90,6 +90,14 @@ class Loader {
   /// records of the first `first_batch` batches again (the same batches, at the cost of reading them).
   /// Throws std::invalid_argument for a position of another stream or epoch.
   void set_epoch(int64_t epoch, int64_t first_batch = 0, const std::string& stream_position = {});
+  /// Continues `epoch` from batch `first_batch` with the examples `rest` in place of the sampler's
+  /// order for the rest of the pass: a pass resumed on another number of ranks, whose ranks split what
+  /// it has left anew (DistributedSampler::indices_after). Every batch from first_batch on gets
+  /// examples: rest holds more than (num_batches() - first_batch - 1) * batch_size of them and at most
+  /// (num_batches() - first_batch) * batch_size (none with first_batch == num_batches()); the last
+  /// may be short. Throws std::invalid_argument otherwise, for an index outside the data set, or for a
+  /// stream (its ranks read shards of their own).
+  void continue_epoch(int64_t epoch, int64_t first_batch, std::vector<int64_t> rest);
   /// Batches per epoch.
   int64_t num_batches() const;
   /// The epoch set_epoch chose last.
@@ -134,8 +142,11 @@ class Loader {
   LoaderOptions options_;
   int64_t epoch_ = 0;
   std::vector<int64_t> order_;   // the epoch's indices
+  int64_t order_offset_ = 0;     // the pass's position of order_[0] (continue_epoch)
   int64_t samples_per_epoch_ = 0;
   int64_t cursor_ = 0;           // the next batch next() hands out
+  void check_first_batch(int64_t first_batch) const;
+  void start_pass(int64_t epoch, int64_t first_batch);  // set_epoch's and continue_epoch's end
   int64_t handed_out_ = 0;
   // what the workers record: declared before them, so destroyed after they are joined
   std::atomic<int64_t> workers_started_{0};  // numbers the workers 1..W

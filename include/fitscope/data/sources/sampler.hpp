@@ -9,7 +9,9 @@
 ///   `padding()` indices so every rank gets ceil(n / world) indices (those few examples are seen twice
 ///   in the epoch, every other exactly once); with `drop_last` on, the tail is dropped so every rank
 ///   gets floor(n / world) and no example is seen twice. Rank r takes positions r, r + world, ...
-///   All ranks must use the same seed; call set_epoch on every rank.
+///   All ranks must use the same seed; call set_epoch on every rank. So after k batches of b on each
+///   of w ranks the ranks have taken the order's first k * b * w positions, whatever w was: a pass
+///   resumed on another number of ranks splits the rest anew (indices_after).
 ///
 /// Does not depend on libtorch. Not thread-safe: set_epoch and indices from one thread.
 
@@ -67,6 +69,11 @@ class DistributedSampler : public Sampler {
   DistributedSampler(int64_t size, DistributedSamplerOptions options);
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
   std::vector<int64_t> indices() const override;
+  /// This rank's share of the epoch's order after its first `done` positions, split among this world's
+  /// ranks as a whole epoch is (padded or dropped alike): the rest of a pass that `done` examples of
+  /// another number of ranks began (each of their steps took the next ranks x batch positions of the
+  /// same seeded order). indices() is indices_after(0).
+  std::vector<int64_t> indices_after(int64_t done) const;
   /// Indices of this rank per epoch.
   int64_t shard_size() const;
   /// Indices repeated to pad the epoch (0 with drop_last).
