@@ -117,6 +117,7 @@
 #include "fitscope/timing/streaming_quantiles.hpp"
 #include "fitscope/timing/thread_span.hpp"
 #include "fitscope/train/cuda_graph.hpp"
+#include "fitscope/train/freed_memory.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/train/gradient_clipping.hpp"
 #include "fitscope/train/history.hpp"

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -74,6 +75,14 @@ NodeRendezvousHost::NodeRendezvousHost(const std::string& address, int port) : w
   if (listener_ < 0) {
     throw std::runtime_error("fitscope launch: the nodes' rendezvous cannot listen on " + where_ + " (LaunchOptions::master_port + 1): " + why);
   }
+}
+
+int NodeRendezvousHost::port() const {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+  return ntohs(address.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port
+                                             : reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
 }
 
 NodeRendezvousHost::~NodeRendezvousHost() {

@@ -21,14 +21,16 @@ struct Membership {
   std::vector<int64_t> members;  ///< their --node-rank, in order (node 0 only)
 };
 
-/// Node 0's side: listens on `address`:`port` from construction on. Throws std::runtime_error when
-/// it cannot.
+/// Node 0's side: listens on `address`:`port` (0: a port the kernel picks) from construction on.
+/// Throws std::runtime_error when it cannot.
 class NodeRendezvousHost {
  public:
   NodeRendezvousHost(const std::string& address, int port);
   ~NodeRendezvousHost();
   NodeRendezvousHost(const NodeRendezvousHost&) = delete;
   NodeRendezvousHost& operator=(const NodeRendezvousHost&) = delete;
+  /// The port it listens on.
+  int port() const;
 
   /// Gathers the nodes of the next attempt (see above) and answers them. A node of another job id, or
   /// one that joins twice, is answered "refused" with the reason. Throws std::runtime_error when

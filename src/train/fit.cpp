@@ -16,6 +16,7 @@
 #include "fitscope/data/loading/loader.hpp"
 #include "fitscope/data/streams/stream_dataset.hpp"
 #include "fitscope/data/sources/subset_dataset.hpp"
+#include "fitscope/train/freed_memory.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
 #include "fitscope/train/trainer.hpp"
 #include "step_graph.hpp"
@@ -492,6 +493,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
     options_.metrics = *o.metrics;
   }
 
+  if (options_.keep_freed_memory) keep_freed_memory();  // before the fit's first allocation
   Fit fit(*this, std::move(data), o);
   Attached attached(fit.callbacks, context_.get());
   StepContext context{*model_, *optimizer_, options_.loss, clock_};

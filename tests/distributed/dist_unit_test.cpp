@@ -2,11 +2,6 @@
 // gradient reducer on a single-process context, uneven evaluation shards, straggler detection and
 // the launcher (on /bin/sh commands).
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
@@ -202,17 +197,22 @@ TEST(DistributedSampler, UnevenShardsSeeEveryExampleOnce) {
   EXPECT_EQ(seen, all);
 }
 
+/// Rank `rank` of `world`'s shuffled sampler (seed 9) over `size` examples, at epoch `epoch`.
+DistributedSampler seed_nine(int64_t size, int64_t world, int64_t rank, int64_t epoch) {
+  DistributedSamplerOptions o;
+  o.rank = rank;
+  o.world_size = world;
+  o.seed = 9;
+  DistributedSampler sampler(size, o);
+  sampler.set_epoch(epoch);
+  return sampler;
+}
+
 /// What `world` ranks took of epoch `epoch` in their first `batches` batches of `batch`.
 std::vector<int64_t> taken(int64_t size, int64_t world, int64_t epoch, int64_t batches, int64_t batch) {
   std::vector<int64_t> out;
   for (int64_t r = 0; r < world; ++r) {
-    DistributedSamplerOptions o;
-    o.rank = r;
-    o.world_size = world;
-    o.seed = 9;
-    DistributedSampler sampler(size, o);
-    sampler.set_epoch(epoch);
-    const auto shard = sampler.indices();
+    const auto shard = seed_nine(size, world, r, epoch).indices();
     out.insert(out.end(), shard.begin(), shard.begin() + std::min<int64_t>(batches * batch, static_cast<int64_t>(shard.size())));
   }
   return out;
@@ -224,12 +224,7 @@ TEST(DistributedSampler, ThePassAnotherNumberOfRanksBeganIsSplitAnewWithNoExampl
     std::vector<int64_t> seen = taken(240, 4, 7, 5, 6);
     std::vector<int64_t> lengths;
     for (int64_t r = 0; r < world; ++r) {
-      DistributedSamplerOptions o;
-      o.rank = r;
-      o.world_size = world;
-      o.seed = 9;
-      DistributedSampler sampler(240, o);
-      sampler.set_epoch(7);
+      const DistributedSampler sampler = seed_nine(240, world, r, 7);
       const auto rest = sampler.indices_after(120);
       lengths.push_back(static_cast<int64_t>(rest.size()));
       seen.insert(seen.end(), rest.begin(), rest.end());
@@ -246,11 +241,7 @@ TEST(DistributedSampler, ThePassAnotherNumberOfRanksBeganIsSplitAnewWithNoExampl
     EXPECT_EQ(seen.size(), 240u) << world << " ranks";
   }
   // 2 ranks took 3 batches of 5 (30 of 50); 4 ranks split 20 as the pass would be: 5 each
-  DistributedSamplerOptions o;
-  o.world_size = 4;
-  o.seed = 9;
-  DistributedSampler sampler(50, o);
-  sampler.set_epoch(1);
+  const DistributedSampler sampler = seed_nine(50, 4, 0, 1);
   EXPECT_EQ(sampler.indices_after(30).size(), 5u);
   EXPECT_EQ(sampler.indices_after(50).size(), 0u);
   EXPECT_EQ(sampler.indices_after(52).size(), 0u);  // the old pass's pads: nothing left
@@ -323,18 +314,8 @@ TEST(RankTimings, NamesThePhaseThatMakesAStragglerSlowInMostStepsOrNowAndThen) {
 TEST(NodeRendezvous, NumbersTheNodesThatJoinNodeZeroFirstAndGoesOnWithAtLeastTheFewestAfterTheWait) {
   using distributed::detail::join_nodes;
   using distributed::detail::Membership;
-  const int port = [] {  // a port nobody listens on now
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t n = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-    ::close(fd);
-    return static_cast<int>(ntohs(a.sin_port));
-  }();
-  distributed::detail::NodeRendezvousHost host("127.0.0.1", port);
+  distributed::detail::NodeRendezvousHost host("127.0.0.1", 0);
+  const int port = host.port();
   // every node of three: no wait
   Membership two, one;
   std::thread second([&] { two = join_nodes("127.0.0.1", port, "job", 2, 10, -1); });

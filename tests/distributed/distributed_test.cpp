@@ -582,23 +582,34 @@ TEST(Distributed, TheRendezvousStoreListensWhereTheLaunchHelpSays) {
 
 /// Two tasks started as srun starts them (its variables only, no torchrun's) train as one data-parallel
 /// job into one run directory, not as two runs on all the data.
+/// Two tasks of an srun step (`task(r)` starts task r with srun's variables and `fitscope train`
+/// after them) train as one job into one run directory.
+void two_slurm_tasks_train_as_one_job(const std::function<std::vector<std::string>(int, const std::vector<std::string>&)>& task,
+                                      const std::string& run_dir) {
+  const std::vector<std::string> train = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1", "--synthetic-size", "400",
+                                          "--run-dir", run_dir, "--dist-timeout", "30", "--quiet"};
+  LiveLaunch one(task(1, train));
+  LiveLaunch zero(task(0, train));
+  EXPECT_EQ(zero.wait_exit(std::chrono::seconds(90)), 0) << zero.text();
+  EXPECT_EQ(one.wait_exit(std::chrono::seconds(30)), 0) << one.text();
+  const auto summary = nlohmann::json::parse(read_file(run_dir + "/summary.json"));
+  EXPECT_EQ(summary.at("world_size"), 2);
+  EXPECT_EQ(summary.at("ranks").size(), 2u);
+}
+
 TEST(Distributed, TwoSlurmTasksTrainAsOneJobIntoOneRunDirectory) {
   TempDir dir;
   const std::string job = std::to_string(1000 + ::getpid() % 9000);  // the store's port: 15000 + job
-  const auto task = [&](int r) {
-    const std::string id = std::to_string(r);
-    return std::vector<std::string>{"/usr/bin/env", "SLURM_PROCID=" + id, "SLURM_NTASKS=2", "SLURM_STEP_NUM_TASKS=2", "SLURM_LOCALID=" + id,
-                                    "SLURM_NODEID=0", "SLURM_STEP_TASKS_PER_NODE=2", "SLURM_STEP_NODELIST=localhost",
-                                    "SLURM_JOB_ID=" + job, "SLURM_STEP_ID=0", FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1",
-                                    "--synthetic-size", "400", "--run-dir", dir.path() + "/run", "--dist-timeout", "30", "--quiet"};
-  };
-  LiveLaunch one(task(1));
-  LiveLaunch zero(task(0));
-  EXPECT_EQ(zero.wait_exit(std::chrono::seconds(90)), 0) << zero.text();
-  EXPECT_EQ(one.wait_exit(std::chrono::seconds(30)), 0) << one.text();
-  const auto summary = nlohmann::json::parse(read_file(dir.path() + "/run/summary.json"));
-  EXPECT_EQ(summary.at("world_size"), 2);
-  EXPECT_EQ(summary.at("ranks").size(), 2u);
+  two_slurm_tasks_train_as_one_job(
+      [&](int r, const std::vector<std::string>& train) {
+        const std::string id = std::to_string(r);
+        std::vector<std::string> argv = {"/usr/bin/env", "SLURM_PROCID=" + id, "SLURM_NTASKS=2", "SLURM_STEP_NUM_TASKS=2",
+                                         "SLURM_LOCALID=" + id, "SLURM_NODEID=0", "SLURM_STEP_TASKS_PER_NODE=2",
+                                         "SLURM_STEP_NODELIST=localhost", "SLURM_JOB_ID=" + job, "SLURM_STEP_ID=0"};
+        argv.insert(argv.end(), train.begin(), train.end());
+        return argv;
+      },
+      dir.path() + "/run");
 }
 
 /// torchrun's default (static) rendezvous: its agent hosts the TCPStore on MASTER_PORT and tells the
@@ -976,22 +987,16 @@ TEST(Distributed, TwoSlurmTasksOnTwoHostsTrainAsOneJob) {
   Hosts hosts(2);
   SKIP_WITHOUT(hosts);
   TempDir dir;
-  const auto task = [&](int r) {
-    const std::string id = std::to_string(r);
-    return std::vector<std::string>{
-        "/bin/sh", "-c",
-        hosts.on(r, {"/usr/bin/env", "SLURM_PROCID=" + id, "SLURM_NTASKS=2", "SLURM_STEP_NUM_TASKS=2", "SLURM_LOCALID=0",
-                     "SLURM_NODEID=" + id, "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_STEP_NODELIST=10.213.0.1,10.213.0.2",
-                     "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "1",
-                     "--synthetic-size", "400", "--run-dir", dir.path() + "/run", "--dist-timeout", "30", "--quiet"})};
-  };
-  LiveLaunch one(task(1));
-  LiveLaunch zero(task(0));
-  EXPECT_EQ(zero.wait_exit(std::chrono::seconds(90)), 0) << zero.text();
-  EXPECT_EQ(one.wait_exit(std::chrono::seconds(30)), 0) << one.text();
-  const auto summary = nlohmann::json::parse(read_file(dir.path() + "/run/summary.json"));
-  EXPECT_EQ(summary.at("world_size"), 2);
-  EXPECT_EQ(summary.at("ranks").size(), 2u);
+  two_slurm_tasks_train_as_one_job(
+      [&](int r, const std::vector<std::string>& train) {
+        const std::string id = std::to_string(r);
+        std::vector<std::string> argv = {"/usr/bin/env", "SLURM_PROCID=" + id, "SLURM_NTASKS=2", "SLURM_STEP_NUM_TASKS=2",
+                                         "SLURM_LOCALID=0", "SLURM_NODEID=" + id, "SLURM_STEP_TASKS_PER_NODE=1(x2)",
+                                         "SLURM_STEP_NODELIST=10.213.0.1,10.213.0.2", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0"};
+        argv.insert(argv.end(), train.begin(), train.end());
+        return std::vector<std::string>{"/bin/sh", "-c", hosts.on(r, argv)};
+      },
+      dir.path() + "/run");
 }
 
 }  // namespace

@@ -291,18 +291,29 @@ TEST(Verdict, OnABusyGpuAHostWaitIsHiddenBehindTheDevicesWorkAndTheRunIsComputeB
   EXPECT_NEAR(input.share, 0.4, 1e-9);
 }
 
+namespace verdict_test {
+/// A rank's straggling: chronic (in most steps) or now and then, its phase's time and the others', its
+/// busy time and the others'.
+StragglerCause straggling(int64_t rank, bool chronic, Phase phase, double phase_ms, double peers_phase_ms, double busy_ms,
+                          double peers_busy_ms) {
+  StragglerCause c;
+  c.rank = rank;
+  c.chronic = chronic;
+  c.phase = phase;
+  c.phase_ms = phase_ms;
+  c.peers_phase_ms = peers_phase_ms;
+  c.busy_ms = busy_ms;
+  c.peers_busy_ms = peers_busy_ms;
+  return c;
+}
+}  // namespace verdict_test
+
 TEST(Verdict, NamesTheRankTheOthersWaitForAndItsPhaseNotTheCommunication) {
+  using verdict_test::straggling;
   // the chief (rank 0) waits 5 ms of its 10 ms step in comm for rank 1, whose backward takes 5 ms more
   const PhaseStats chief = steps_with({{Phase::forward, 2'000'000}, {Phase::backward, 3'000'000}, {Phase::comm, 5'000'000}});
-  StragglerCause slow;
-  slow.rank = 1;
-  slow.phase = Phase::backward;
-  slow.phase_ms = 8.0;
-  slow.peers_phase_ms = 3.0;
-  slow.busy_ms = 10.0;
-  slow.peers_busy_ms = 5.0;
   VerdictContext ctx;
-  ctx.stragglers = {slow};
+  ctx.stragglers = {straggling(1, true, Phase::backward, 8.0, 3.0, 10.0, 5.0)};
   const Verdict v = judge(chief, ctx);
   EXPECT_EQ(v.bound, "straggler");
   EXPECT_EQ(v.level, "highly");
@@ -318,16 +329,8 @@ TEST(Verdict, NamesTheRankTheOthersWaitForAndItsPhaseNotTheCommunication) {
   EXPECT_EQ(judge(chief, VerdictContext{}).bound, "communication");
 
   // a rank that waits for its data now and then is said, not the bound
-  StragglerCause stalls;
-  stalls.rank = 2;
-  stalls.chronic = false;
-  stalls.phase = Phase::data_wait;
-  stalls.phase_ms = 40;
-  stalls.peers_phase_ms = 1;
-  stalls.busy_ms = 46;
-  stalls.peers_busy_ms = 6;
   VerdictContext now_and_then;
-  now_and_then.stragglers = {stalls};
+  now_and_then.stragglers = {straggling(2, false, Phase::data_wait, 40, 1, 46, 6)};
   const Verdict w = judge(steps_with({{Phase::forward, 5'000'000}, {Phase::backward, 5'000'000}}), now_and_then);
   EXPECT_EQ(w.bound, "compute");
   EXPECT_NE(w.stragglers.find("rank 2 straggles now and then: its data_wait's p99 is 40.00 ms against 1.00 ms"),

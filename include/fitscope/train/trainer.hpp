@@ -98,6 +98,9 @@ struct TrainerOptions {
   /// losses; a data-parallel run communicates on those batches only.
   int64_t accumulate = 1;
   bool timing = true;                          ///< read the step clock (off only to measure its cost)
+  /// keep_freed_memory() when a fit starts: the memory a step frees stays for the next step instead of
+  /// being faulted in again (freed_memory.hpp; process-wide; off leaves the C library's defaults).
+  bool keep_freed_memory = true;
   /// A batch hook whose p50 reaches this fraction of the step's p50 gets a slow-callback warning.
   double slow_callback_threshold = detail::kSlowHookShare;
   /// Receives warnings (slow callbacks, ...); empty = print "fitscope: warning: ..." to stderr.
