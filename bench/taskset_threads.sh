@@ -3,7 +3,9 @@
 # and run as `--threads 1` does (it used to count the machine's cores and run 2 intra-op threads, 17 %
 # slower). Runs the seed CNN both ways in turn, A B B A, and prints each pair's steady-state step p50
 # (summary.json) and their ratio; the goal is within 3 % (a ratio in 0.97 to 1.03). Both run the same
-# setting (intra-op 1, BLAS 1): what is left is the machine's run-to-run noise.
+# setting (intra-op 1, BLAS 1): what is left is the machine's run-to-run noise. The run directories'
+# names make both command lines as long (a longer one lays the process's memory out otherwise, which
+# moved the step by a few % even with TrainerOptions::keep_freed_memory).
 #   bench/taskset_threads.sh build/tools/fitscope/fitscope [pairs, default 5]
 set -euo pipefail
 fitscope=$1
@@ -17,10 +19,10 @@ for i in $(seq "$pairs"); do
   [ $((i % 2)) = 0 ] && order="1 auto"  # A B, then B A: neither always runs first
   for threads in $order; do
     taskset -c 0 "$fitscope" train --model cnn --synthetic-size 1200 --epochs 1 --threads "$threads" --quiet \
-      --run-dir "$dir/$threads-$i" > /dev/null
+      --run-dir "$dir/$(printf '%-4s' "$threads" | tr ' ' _)-$i" > /dev/null  # command lines of one length
   done
   a=$(p50 "$dir/auto-$i")
-  b=$(p50 "$dir/1-$i")
+  b=$(p50 "$dir/1___-$i")
   ratios+=("$(python3 -c "print($a / $b)")")
   printf 'pair %d: --threads auto p50 %.3f ms, --threads 1 p50 %.3f ms, ratio %.3f\n' "$i" "$a" "$b" "${ratios[-1]}"
 done
