@@ -451,18 +451,21 @@ void record_restart(RestartHistory& history, const Outcome& failed) {
 }  // namespace
 
 int launch(const LaunchOptions& o, const std::vector<std::string>& command, std::ostream& out, std::ostream& err) {
-  check(o.nproc_per_node >= 1, "--nproc-per-node must be >= 1, got " + std::to_string(o.nproc_per_node));
-  check(o.nnodes >= 1, "--nnodes must be >= 1, got " + std::to_string(o.nnodes));
+  check(o.nproc_per_node >= 1, "LaunchOptions::nproc_per_node must be >= 1, got " + std::to_string(o.nproc_per_node));
+  check(o.nnodes >= 1, "LaunchOptions::nnodes must be >= 1, got " + std::to_string(o.nnodes));
   check(o.node_rank >= 0 && o.node_rank < o.nnodes,
-        "--node-rank must be in [0, " + std::to_string(o.nnodes) + "), got " + std::to_string(o.node_rank));
-  check(o.master_port >= 1 && o.master_port <= 65535, "--master-port must be in [1, 65535], got " + std::to_string(o.master_port));
-  check(!o.master_addr.empty(), "--master-addr must not be empty");
-  check(!o.grace_s || *o.grace_s >= 0, "--grace must be >= 0, got " + std::to_string(o.grace_s.value_or(0)));
-  check(o.max_restarts >= 0, "--max-restarts must be >= 0, got " + std::to_string(o.max_restarts));
+        "LaunchOptions::node_rank must be in [0, " + std::to_string(o.nnodes) + "), got " + std::to_string(o.node_rank));
+  check(o.master_port >= 1 && o.master_port <= 65535,
+        "LaunchOptions::master_port must be in [1, 65535], got " + std::to_string(o.master_port));
+  check(!o.master_addr.empty(), "LaunchOptions::master_addr must not be empty");
+  check(!o.grace_s || *o.grace_s >= 0, "LaunchOptions::grace_s must be >= 0, got " + std::to_string(o.grace_s.value_or(0)));
+  check(o.max_restarts >= 0, "LaunchOptions::max_restarts must be >= 0, got " + std::to_string(o.max_restarts));
   check(o.min_nodes == 0 || (o.min_nodes >= 1 && o.min_nodes <= o.nnodes && o.nnodes > 1),
-        "--nnodes MIN:MAX needs 1 <= MIN <= MAX and MAX > 1, got " + std::to_string(o.min_nodes) + ":" + std::to_string(o.nnodes));
-  check(o.min_nodes == 0 || o.master_port < 65535, "--nnodes MIN:MAX needs --master-port + 1 for the nodes' rendezvous, got --master-port 65535");
-  check(o.join_wait_s >= 0, "--join-wait must be >= 0, got " + std::to_string(o.join_wait_s));
+        "LaunchOptions::min_nodes must be 0 or in [1, nnodes] with nnodes > 1, got " + std::to_string(o.min_nodes) + " of " +
+            std::to_string(o.nnodes));
+  check(o.min_nodes == 0 || o.master_port < 65535,
+        "LaunchOptions::min_nodes needs LaunchOptions::master_port + 1 for the nodes' rendezvous, got LaunchOptions::master_port 65535");
+  check(o.join_wait_s >= 0, "LaunchOptions::join_wait_s must be >= 0, got " + std::to_string(o.join_wait_s));
   check(!command.empty(), "launch needs a command after --, got none");
 
   SignalForwarding signals;

@@ -3,7 +3,7 @@
 // before each attempt, on the nodes that take part. Node 0's launcher listens on MASTER_PORT + 1 (its
 // ranks' store is on MASTER_PORT); every other launcher connects and says "join JOB NODE". Node 0
 // waits until every node has joined, or until at least `min_nodes` have and `join_wait_s` passed
-// without another, then answers each "go INDEX COUNT": the members in the order of their --node-rank,
+// without another, then answers each "go INDEX COUNT": the members in the order of their node rank,
 // node 0 first, so rank 0 and its store stay on node 0. A node that joins while an attempt runs waits
 // in the listening queue for the next rendezvous (the next restart). Losing node 0 ends the job, as
 // losing torchrun's rendezvous endpoint does. Plain sockets, no libtorch; one thread.

@@ -188,13 +188,14 @@ void Rendezvous::setup_failed(const std::exception& e) const {
 }
 
 namespace {
-std::string failure_key(int64_t rank) { return "fitscope/failed/" + std::to_string(rank); }
+/// The n-th own failure told (from 1), in the order the store counted them.
+std::string failure_key(int64_t n) { return "fitscope/failure/" + std::to_string(n); }
 }  // namespace
 
 void Rendezvous::tell_own_failure(const std::string& what) noexcept {
   try {
-    const std::string line = what.substr(0, what.find('\n'));
-    store_->set(failure_key(env_.rank), std::vector<uint8_t>(line.begin(), line.end()));
+    const std::string line = "rank " + std::to_string(env_.rank) + " failed first, by itself: " + what.substr(0, what.find('\n'));
+    store_->set(failure_key(store_->add("fitscope/failures", 1)), std::vector<uint8_t>(line.begin(), line.end()));
   } catch (...) {
     // the store is gone with its host: the peers name this rank by its silence
   }
@@ -207,15 +208,13 @@ void Rendezvous::fail(const char* what, const std::exception& e) {
                              std::to_string(timeout_.count()) + " ms): " + first_line(e);
     // a peer that failed by itself and said why is the one to name, with its own error
     std::string told;
-    for (int64_t r = 0; r < env_.world_size && told.empty(); ++r) {
-      try {
-        if (r != env_.rank && store_->check({failure_key(r)})) {
-          const std::vector<uint8_t> line = store_->get(failure_key(r));
-          told = "rank " + std::to_string(r) + " failed first, by itself: " + std::string(line.begin(), line.end());
-        }
-      } catch (...) {
-        break;  // the store is gone: the heartbeat names the silent
+    try {
+      if (store_->check({failure_key(1)})) {
+        const std::vector<uint8_t> line = store_->get(failure_key(1));
+        told.assign(line.begin(), line.end());
       }
+    } catch (...) {
+      // the store is gone: the heartbeat names the silent
     }
     if (!told.empty()) {
       failure_ = told + "; then " + here;

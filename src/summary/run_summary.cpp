@@ -73,8 +73,8 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
     RankSummary& r = s.ranks[static_cast<std::size_t>(c.rank)];
     r.straggles = c.chronic ? "most steps" : "now and then";
     r.straggle_phase = std::string(phase_name(c.phase));
+    if (c.chronic) s.stragglers.push_back(c.rank);  // RankTimings::stragglers(), in rank order
   }
-  if (several) s.stragglers = m.ranks.stragglers();
   s.straggler_margin = kStragglerMargin;
   for (Phase p : all_phases()) {  // each phase's mean over ranks and max over ranks (of the per-rank means)
     double sum = 0, most = 0;

@@ -264,11 +264,14 @@ struct StraggleKind {
   const char* fix;
 };
 
+/// The phases of the model's own work: compute.
+const std::vector<Phase> kComputePhases = {Phase::forward, Phase::backward, Phase::optimizer, Phase::graph, Phase::metrics};
+
 const StraggleKind kStraggleKinds[] = {
     {{Phase::data_wait}, "its input is slower than theirs (a slower disk, fewer free cores for its workers, or larger records in its "
      "shards): give its loader more LoaderOptions::workers or balance the shards"},
     {{Phase::h2d}, "its copies to the device are slower: pin the batches (LoaderOptions::pin_memory) or look at its device's link"},
-    {{Phase::forward, Phase::backward, Phase::optimizer, Phase::graph, Phase::metrics}, "the same math takes it longer: a slower or busier machine (other processes or a CPU quota on its host, "
+    {kComputePhases, "the same math takes it longer: a slower or busier machine (other processes or a CPU quota on its host, "
      "fewer cores, a hotter or slower GPU); give it a machine like the others' or look at its host's load"},
     {{Phase::callbacks}, "callbacks that run on it alone (the chief's logging, its checkpoints): run them off the training thread "
      "(Callback::set_async(true)) or less often"},
@@ -284,7 +287,7 @@ const StraggleKind& straggle_kind(Phase p) {
 }
 
 /// "rank 1 straggles in most steps: its backward takes 12.10 ms a step (mean) against 2.05 ms on the
-/// other ranks' median, its own work 14.20 ms at p50 against 4.10 ms"
+/// other ranks, its own work (the step less comm) 14.20 ms at p50 against 4.10 ms", or now and then.
 std::string straggle_text(const StragglerCause& c) {
   char text[400];
   if (c.chronic) {
@@ -316,7 +319,7 @@ const StragglerCause* slowest_straggler(const VerdictContext& ctx) {
 double straggler_share(const PhaseStats& s, const VerdictContext& ctx) {
   const StragglerCause* slowest = slowest_straggler(ctx);
   const double step = s.step().mean_ms;
-  return slowest && step > 0 ? std::clamp((slowest->busy_ms - slowest->peers_busy_ms) / step, 0.0, 1.0) : 0.0;
+  return host(slowest && step > 0 ? std::clamp((slowest->busy_ms - slowest->peers_busy_ms) / step, 0.0, 1.0) : 0.0, ctx);
 }
 
 /// `comm`'s share less the others' wait for a chronic straggler, when the judged rank is one of the others.
@@ -329,8 +332,7 @@ double communication_share(const PhaseStats& s, const VerdictContext& ctx) {
 AdviceText straggler_advice(const std::string& of_step, double, double, const VerdictContext& ctx) {
   const StragglerCause* slowest = slowest_straggler(ctx);
   if (!slowest) return {"", {}};
-  const std::string rank = std::to_string(slowest->rank);
-  return {"the other ranks wait for rank " + rank + " " + of_step + " (in comm): " + straggle_text(*slowest) + "; " +
+  return {"the other ranks wait for rank " + std::to_string(slowest->rank) + " " + of_step + " (in comm): " + straggle_text(*slowest) + "; " +
               straggle_kind(slowest->phase).fix,
           {}};
 }
@@ -369,10 +371,10 @@ const BoundRule kBounds[] = {
 
 const BoundRule kCompute = {"compute",
                             [](const PhaseStats& s, const VerdictContext& c) {
-                              return c.device_idle_fraction >= 0 ? 1 - c.device_idle_fraction
-                                                                 : s.share(Phase::forward) + s.share(Phase::backward) +
-                                                                       s.share(Phase::optimizer) + s.share(Phase::graph) +
-                                                                       s.share(Phase::metrics);
+                              if (c.device_idle_fraction >= 0) return 1 - c.device_idle_fraction;
+                              double share = 0;
+                              for (Phase p : kComputePhases) share += s.share(p);
+                              return share;
                             },
                             0.0, 0.80, compute_advice};
 

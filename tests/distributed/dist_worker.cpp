@@ -148,6 +148,24 @@ class InterruptAfter : public Callback {
   int64_t steps_, seen_ = 0;
 };
 
+/// A Run into the run directory `out` at Keras's `verbose` level, without a progress bar.
+RunOptions run_into(const std::string& out, int verbose) {
+  RunOptions o;
+  o.run_dir = out;
+  o.verbose = verbose;
+  o.progress_bar = false;
+  return o;
+}
+
+/// Two epochs in batches of `batch`, built on the training thread.
+FitOptions two_epochs(int64_t batch) {
+  FitOptions fit;
+  fit.epochs = 2;
+  fit.loader.batch_size = batch;
+  fit.loader.workers = 0;
+  return fit;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,29 +200,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "straggle") {
-    RunOptions run_options;
-    run_options.run_dir = out;
-    run_options.verbose = 1;
-    run_options.progress_bar = false;
-    Run run(run_options);
+    Run run(run_into(out, 1));
     Trainer trainer(DelayedMlp(context->rank() == 1 ? std::stoll(argv[3]) : 0), options);
-    FitOptions fit;
-    fit.epochs = 2;
-    fit.loader.batch_size = 16;
-    fit.loader.workers = 0;
-    std::cout << format_summary(run.fit(trainer, examples(1200, 4), fit));
+    std::cout << format_summary(run.fit(trainer, examples(1200, 4), two_epochs(16)));
     return 0;
   }
   if (mode == "fail") {
-    RunOptions run_options;
-    run_options.run_dir = out;
-    run_options.verbose = 0;
-    Run run(run_options);
+    Run run(run_into(out, 0));
     Trainer trainer(models::Mlp(64, 10), options);
-    FitOptions fit;
-    fit.epochs = 2;
-    fit.loader.batch_size = 8;
-    fit.loader.workers = 0;
+    FitOptions fit = two_epochs(8);
     if (context->rank() == 1) fit.callbacks.push_back(std::make_shared<FailAt>(std::stoll(argv[3])));
     try {
       run.fit(trainer, examples(960, 6), fit);
@@ -218,10 +222,7 @@ int main(int argc, char** argv) {
   if (mode == "elastic") {
     const std::string records = argv[3];
     const int64_t stop = std::stoll(argv[4]);
-    RunOptions run_options;
-    run_options.run_dir = out;
-    run_options.verbose = 1;
-    run_options.progress_bar = false;
+    RunOptions run_options = run_into(out, 1);
     run_options.backup = true;
     run_options.backup_every_batches = 4;
     run_options.resume = std::filesystem::exists(out + "/backup");
@@ -230,10 +231,7 @@ int main(int argc, char** argv) {
                     options);
     TensorDataset data = examples(960, 5);
     data.inputs().flatten(1).select(1, 0).copy_(at::arange(960, at::kFloat));  // each example's index, exact in float
-    FitOptions fit;
-    fit.epochs = 2;
-    fit.loader.batch_size = 8;
-    fit.loader.workers = 0;
+    FitOptions fit = two_epochs(8);
     fit.loader.delay_ms = argc > 5 ? std::stod(argv[5]) : 0.0;
     if (stop > 0) fit.callbacks.push_back(std::make_shared<InterruptAfter>(stop));
     run.fit(trainer, data, fit);

@@ -63,7 +63,7 @@ constexpr double kNodeJoinTimeoutS = 600;
 
 /// Runs the ranks until all have exited; returns 0 when every rank of the last attempt exited with 0,
 /// 1 when one failed and no restart is left (the failure is named on `err`'s last line), 128 + signal
-/// when interrupted. Throws std::invalid_argument for bad options (naming the flag) and
+/// when interrupted. Throws std::invalid_argument for bad options (naming the option) and
 /// std::runtime_error when a process cannot be started.
 int launch(const LaunchOptions& options, const std::vector<std::string>& command, std::ostream& out, std::ostream& err);
 
