@@ -107,6 +107,7 @@
 #include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
 #include "fitscope/timing/hook.hpp"
+#include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/phase_stats.hpp"

@@ -27,7 +27,7 @@ std::string setting_of(const RunSummary& s, const std::string& name) {
 
 // steps.csv's measured rows: the chief's step and phases, every rank's own work
 void read_steps(const std::string& path, const RunSummary& summary, int segments, RunSeries& out) {
-  int rank_column = -1, step_column = -1, comm_column = -1;
+  int rank_column = -1, step_column = -1, comm_column = -1, probed_column = -1;
   std::vector<std::pair<int, std::string>> phase_columns;
   std::map<int64_t, int64_t> rows_seen;  // by rank
   int64_t chief = -1;
@@ -40,6 +40,7 @@ void read_steps(const std::string& path, const RunSummary& summary, int segments
           const int index = static_cast<int>(i);
           if (c == "rank") rank_column = index;
           else if (c == "step_ms") step_column = index;
+          else if (c == "probed") probed_column = index;
           else if (c.size() > 3 && c.compare(c.size() - 3, 3, "_ms") == 0) {
             if (c == "comm_ms") comm_column = index;
             phase_columns.emplace_back(index, c.substr(0, c.size() - 3));
@@ -54,6 +55,8 @@ void read_steps(const std::string& path, const RunSummary& summary, int segments
                                  ? static_cast<int64_t>(row[static_cast<std::size_t>(rank_column)])
                                  : 0;
         if (rows_seen[rank]++ < warmup) return;
+        // a probed step is left out of the distributions summary.json's counts hold
+        if (probed_column >= 0 && row[static_cast<std::size_t>(probed_column)] == 1) return;
         const double step = row[static_cast<std::size_t>(step_column)];
         if (!std::isfinite(step)) throw std::invalid_argument(path + ": a step_ms that is not a number");
         const double comm = comm_column >= 0 ? row[static_cast<std::size_t>(comm_column)] : 0.0;

@@ -117,6 +117,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   }
   s.clock_overhead_ns_per_step = m.clock_overhead_ns_per_step;
   if (m.cuda_graph.tried || facts.device.rfind("cuda", 0) == 0) s.cuda_graph = m.cuda_graph;
+  s.layers = m.layers;
 
   VerdictContext context;
   context.batch_size = facts.batch_size;

@@ -2,6 +2,8 @@
 #include "fitscope/summary/run_summary.hpp"
 
 #include "fitscope/io/detail/bounded_json.hpp"
+#include "layer_times_json.hpp"
+#include "summary_reader.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include <stdexcept>
 
 namespace fitscope {
+using detail::Reader;
 using nlohmann::json;
 
 std::string RunSummary::to_json() const {
@@ -200,6 +203,7 @@ std::string RunSummary::to_json() const {
       {"communication", communication_json},
       {"device_timing", device_json},
       {"cuda_graph", cuda_graph_json},
+      {"layers", detail::layer_times_to_json(layers)},
       {"restarts", restarts_json},
       {"streams", streams_json},
       {"clock_overhead_ns_per_step", clock_overhead_ns_per_step},
@@ -217,73 +221,6 @@ std::string RunSummary::to_json() const {
 }
 
 namespace {
-
-/// Reads keys of one JSON object, naming the source and the key's path in every error.
-class Reader {
- public:
-  Reader(const json& object, std::string source, std::string path)
-      : object_(object), source_(std::move(source)), path_(std::move(path)) {
-    if (!object_.is_object()) fail(path_.empty() ? "the top level" : path_, "an object");
-  }
-
-  template <typename T>
-  T get(const char* key) const {
-    const json& v = at(key);
-    try {
-      return v.get<T>();
-    } catch (const json::exception&) {
-      fail(where(key), expected<T>());
-    }
-  }
-  std::optional<double> optional_number(const char* key) const {
-    const json& v = at(key);
-    if (v.is_null()) return std::nullopt;
-    if (!v.is_number()) fail(where(key), "a number or null");
-    return v.get<double>();
-  }
-  Reader object(const char* key) const { return Reader(at(key), source_, where(key)); }
-  const json& array(const char* key) const {
-    const json& v = at(key);
-    if (!v.is_array()) fail(where(key), "an array");
-    return v;
-  }
-  /// The object at `key`, or nothing when it is null.
-  std::optional<Reader> nullable_object(const char* key) const {
-    const json& v = at(key);
-    if (v.is_null()) return std::nullopt;
-    return Reader(v, source_, where(key));
-  }
-  Reader element(const json& item, std::size_t index, const char* key) const {
-    return Reader(item, source_, where(key) + "[" + std::to_string(index) + "]");
-  }
-  const json& raw() const { return object_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string where(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  const json& at(const char* key) const {
-    const auto it = object_.find(key);
-    if (it == object_.end()) {
-      throw std::invalid_argument(source_ + ": missing key \"" + where(key) +
-                                  "\" (a summary.json of an older fitscope or a broken file; run the training again)");
-    }
-    return *it;
-  }
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw std::invalid_argument(source_ + ": key \"" + key + "\" is not " + what);
-  }
-  template <typename T>
-  static std::string expected() {
-    if constexpr (std::is_same_v<T, std::string>) return "a string";
-    if constexpr (std::is_same_v<T, bool>) return "true or false";
-    if constexpr (std::is_integral_v<T>) return "an integer";
-    if constexpr (std::is_floating_point_v<T>) return "a number";
-    return "of the expected type";
-  }
-
-  const json& object_;
-  std::string source_, path_;
-};
 
 PhaseSummary read_phase(const Reader& r, bool full) {
   PhaseSummary p;
@@ -481,6 +418,11 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
       o.trial_steps = g->get<int64_t>("trial_steps");
       s.cuda_graph = o;
     }
+  }
+  if (r.raw().contains("layers")) {
+    s.layers = detail::layer_times_from_json(r.object("layers"));
+  } else {
+    s.layers.why_not = "not measured (a summary.json from before the layer probe)";
   }
   if (const auto k = r.nullable_object("restarts")) {
     RestartsSummary t;

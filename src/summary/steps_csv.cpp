@@ -13,7 +13,7 @@ StepsCsvWriter::StepsCsvWriter(const std::string& path) : path_(path), out_(path
 std::string StepsCsvWriter::header() {
   std::string h = "epoch,batch,rank,step_ms";
   for (Phase p : all_phases()) h += "," + std::string(phase_name(p)) + "_ms";
-  return h;
+  return h + ",probed";
 }
 
 void StepsCsvWriter::on_step(const StepRecord& r) {
@@ -25,7 +25,7 @@ void StepsCsvWriter::on_step(const StepRecord& r) {
     std::snprintf(cell, sizeof cell, ",%.6f", ns * 1e-6);
     buffer_ += cell;
   }
-  buffer_ += '\n';
+  buffer_ += r.probed ? ",1\n" : ",0\n";
   if (++rows_ % 4096 == 0) finish();
 }
 

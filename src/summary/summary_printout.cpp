@@ -137,6 +137,53 @@ std::string format_ranks(const RunSummary& s) {
   return out;
 }
 
+/// The layers that took the most of the probed steps' forward and backward, and what no layer claims.
+std::string format_layers(const RunSummary& s) {
+  const LayerTimes& t = s.layers;
+  if (t.probed_steps == 0) return t.why_not.empty() ? std::string() : "Layers: none probed: " + t.why_not + "\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "Layers: %lld %s probed, 1 in %lld%s (each %+.0f %%: %.1f %% of the run); %.3g GFLOP a step\n",
+                static_cast<long long>(t.probed_steps), t.probed_steps == 1 ? "step" : "steps",
+                static_cast<long long>(t.every), t.auto_every ? " (auto)" : "", t.probe_cost * 100, t.run_cost() * 100,
+                t.step_flops() * 1e-9);
+  std::string out = line;
+  const double phases_ms = t.per_step_ms(t.forward_phase_ns + t.backward_phase_ns);
+  constexpr std::size_t kShown = 5;
+  constexpr int kNumbers = 2 + 10 + 1 + 10 + 1 + 7 + 1 + 9, kMaxName = 80 - kNumbers;
+  const std::vector<const LayerTime*> top = t.by_time();
+  const std::size_t shown = std::min(top.size(), kShown);
+  int name_width = static_cast<int>(std::string("(unattributed)").size());
+  for (std::size_t i = 0; i < shown; ++i) name_width = std::max(name_width, static_cast<int>(top[i]->name.size()));
+  name_width = std::min(name_width, kMaxName);
+  std::snprintf(line, sizeof line, "  %-*s %10s %10s %7s %9s\n", name_width, "layer", "fwd ms", "bwd ms", "share", "GFLOP/s");
+  out += line;
+  const auto row = [&](const std::string& name, int64_t forward_ns, int64_t backward_ns, double flops) {
+    const double ms = t.per_step_ms(forward_ns + backward_ns);
+    char rate[32] = "-";
+    if (flops > 0 && ms > 0) std::snprintf(rate, sizeof rate, "%.1f", t.per_step(flops) * 1e-9 / (ms * 1e-3));
+    if (static_cast<int>(name.size()) > name_width) out += "  " + name + "\n";
+    std::snprintf(line, sizeof line, "  %-*s %10.3f %10.3f %6.1f%% %9s\n", name_width,
+                  static_cast<int>(name.size()) > name_width ? "" : name.c_str(), t.per_step_ms(forward_ns),
+                  t.per_step_ms(backward_ns), phases_ms > 0 ? ms / phases_ms * 100 : 0.0, rate);
+    out += line;
+  };
+  for (std::size_t i = 0; i < shown; ++i) {
+    row(top[i]->name, top[i]->forward_ns, top[i]->backward_ns, top[i]->forward_flops + top[i]->backward_flops);
+  }
+  if (top.size() > shown) {
+    int64_t forward = 0, backward = 0;
+    double flops = 0;
+    for (std::size_t i = shown; i < top.size(); ++i) {
+      forward += top[i]->forward_ns;
+      backward += top[i]->backward_ns;
+      flops += top[i]->forward_flops + top[i]->backward_flops;
+    }
+    row("(" + std::to_string(top.size() - shown) + " more)", forward, backward, flops);
+  }
+  row("(unattributed)", t.unattributed_forward_ns(), t.unattributed_backward_ns(), 0);
+  return out;
+}
+
 std::string format_breakdown(const RunSummary& s) {
   std::string out;
   char line[160];
@@ -162,6 +209,7 @@ std::string format_breakdown(const RunSummary& s) {
                   d.p99_ms, d.share * 100);
     out += line;
   }
+  out += format_layers(s);
   if (!s.callbacks.empty()) out += "Callbacks by total time (mode, calls, mean ms, p99 ms, total ms):\n";
   // the name column as wide as the longest name, up to what leaves the row within 80 columns; a longer
   // name has a line of its own above its figures

@@ -17,7 +17,7 @@ void RankTimings::add(const StepRecord& r) {
   }
   PhaseStats& stats = stats_[static_cast<std::size_t>(r.rank)];
   stats.add(r);
-  if (stats.steps() > stats.warmup_steps()) busy_[static_cast<std::size_t>(r.rank)].add(r.step_ns - r.phase(Phase::comm));
+  if (stats.steps() > stats.warmup_steps() && !r.probed) busy_[static_cast<std::size_t>(r.rank)].add(r.step_ns - r.phase(Phase::comm));
 }
 
 namespace {

@@ -12,6 +12,7 @@
 
 #include "fitscope/callbacks/detail/slow_callback_warning.hpp"
 #include "data_parallel_fit.hpp"
+#include "layer_probe.hpp"
 #include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loading/loader.hpp"
 #include "fitscope/data/streams/stream_dataset.hpp"
@@ -109,6 +110,20 @@ std::string not_capturable(const TrainerOptions& o, int64_t world_size, bool cap
   return {};
 }
 
+/// Why no step's layers are probed (TrainerOptions::layer_probe_every), "" when they are: the first rule
+/// that holds.
+std::string not_probed(const TrainerOptions& o) {
+  const std::pair<bool, const char*> rules[] = {
+      {!o.timing, "the step clock is off (TrainerOptions::timing)"},
+      {o.layer_probe_every < 0, "off (TrainerOptions::layer_probe_every is -1)"},
+      {!o.device.is_cpu(), "on a GPU a layer's time is the device's, which the probe's host clock does not read"},
+  };
+  for (const auto& [holds, reason] : rules) {
+    if (holds) return reason;
+  }
+  return {};
+}
+
 }  // namespace
 
 /// One fit's running state: the loaders, the callbacks, the rank agreement, the pending step records.
@@ -134,6 +149,8 @@ struct Trainer::Fit {
   CallbackList callbacks;
   std::unique_ptr<SlowCallbackWarning> slow_callbacks;
   std::unique_ptr<detail::StepGraph> graph;  // the step, eager or replayed (TrainerOptions::cuda_graph)
+  std::unique_ptr<detail::LayerProbe> layers;  // TrainerOptions::layer_probe_every
+  int64_t recorded = 0;                        // step records of this fit
   FitClock clock;
   bool batch_logs = false, has_callbacks = false, transfer = false;
   static constexpr std::size_t kFoldEvery = 16;
@@ -250,6 +267,12 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
                                                   return timer->busy_ms();
                                                 });
   }
+  {
+    const TrainerOptions& to = t.options_;
+    // a data-parallel run's ranks probe the same steps: a spacing fixed in advance, not each rank's own
+    const int64_t every = to.layer_probe_every == 0 && m.world_size > 1 ? 64 : to.layer_probe_every;
+    layers = std::make_unique<detail::LayerProbe>(*t.model_, t.clock_, every, to.layer_probe_max_cost, not_probed(to));
+  }
   slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { c.warn(text); },
                                                          t.options_.slow_callback_threshold);
   if (m.clock_overhead_ns_per_step == 0) m.clock_overhead_ns_per_step = calibrate_clock();  // once per trainer
@@ -354,7 +377,12 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
     context.loss_scale = 1.0 / static_cast<double>(size);
   }
   context.grad_norm.reset();
+  // an eager step only: a replayed graph is one phase whose operations the host does not run
+  if (graph->eager() && !t.threads_.searching() && layers->begin_step(recorded - t.measured_.stats.warmup_steps())) {
+    clock_.mark_probed();
+  }
   const StepOutput out = graph->step(batch, context, !t.threads_.searching());
+  layers->stop_listening();
   if (context.grad_norm) c.last_grad_norm = context.grad_norm;
   ++c.global_step_count;  // as Keras's iterations: the batch hooks see this step counted
 
@@ -394,6 +422,7 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
                                         [&](std::vector<double>& v) { ranks->sum(v); }));
   }
   if (graph->trial_step()) extend_warmup(1);  // the CUDA-graph trial's steps are warm-up too
+  layers->record(record, recorded++ - t.measured_.stats.warmup_steps());
   ranks->keep(record);
   pending.push_back(record);
   if (pending.size() == kFoldEvery) fold();
@@ -458,6 +487,7 @@ void Trainer::Fit::finish() {
   }
   m.threads = t.threads_.choice();
   m.cuda_graph = graph->outcome();
+  m.layers = layers->times(m.cuda_graph.kept);
   if (t.options_.cuda_graph == CudaGraphMode::on && m.cuda_graph.tried && !m.cuda_graph.kept) {
     c.warn("TrainerOptions::cuda_graph is on, but the steps ran eagerly: " + m.cuda_graph.reason);
   }

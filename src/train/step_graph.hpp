@@ -51,6 +51,8 @@ class StepGraph {
   StepOutput step(const Batch& batch, StepContext& context, bool may_start);
   /// Whether the step just run belongs to the trial (the fit counts it as warm-up).
   bool trial_step() const { return trial_step_; }
+  /// Whether every step runs eagerly from now on (no graph here, or the trial chose eager).
+  bool eager() const { return stage_ == Stage::eager; }
   /// What came of it so far (a fit that ends before the trial did says so).
   CudaGraphOutcome outcome() const;
 

@@ -1,8 +1,11 @@
 #include "fitscope/train/train_step.hpp"
 
+#include <ATen/record_function.h>
+
 #include <optional>
 
 #include "fitscope/train/fused_optimizer.hpp"
+#include "layer_probe.hpp"
 
 namespace fitscope {
 
@@ -27,7 +30,11 @@ void StepContext::update_weights() {
 StepOutput standard_train_step(const Batch& batch, StepContext& ctx) {
   ctx.clock.enter(Phase::forward);
   at::Tensor outputs = ctx.forward(batch.inputs);
-  at::Tensor loss = compute_loss(ctx.loss, outputs, batch.targets, ctx.loss_options);
+  at::Tensor loss;
+  {
+    RECORD_USER_SCOPE(detail::kLossScope);  // the layer probe's `loss` row
+    loss = compute_loss(ctx.loss, outputs, batch.targets, ctx.loss_options);
+  }
   ctx.clock.enter(Phase::backward);
   ctx.backward(loss);
   if (ctx.update) ctx.update_weights();

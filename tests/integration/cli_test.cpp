@@ -50,7 +50,7 @@ json check_run_directory(const std::string& dir) {
   const auto rows = lines_of(read_file(dir + "/steps.csv"));
   EXPECT_EQ(rows.front(),
             "epoch,batch,rank,step_ms,data_wait_ms,h2d_ms,forward_ms,backward_ms,comm_ms,optimizer_ms,graph_ms,"
-            "metrics_ms,callbacks_ms,checkpoint_ms,other_ms");
+            "metrics_ms,callbacks_ms,checkpoint_ms,other_ms,probed");
   const auto steps = summary.at("steps").get<int64_t>();
   EXPECT_EQ(static_cast<int64_t>(rows.size()) - 1, steps);
   EXPECT_EQ(summary.at("measured_steps").get<int64_t>(), steps - summary.at("warmup_steps").get<int64_t>());

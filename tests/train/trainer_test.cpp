@@ -3,6 +3,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "fitscope/checkpoint/weights_export.hpp"
@@ -68,8 +69,11 @@ TEST(Trainer, EveryStepReachesTheSinksAndTheWarmupIsLeftOutOfTheStatistics) {
   EXPECT_EQ(sink->records[13].epoch, 1);
   EXPECT_EQ(sink->records[13].batch, 1);
   EXPECT_EQ(trainer.measured().stats.steps(), 24);
-  EXPECT_EQ(trainer.measured().stats.measured_steps(), 20);
-  EXPECT_EQ(trainer.measured().stats.measured_samples(), 20 * 50);
+  // the steps whose layers were probed are left out of the distributions too
+  const int64_t probed = trainer.measured().layers.probed_steps;
+  EXPECT_EQ(probed, 1 + (20 - 4 - 1) / trainer.measured().layers.every);
+  EXPECT_EQ(trainer.measured().stats.measured_steps(), 20 - probed);
+  EXPECT_EQ(trainer.measured().stats.measured_samples(), (20 - probed) * 50);
   for (const auto& r : sink->records) {
     EXPECT_GT(r.phase(Phase::forward), 0);
     EXPECT_GT(r.phase(Phase::backward), 0);
@@ -109,7 +113,16 @@ TEST(Trainer, ACustomTrainStepRunsInTheSameLoopAndIsTimedByTheSameClock) {
   fit.loader.batch_size = 100;
   trainer.fit(small_synthetic(), fit);
   EXPECT_EQ(calls, 6);
-  EXPECT_EQ(trainer.measured().stats.measured_steps(), 6);
+  // the 5th step's layers probed, in the custom step's forward and backward phases
+  const LayerTimes& layers = trainer.measured().layers;
+  EXPECT_EQ(layers.probed_steps, 1);
+  ASSERT_FALSE(layers.layers.empty());
+  EXPECT_EQ(layers.layers.front().name, "(model) flatten");  // first (the custom loss: its operations' rows)
+  const auto dense = std::find_if(layers.layers.begin(), layers.layers.end(), [](const LayerTime& l) { return l.name == "dense"; });
+  ASSERT_NE(dense, layers.layers.end());
+  EXPECT_GT(dense->forward_ns, 0);
+  EXPECT_GT(dense->backward_ns, 0);
+  EXPECT_EQ(trainer.measured().stats.measured_steps(), 6 - 1);
   EXPECT_GT(trainer.measured().stats.phase(Phase::forward).mean_ms, 0);
   EXPECT_GT(trainer.measured().stats.phase(Phase::backward).mean_ms, 0);
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// FitMeasurements: what one fit measured and noticed: the step distributions (and every rank's in a
 /// data-parallel run), gradient communication, the phases as the GPU ran them, the callbacks, the
-/// loader, the threads and the CPU pool by pool, the warnings, and where the fit's wall time went
+/// loader, the threads and the CPU pool by pool, the layers, the warnings, and where the fit's wall time went
 /// around its steps (FitTime). The Trainer fills one per fit (Trainer::measured()); RunSummary is
 /// made from it. A value (the device timer is shared); not thread-safe.
 
@@ -17,6 +17,7 @@
 #include "fitscope/timing/cuda_graph_outcome.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/device_timer.hpp"
+#include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
@@ -52,6 +53,7 @@ struct FitMeasurements {
   CpuUtilization cpu;                     ///< CPU use during the fit, pool by pool
   FitTime time;                           ///< the fit's wall time around its steps
   CudaGraphOutcome cuda_graph;            ///< whether the step was captured and replayed, and why
+  LayerTimes layers;                      ///< each layer's time and operations, on the probed steps
 };
 
 /// The callback timings sorted by total time, most expensive first.

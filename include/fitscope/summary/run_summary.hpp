@@ -19,6 +19,7 @@
 #include "fitscope/threads/thread_tuner.hpp"
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
+#include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/run_time.hpp"
 
@@ -144,6 +145,9 @@ struct RunSummary {
   std::optional<DeviceTimingSummary> device_timing;
   /// The captured step (TrainerOptions::cuda_graph): set on a CUDA device, or where a capture was tried
   std::optional<CudaGraphOutcome> cuda_graph;
+  /// Each layer's time and floating-point operations on the probed steps (summary.json's `layers`;
+  /// `why_not` says why none was probed, "not measured" in a summary from before them).
+  LayerTimes layers;
   std::optional<RestartsSummary> restarts;  ///< set under `fitscope launch`
   std::optional<StreamsSummary> streams;    ///< set when the training set is streamed
   double clock_overhead_ns_per_step = 0;

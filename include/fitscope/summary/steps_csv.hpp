@@ -1,6 +1,7 @@
 #pragma once
 /// StepsCsvWriter: writes steps.csv, one row per step: epoch, batch, rank, step_ms and one
-/// `<phase>_ms` column per phase in step order (the README's run-directory table). Rows are buffered and flushed at finish()
+/// `<phase>_ms` column per phase in step order, then `probed` (1: the layers were probed in the step,
+/// which the distributions leave out; the README's run-directory table). Rows are buffered and flushed at finish()
 /// and every 4096 rows. Owns its file; used from the training thread only.
 
 #include <fstream>

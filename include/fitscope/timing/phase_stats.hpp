@@ -2,7 +2,8 @@
 /// PhaseStats: the distributions of step time and of each phase over a run, warm-up excluded.
 ///
 /// The first `warmup_steps` records given to add() are counted but left out of every distribution
-/// (the first steps pay for allocation, lazy initialisation and cold caches). A phase's share is its
+/// (the first steps pay for allocation, lazy initialisation and cold caches), and so are the steps
+/// whose layers were probed (StepRecord::probed). A phase's share is its
 /// mean over the mean step time, so the shares of all phases add up to 1.
 /// A plain value type; not thread-safe.
 
@@ -31,7 +32,7 @@ class PhaseStats {
 
   /// Steps seen, warm-up included.
   int64_t steps() const { return steps_; }
-  /// Steps in the distributions (after warm-up).
+  /// Steps in the distributions (after warm-up, probed steps left out).
   int64_t measured_steps() const { return step_.count(); }
   int64_t warmup_steps() const { return warmup_steps_; }
   /// Leaves `steps` more records out; call while the warm-up lasts (a thread search's cool-down).

@@ -28,6 +28,9 @@ struct StepRecord {
   int64_t start_ns = 0;  ///< start of the step on steady_clock (ns since its epoch)
   int64_t step_ns = 0;   ///< whole step, data_wait through callbacks
   std::array<int64_t, kPhaseCount> phase_ns{};  ///< per phase; phase_ns[other] = step - sum(rest)
+  /// The layers were probed in this step (layer_times.hpp): its time is not the run's usual step's,
+  /// and the distributions leave it out.
+  bool probed = false;
 
   int64_t phase(Phase p) const { return phase_ns[static_cast<std::size_t>(p)]; }
   /// Sets `other` to what the step's span leaves unclaimed by the named phases.
@@ -58,6 +61,7 @@ class StepClock {
     record_.epoch = epoch;
     record_.batch = batch;
     record_.samples = 0;
+    record_.probed = false;
     record_.phase_ns.fill(0);
     open_ = first ? static_cast<std::size_t>(*first) : kNone;
     if (!enabled_) return;
@@ -86,6 +90,12 @@ class StepClock {
 
   /// Sets the number of examples in the current step.
   void set_samples(int64_t samples) { record_.samples = samples; }
+  /// Marks the current step as probed (StepRecord::probed).
+  void mark_probed() { record_.probed = true; }
+  /// The phase open now (nullopt: none, or the clock is off).
+  std::optional<Phase> open_phase() const {
+    return enabled_ && open_ != kNone ? std::optional<Phase>(static_cast<Phase>(open_)) : std::nullopt;
+  }
   /// Sets the rank written into records.
   void set_rank(int64_t rank) { record_.rank = rank; }
   /// Turns time reading on (default) or off.

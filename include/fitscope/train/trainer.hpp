@@ -98,6 +98,13 @@ struct TrainerOptions {
   /// losses; a data-parallel run communicates on those batches only.
   int64_t accumulate = 1;
   bool timing = true;                          ///< read the step clock (off only to measure its cost)
+  /// Time each layer and count its floating-point operations on one step in `layer_probe_every` after
+  /// the warm-up (measured().layers, layer_times.hpp; those steps are left out of the distributions).
+  /// 0 = auto: spaced so that the probes cost at most `layer_probe_max_cost` of the run's step time
+  /// (one in 64 in a data-parallel run, whose ranks must probe the same steps); -1 = never. Host time:
+  /// on a CUDA device no step is probed (its layers' time is the device's).
+  int64_t layer_probe_every = 0;
+  double layer_probe_max_cost = 0.02;
   /// keep_freed_memory() when a fit starts: the memory a step frees stays for the next step instead of
   /// being faulted in again (freed_memory.hpp; process-wide; off leaves the C library's defaults).
   bool keep_freed_memory = true;

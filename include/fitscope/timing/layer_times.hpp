@@ -1,0 +1,58 @@
+#pragma once
+/// LayerTimes: one level below the phases, from the steps a fit probes (one in `every`): each layer's
+/// forward and backward time on the host and the floating-point operations of its matrix products and
+/// convolutions (PyTorch's FlopCounterMode formulas), with the probed steps' own forward and backward
+/// phases, so that what no layer claims is shown, not hidden. A plain value (no libtorch): the probe
+/// (src/train/layer_probe.hpp) fills it; summary.json's `layers` and the printout read it.
+///
+/// A layer is a module that holds parameters, named as the model names them (`block1.conv2`; a
+/// TorchScript module's attribute path); an operation is its layer's when a parameter of the layer is
+/// one of its inputs, and its backward is the layer of the forward operation that made it (the autograd
+/// sequence number). `loss` is the loss; what runs outside a layer with parameters is a row by its
+/// operation, `(model) max_pool2d` (activations, pooling, reshapes; `(model) AccumulateGrad`, the
+/// gradients added into the parameters).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fitscope {
+
+/// One layer's sums over the probed steps.
+struct LayerTime {
+  std::string name;
+  int64_t forward_ns = 0, backward_ns = 0;
+  double forward_flops = 0, backward_flops = 0;
+};
+
+struct LayerTimes {
+  static constexpr const char* kModel = "(model)";  ///< the prefix of an operation's own row
+  static constexpr const char* kLoss = "loss";
+
+  int64_t every = 0;         ///< steps between probes (0: none probed; `why_not` says why)
+  bool auto_every = false;   ///< `every` chosen from the probes' measured cost
+  int64_t probed_steps = 0;  ///< steps probed (left out of the step distributions)
+  double probe_cost = 0;     ///< a probed step's time over an unprobed step's p50, less 1 (mean)
+  std::string why_not;       ///< why no step was probed ("" when some were)
+  std::vector<LayerTime> layers;  ///< in the order the forward first ran them
+  /// The probed steps' forward and backward phases (the step clock's), summed.
+  int64_t forward_phase_ns = 0, backward_phase_ns = 0;
+  /// Floating-point operations outside the forward and backward phases (the optimizer's matrix
+  /// products, if any), summed.
+  double other_flops = 0;
+
+  /// Per probed step, in ms (0 when none was probed).
+  double per_step_ms(int64_t ns) const { return probed_steps > 0 ? static_cast<double>(ns) * 1e-6 / static_cast<double>(probed_steps) : 0.0; }
+  double per_step(double flops) const { return probed_steps > 0 ? flops / static_cast<double>(probed_steps) : 0.0; }
+  /// The phase's time no layer claims (the loop between operations, the autograd engine), summed.
+  int64_t unattributed_forward_ns() const;
+  int64_t unattributed_backward_ns() const;
+  /// Floating-point operations of one step: every layer's forward and backward, and the rest.
+  double step_flops() const;
+  /// The share of the run's step time the probes cost (probe_cost / every).
+  double run_cost() const { return every > 0 ? probe_cost / static_cast<double>(every) : 0.0; }
+  /// Layers by forward + backward time, most first.
+  std::vector<const LayerTime*> by_time() const;
+};
+
+}  // namespace fitscope

@@ -1,0 +1,58 @@
+#include "layer_times_json.hpp"
+
+#include <cmath>
+
+namespace fitscope::detail {
+
+using nlohmann::json;
+
+json layer_times_to_json(const LayerTimes& t) {
+  const double phases_ms = t.per_step_ms(t.forward_phase_ns + t.backward_phase_ns);
+  json rows = json::array();
+  for (const LayerTime& l : t.layers) {
+    const double ms = t.per_step_ms(l.forward_ns + l.backward_ns);
+    rows.push_back({{"name", l.name},
+                    {"forward_ms", t.per_step_ms(l.forward_ns)},
+                    {"backward_ms", t.per_step_ms(l.backward_ns)},
+                    {"forward_gflop", t.per_step(l.forward_flops) * 1e-9},
+                    {"backward_gflop", t.per_step(l.backward_flops) * 1e-9},
+                    {"share", phases_ms > 0 ? ms / phases_ms : 0.0}});
+  }
+  return {{"every", t.every},
+          {"auto", t.auto_every},
+          {"probed_steps", t.probed_steps},
+          {"probe_cost", t.probe_cost},
+          {"run_cost", t.run_cost()},
+          {"why_not", t.why_not},
+          {"forward_ms", t.per_step_ms(t.forward_phase_ns)},
+          {"backward_ms", t.per_step_ms(t.backward_phase_ns)},
+          {"unattributed_forward_ms", t.per_step_ms(t.unattributed_forward_ns())},
+          {"unattributed_backward_ms", t.per_step_ms(t.unattributed_backward_ns())},
+          {"other_gflop", t.per_step(t.other_flops) * 1e-9},
+          {"step_gflop", t.step_flops() * 1e-9},
+          {"rows", rows}};
+}
+
+LayerTimes layer_times_from_json(const Reader& r) {
+  LayerTimes t;
+  t.every = r.get<int64_t>("every");
+  t.auto_every = r.get<bool>("auto");
+  t.probed_steps = r.get<int64_t>("probed_steps");
+  t.probe_cost = r.get<double>("probe_cost");
+  t.why_not = r.get<std::string>("why_not");
+  // summary.json keeps figures per probed step; the value keeps sums
+  const auto n = static_cast<double>(t.probed_steps);
+  const auto ns = [n](double ms) { return static_cast<int64_t>(std::llround(ms * 1e6 * n)); };
+  t.forward_phase_ns = ns(r.get<double>("forward_ms"));
+  t.backward_phase_ns = ns(r.get<double>("backward_ms"));
+  t.other_flops = r.get<double>("other_gflop") * 1e9 * n;
+  const json& rows = r.array("rows");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Reader l = r.element(rows[i], i, "rows");
+    t.layers.push_back({l.get<std::string>("name"), ns(l.get<double>("forward_ms")), ns(l.get<double>("backward_ms")),
+                        l.get<double>("forward_gflop") * 1e9 * n, l.get<double>("backward_gflop") * 1e9 * n});
+  }
+  return t;
+}
+
+}  // namespace fitscope::detail

@@ -1,0 +1,284 @@
+#include "layer_probe.hpp"
+
+#include <ATen/SequenceNumber.h>
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+namespace fitscope::detail {
+
+/// What an operation's start leaves for its end.
+struct LayerProbe::Event : at::ObserverContext {
+  bool timed = false;  // the outermost timed operation on its thread
+  int row = -1;        // the layer its time and operations go to (-1: outside the phases)
+  bool backward = false;
+  int64_t start_ns = 0;
+  double flops = 0;
+  // a convolution's input and weight shapes, counted with its output at its end
+  bool convolution = false, transposed = false;
+  std::vector<int64_t> x, w;
+};
+
+namespace {
+
+std::atomic<LayerProbe*> listening_probe{nullptr};
+std::thread::id training_thread;
+
+// the timed operation open on this thread, if any: what the operations inside it add to
+thread_local bool open_timed = false;
+thread_local int open_row = -1;
+thread_local bool open_backward = false;
+
+int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+std::vector<int64_t> sizes(const c10::IValue& v) {
+  if (!v.isTensor() || !v.toTensor().defined()) return {};
+  return v.toTensor().sizes().vec();
+}
+
+double product(const std::vector<int64_t>& dims, std::size_t from = 0) {
+  double p = 1;
+  for (std::size_t i = from; i < dims.size(); ++i) p *= static_cast<double>(dims[i]);
+  return p;
+}
+
+/// A convolution's multiply-adds times 2 (FlopCounterMode's conv_flop_count): the batch, the weight's
+/// elements, and the spatial size of the output (of the input for a transposed convolution).
+double convolution_flops(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& out,
+                         bool transposed) {
+  const std::vector<int64_t>& spatial = transposed ? x : out;
+  if (x.empty() || w.empty() || spatial.size() < 2) return 0;
+  return 2.0 * static_cast<double>(x[0]) * product(w) * product(spatial, 2);
+}
+
+/// (M, K) x (K, N) from two inputs: 2MKN, times a leading batch for bmm.
+double product_flops(const c10::IValue& a, const c10::IValue& b) {
+  const std::vector<int64_t> x = sizes(a), y = sizes(b);
+  if (x.size() < 2 || y.size() != x.size()) return 0;
+  return 2.0 * product(x) * static_cast<double>(y.back());
+}
+
+using Inputs = c10::ArrayRef<const c10::IValue>;
+
+/// The operations whose floating-point operations are counted, FlopCounterMode's: one entry per
+/// operator, the count from its inputs (a convolution's output shape comes at its end).
+struct FlopRule {
+  const char* op;
+  double (*count)(Inputs in);
+};
+
+const FlopRule kFlopRules[] = {
+    {"aten::mm", [](Inputs in) { return in.size() >= 2 ? product_flops(in[0], in[1]) : 0.0; }},
+    {"aten::addmm", [](Inputs in) { return in.size() >= 3 ? product_flops(in[1], in[2]) : 0.0; }},
+    {"aten::bmm", [](Inputs in) { return in.size() >= 2 ? product_flops(in[0], in[1]) : 0.0; }},
+    {"aten::baddbmm", [](Inputs in) { return in.size() >= 3 ? product_flops(in[1], in[2]) : 0.0; }},
+    {"aten::convolution_backward",
+     [](Inputs in) {
+       if (in.size() < 11 || !in[7].isBool() || !in[10].isBoolList()) return 0.0;
+       const auto mask = in[10].toBoolList();
+       const double gradients = (mask.get(0) ? 1.0 : 0.0) + (mask.get(1) ? 1.0 : 0.0);  // input's, weight's
+       return gradients * convolution_flops(sizes(in[1]), sizes(in[2]), sizes(in[0]), in[7].toBool());
+     }},
+    {"aten::convolution", nullptr},  // counted at its end, from its output's shape
+};
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  LayerProbe* probe = listening_probe.load();
+  return probe ? probe->start(fn) : nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext* context) {
+  LayerProbe* probe = listening_probe.load();
+  if (probe && context) probe->end(fn, static_cast<LayerProbe::Event&>(*context));
+}
+
+/// "(model) max_pool2d": an operation outside the layers with parameters, by its name
+std::string outside_layers(const char* op) {
+  std::string name = op;
+  for (const char* prefix : {"aten::", "torch::autograd::"}) {
+    if (name.rfind(prefix, 0) == 0) name.erase(0, std::strlen(prefix));
+  }
+  return std::string(LayerTimes::kModel) + " " + name;
+}
+
+std::string layer_of(const std::string& tensor_name) {
+  const auto dot = tensor_name.rfind('.');
+  return dot == std::string::npos ? LayerTimes::kModel : tensor_name.substr(0, dot);
+}
+
+}  // namespace
+
+LayerProbe::LayerProbe(Model& model, const StepClock& clock, int64_t every, double max_cost, std::string why_not)
+    : model_(model), clock_(clock), max_cost_(max_cost) {
+  times_.every = why_not.empty() ? (every > 0 ? every : kMinEvery) : 0;
+  times_.auto_every = why_not.empty() && every <= 0;
+  times_.why_not = std::move(why_not);
+}
+
+LayerProbe::~LayerProbe() { stop_listening(); }
+
+bool LayerProbe::begin_step(int64_t measured_index) {
+  if (times_.every == 0 || measured_index != next_) return false;
+  next_ += times_.every;
+  LayerProbe* none = nullptr;
+  if (!listening_probe.compare_exchange_strong(none, this)) return false;  // another fit's probe listens
+  training_thread = std::this_thread::get_id();
+  probing_index_ = measured_index;
+  parameter_layer_.clear();
+  parameter_layers_.clear();
+  for (const auto& [name, tensor] : model_.named_state()) {
+    parameter_layer_[tensor.unsafeGetTensorImpl()] = parameter_layers_.size();
+    parameter_layers_.push_back(layer_of(name));
+  }
+  sequence_rows_.clear();
+  step_.clear();
+  rows_.clear();
+  step_other_flops_ = 0;
+  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+                                           .needsInputs(true)
+                                           .needsOutputs(true)
+                                           .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+                                                    at::RecordScope::USER_SCOPE}));
+  listening_ = true;
+  return true;
+}
+
+void LayerProbe::stop_listening() {
+  if (!listening_) return;
+  at::removeCallback(handle_);
+  listening_ = false;
+  listening_probe.store(nullptr);
+}
+
+int LayerProbe::row(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto [at, made] = rows_.emplace(name, static_cast<int>(step_.size()));
+  if (made) step_.push_back(LayerTime{name, 0, 0, 0, 0});
+  return at->second;
+}
+
+int LayerProbe::row_of_input(const at::RecordFunction& fn) {
+  if (std::strcmp(fn.name(), kLossScope) == 0) return row(LayerTimes::kLoss);
+  for (const c10::IValue& v : fn.inputs()) {
+    if (!v.isTensor()) continue;
+    const auto found = parameter_layer_.find(v.toTensor().unsafeGetTensorImpl());
+    if (found != parameter_layer_.end()) return row(parameter_layers_[found->second]);
+  }
+  return row(outside_layers(fn.name()));
+}
+
+int LayerProbe::row_of_node(const at::RecordFunction& fn) {
+  const auto found = sequence_rows_.find(fn.seqNr());
+  return found != sequence_rows_.end() ? found->second : row(outside_layers(fn.name()));
+}
+
+std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction& fn) {
+  const bool backward_node = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
+  const bool forward = !backward_node && std::this_thread::get_id() == training_thread &&
+                       clock_.open_phase() == Phase::forward;
+  const bool timed = !open_timed && (backward_node || forward);
+  const int row = timed ? (backward_node ? row_of_node(fn) : row_of_input(fn)) : open_timed ? open_row : -1;
+  // the node made inside this operation takes the next sequence number: the last operation to see a
+  // number is the one that made its node (a custom autograd function's too, which no operator
+  // records). Written on the training thread, before backward reads it.
+  if (forward) sequence_rows_[static_cast<int64_t>(at::sequence_number::peek())] = row;
+  const char* name = fn.name();
+  const FlopRule* rule = nullptr;
+  for (const FlopRule& r : kFlopRules) {
+    if (std::strcmp(name, r.op) == 0) rule = &r;
+  }
+  if (!timed && !rule) return nullptr;  // most operations: inside a timed one, no count of their own
+
+  auto event = std::make_unique<Event>();
+  event->timed = timed;
+  event->row = row;
+  event->backward = timed ? backward_node : open_backward;
+  if (rule && rule->count) {
+    event->flops = rule->count(fn.inputs());
+  } else if (rule && fn.inputs().size() >= 7 && fn.inputs()[6].isBool()) {  // a convolution: its output at its end
+    event->convolution = true;
+    event->transposed = fn.inputs()[6].toBool();
+    event->x = sizes(fn.inputs()[0]);
+    event->w = sizes(fn.inputs()[1]);
+  }
+  if (timed) {
+    open_timed = true;
+    open_row = row;
+    open_backward = backward_node;
+    event->start_ns = now_ns();
+  }
+  return event;
+}
+
+void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
+  const int64_t end = event.timed ? now_ns() : 0;
+  if (event.convolution && !fn.outputs().empty()) {
+    event.flops += convolution_flops(event.x, event.w, sizes(fn.outputs()[0]), event.transposed);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (event.timed) {
+    open_timed = false;
+    open_row = -1;
+  }
+  add(event.row, event.backward, event.timed ? end - event.start_ns : 0, event.flops);
+}
+
+void LayerProbe::add(int row, bool backward, int64_t ns, double flops) {
+  if (row < 0) {
+    step_other_flops_ += flops;
+    return;
+  }
+  LayerTime& l = step_[static_cast<std::size_t>(row)];
+  (backward ? l.backward_ns : l.forward_ns) += ns;
+  (backward ? l.backward_flops : l.forward_flops) += flops;
+}
+
+LayerTimes LayerProbe::times(bool graph_kept) const {
+  LayerTimes t = times_;
+  if (t.probed_steps == 0 && t.why_not.empty()) {
+    t.why_not = graph_kept ? "the steps replayed as one CUDA graph, whose layers the host does not run"
+                           : "the fit ended before its first probed step (the " + std::to_string(kFirst + 1) +
+                                 "th after the warm-up)";
+  }
+  return t;
+}
+
+void LayerProbe::record(const StepRecord& record, int64_t measured_index) {
+  if (!record.probed) {
+    if (measured_index >= 0) unprobed_.add(record.step_ns);
+    return;
+  }
+  fold(record);
+}
+
+void LayerProbe::fold(const StepRecord& record) {
+  for (const LayerTime& s : step_) {
+    auto at = std::find_if(times_.layers.begin(), times_.layers.end(), [&](const LayerTime& l) { return l.name == s.name; });
+    if (at == times_.layers.end()) at = times_.layers.insert(times_.layers.end(), LayerTime{s.name, 0, 0, 0, 0});
+    at->forward_ns += s.forward_ns;
+    at->backward_ns += s.backward_ns;
+    at->forward_flops += s.forward_flops;
+    at->backward_flops += s.backward_flops;
+  }
+  times_.other_flops += step_other_flops_;
+  times_.forward_phase_ns += record.phase(Phase::forward);
+  times_.backward_phase_ns += record.phase(Phase::backward);
+  ++times_.probed_steps;
+  const double reference = unprobed_.quantile(0.5);
+  if (reference <= 0) return;
+  cost_sum_ += std::max(0.0, static_cast<double>(record.step_ns) / reference - 1.0);
+  ++costs_;
+  times_.probe_cost = cost_sum_ / static_cast<double>(costs_);
+  if (times_.auto_every) {
+    times_.every = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(times_.probe_cost / max_cost_)), kMinEvery, kMaxEvery);
+    next_ = probing_index_ + times_.every;
+  }
+}
+
+}  // namespace fitscope::detail

@@ -1,0 +1,95 @@
+#pragma once
+// LayerProbe: times each layer's forward and backward on the steps it probes (one in `every`), and
+// counts their floating-point operations, through libtorch's RecordFunction callbacks (the same in
+// 1.13 and 2.x), added to the training thread for a probed step only (autograd's threads inherit them)
+// and removed after its work. See fitscope/timing/layer_times.hpp for what a layer is.
+//
+// An operation is timed when no timed operation encloses it on its thread: in the forward phase, the
+// training thread's outermost operations; in backward, each autograd node. A forward operation's layer
+// is the first of its inputs that is a parameter (or buffer) of the model; its autograd sequence number
+// ties the backward node it made to that layer. Floating-point operations are counted at the matrix
+// products and convolutions wherever they run (inside linear, inside a backward node), FlopCounterMode's
+// way. The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
+// spaces its steps so that their cost stays within `max_cost` of the run's step time.
+//
+// One probe listens at a time in a process (another fit's probe skips its steps meanwhile). Used from
+// the training thread; the callbacks on autograd's threads take the probe's lock.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fitscope/models/model.hpp"
+#include "fitscope/timing/layer_times.hpp"
+#include "fitscope/timing/step_clock.hpp"
+#include "fitscope/timing/streaming_quantiles.hpp"
+
+namespace at {
+class RecordFunction;
+struct ObserverContext;
+}  // namespace at
+
+namespace fitscope::detail {
+
+/// The user scope the standard step records its loss in (the `loss` row).
+inline constexpr const char* kLossScope = "fitscope::loss";
+
+class LayerProbe {
+ public:
+  /// `every` 0: chosen from the measured cost; `why_not` non-empty: never probes, and says why.
+  LayerProbe(Model& model, const StepClock& clock, int64_t every, double max_cost, std::string why_not);
+  ~LayerProbe();
+  LayerProbe(const LayerProbe&) = delete;
+  LayerProbe& operator=(const LayerProbe&) = delete;
+
+  /// Before a step that the distributions would measure (its index among them: 0, 1, ...): whether it
+  /// is probed; if so, the probe listens until stop_listening().
+  bool begin_step(int64_t measured_index);
+  /// After the probed step's own work (forward, backward, optimizer): the callbacks removed.
+  void stop_listening();
+  /// Every step's record (`measured_index` < 0 in the warm-up): a probed one is folded in, against the
+  /// unprobed steps' p50 so far.
+  void record(const StepRecord& record, int64_t measured_index);
+  /// What the probes found; with none probed, why not (`graph_kept`: the fit replayed a CUDA graph).
+  LayerTimes times(bool graph_kept) const;
+
+  static constexpr int64_t kFirst = 4;  ///< measured steps before the first probe: a reference p50
+
+  // the callbacks' side (layer_probe.cpp)
+  struct Event;
+  std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn);
+  void end(const at::RecordFunction& fn, Event& event);
+
+ private:
+  static constexpr int64_t kMinEvery = 8, kMaxEvery = 1000;
+
+  int row_of_input(const at::RecordFunction& fn);
+  int row_of_node(const at::RecordFunction& fn);
+  int row(const std::string& name);
+  void add(int row, bool backward, int64_t ns, double flops);
+  void fold(const StepRecord& record);
+
+  Model& model_;
+  const StepClock& clock_;
+  double max_cost_;
+  int64_t next_ = kFirst;
+  int64_t probing_index_ = 0;
+  bool listening_ = false;
+  uint64_t handle_ = 0;
+  std::mutex mutex_;
+  std::unordered_map<const void*, std::size_t> parameter_layer_;  // TensorImpl -> its layer's name
+  std::vector<std::string> parameter_layers_;
+  std::unordered_map<int64_t, int> sequence_rows_;       // autograd sequence number -> row
+  std::vector<LayerTime> step_;                          // the probed step's rows
+  std::unordered_map<std::string, int> rows_;
+  double step_other_flops_ = 0;
+  StreamingQuantiles unprobed_;  // the measured steps' own time, the probes' reference
+  double cost_sum_ = 0;
+  int64_t costs_ = 0;
+  LayerTimes times_;
+};
+
+}  // namespace fitscope::detail

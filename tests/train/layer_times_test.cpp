@@ -1,0 +1,155 @@
+#include <gtest/gtest.h>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/functional/activation.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fitscope/data/sources/synthetic.hpp"
+#include "fitscope/models/cnn.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+
+namespace layer_times_test {
+
+/// Three Linear layers, one of them inside a block: 784 -> 64 -> 32 -> 10.
+struct BlockImpl : torch::nn::Module {
+  BlockImpl() : fc(register_module("fc", torch::nn::Linear(64, 32))) {}
+  at::Tensor forward(const at::Tensor& x) { return torch::nn::functional::relu(fc(x)); }
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(Block);
+
+struct ThreeLayersImpl : torch::nn::Module {
+  ThreeLayersImpl()
+      : fc1(register_module("fc1", torch::nn::Linear(784, 64))),
+        block(register_module("block", Block())),
+        fc3(register_module("fc3", torch::nn::Linear(32, 10))) {}
+  at::Tensor forward(const at::Tensor& x) { return fc3(block(torch::nn::functional::relu(fc1(x.flatten(1))))); }
+  torch::nn::Linear fc1;
+  Block block;
+  torch::nn::Linear fc3;
+};
+TORCH_MODULE(ThreeLayers);
+
+std::map<std::string, LayerTime> per_step(const LayerTimes& t) {
+  std::map<std::string, LayerTime> out;
+  for (const LayerTime& l : t.layers) {
+    LayerTime& o = out[l.name];
+    o.name = l.name;
+    o.forward_ns = l.forward_ns / t.probed_steps;
+    o.backward_ns = l.backward_ns / t.probed_steps;
+    o.forward_flops = t.per_step(l.forward_flops);
+    o.backward_flops = t.per_step(l.backward_flops);
+  }
+  return out;
+}
+
+const FitMeasurements& fit_probed(Trainer& trainer, int64_t batch, int64_t steps) {
+  FitOptions fit;
+  fit.loader.batch_size = batch;
+  fit.loader.drop_last = true;
+  SyntheticOptions data;
+  data.size = batch * steps;
+  trainer.fit(make_synthetic(data), fit);
+  return trainer.measured();
+}
+
+TrainerOptions probing_every_step() {
+  TrainerOptions options;
+  options.warmup_steps = 2;
+  options.threads.intra_op = 1;  // no thread search
+  options.layer_probe_every = 1;
+  return options;
+}
+
+}  // namespace layer_times_test
+
+using namespace layer_times_test;
+
+/// Every Linear layer is a row by its registered name (nested: block.fc) with the closed-form count of
+/// its matrix products: forward 2·B·in·out; backward twice that, but for the first layer, whose input
+/// needs no gradient (its weight's product alone).
+TEST(LayerTimes, ThreeLinearLayersByNameWithTheirClosedFormFlops) {
+  Trainer trainer(ThreeLayers(), probing_every_step());
+  constexpr int64_t kBatch = 32;
+  const FitMeasurements& m = fit_probed(trainer, kBatch, 12);
+  const LayerTimes& t = m.layers;
+  ASSERT_TRUE(t.why_not.empty()) << t.why_not;
+  EXPECT_EQ(t.every, 1);
+  EXPECT_EQ(t.probed_steps, 12 - 2 - 4);  // from the 5th measured step on (4 unprobed steps: the reference)
+  const auto rows = per_step(t);
+  const std::map<std::string, std::pair<double, double>> shapes = {{"fc1", {784, 64}}, {"block.fc", {64, 32}}, {"fc3", {32, 10}}};
+  for (const auto& [name, io] : shapes) {
+    ASSERT_TRUE(rows.count(name)) << name;
+    const double forward = 2.0 * kBatch * io.first * io.second;
+    EXPECT_DOUBLE_EQ(rows.at(name).forward_flops, forward) << name;
+    EXPECT_DOUBLE_EQ(rows.at(name).backward_flops, name == "fc1" ? forward : 2 * forward) << name;
+    EXPECT_GT(rows.at(name).forward_ns, 0) << name;
+    EXPECT_GT(rows.at(name).backward_ns, 0) << name;
+  }
+  ASSERT_TRUE(rows.count(LayerTimes::kLoss));
+  EXPECT_EQ(rows.at(LayerTimes::kLoss).forward_flops, 0);
+  // the model's own operations outside those layers, each by its name, its backward tied to it
+  ASSERT_TRUE(rows.count("(model) relu"));
+  ASSERT_TRUE(rows.count("(model) flatten"));
+  EXPECT_GT(rows.at("(model) relu").backward_ns, 0);
+  std::vector<std::string> order;  // the forward's, the model's own operations among them
+  for (const LayerTime& l : t.layers) {
+    if (shapes.count(l.name)) order.push_back(l.name);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"fc1", "block.fc", "fc3"}));
+  double layers_flops = 0;
+  for (const auto& [name, io] : shapes) layers_flops += 2.0 * kBatch * io.first * io.second * (name == "fc1" ? 2 : 3);
+  EXPECT_DOUBLE_EQ(t.step_flops(), layers_flops);
+  // the layers' time lies within the phases they ran in
+  EXPECT_GE(t.unattributed_forward_ns(), 0);
+  EXPECT_GE(t.unattributed_backward_ns(), 0);
+  // the probed steps are left out of the distributions, not lost
+  EXPECT_EQ(m.stats.measured_steps() + t.probed_steps, 12 - 2);
+}
+
+/// The seed CNN's convolution: forward 2·B·Cout·Hout·Wout·Cin·k·k; its backward computes the weight's
+/// gradient only (the images need none), the same count again.
+TEST(LayerTimes, TheSeedCnnsConvolutionCountsAsFlopCounterModeCountsIt) {
+  Trainer trainer(models::Cnn(), probing_every_step());
+  constexpr int64_t kBatch = 16;
+  const LayerTimes& t = fit_probed(trainer, kBatch, 8).layers;
+  const auto rows = per_step(t);
+  ASSERT_TRUE(rows.count("conv"));
+  const double conv = 2.0 * kBatch * 32 * 26 * 26 * 1 * 3 * 3;
+  EXPECT_DOUBLE_EQ(rows.at("conv").forward_flops, conv);
+  EXPECT_DOUBLE_EQ(rows.at("conv").backward_flops, conv);
+  const double dense = 2.0 * kBatch * (32 * 13 * 13) * 10;
+  EXPECT_DOUBLE_EQ(rows.at("dense").forward_flops, dense);
+  EXPECT_DOUBLE_EQ(rows.at("dense").backward_flops, 2 * dense);  // the pooled activations need theirs
+}
+
+/// Probing off, or on a step the probe cannot see into, says so and probes nothing.
+TEST(LayerTimes, OffProbesNothingAndSaysWhy) {
+  TrainerOptions options = probing_every_step();
+  options.layer_probe_every = -1;
+  Trainer trainer(ThreeLayers(), options);
+  const FitMeasurements& m = fit_probed(trainer, 8, 10);
+  EXPECT_EQ(m.layers.probed_steps, 0);
+  EXPECT_TRUE(m.layers.layers.empty());
+  EXPECT_NE(m.layers.why_not.find("layer_probe_every"), std::string::npos) << m.layers.why_not;
+  EXPECT_EQ(m.stats.measured_steps(), 8);
+}
+
+/// Auto spaces the probes by their measured cost: never closer than one in 8.
+TEST(LayerTimes, AutoSpacesTheProbesByTheirCost) {
+  TrainerOptions options = probing_every_step();
+  options.layer_probe_every = 0;
+  Trainer trainer(ThreeLayers(), options);
+  const LayerTimes& t = fit_probed(trainer, 8, 60).layers;
+  EXPECT_TRUE(t.auto_every);
+  EXPECT_GE(t.every, 8);
+  EXPECT_GE(t.probed_steps, 1);
+  EXPECT_LE(t.probed_steps, 1 + (60 - 2 - 4 - 1) / 8);
+  EXPECT_GE(t.probe_cost, 0);
+}
