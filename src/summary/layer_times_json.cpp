@@ -55,4 +55,18 @@ LayerTimes layer_times_from_json(const Reader& r) {
   return t;
 }
 
+json machine_peak_to_json(const MachinePeak& p) {
+  return {{"gemm_gflops", p.gemm_gflops}, {"memory_gbps", p.memory_gbps}, {"cores", p.cores}, {"key", p.key}, {"cached", p.cached}};
+}
+
+MachinePeak machine_peak_from_json(const Reader& r) {
+  MachinePeak p;
+  p.gemm_gflops = r.get<double>("gemm_gflops");
+  p.memory_gbps = r.get<double>("memory_gbps");
+  p.cores = r.get<int64_t>("cores");
+  p.key = r.get<std::string>("key");
+  p.cached = r.get<bool>("cached");
+  return p;
+}
+
 }  // namespace fitscope::detail

@@ -118,6 +118,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   s.clock_overhead_ns_per_step = m.clock_overhead_ns_per_step;
   if (m.cuda_graph.tried || facts.device.rfind("cuda", 0) == 0) s.cuda_graph = m.cuda_graph;
   s.layers = m.layers;
+  s.machine_peak = m.peak;
 
   VerdictContext context;
   context.batch_size = facts.batch_size;
@@ -136,6 +137,9 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   if (!s.callbacks.empty()) context.slowest_callback = s.callbacks.front().name + "." + s.callbacks.front().hook;
   context.stragglers = causes;
   context.judged_rank = 0;  // the chief's steps
+  context.layers = m.layers;
+  context.peak = m.peak;
+  context.forward_backward_ms = stats.phase(Phase::forward).mean_ms + stats.phase(Phase::backward).mean_ms;
   s.verdict = judge(stats, context);
   return s;
 }

@@ -147,24 +147,36 @@ std::string format_layers(const RunSummary& s) {
                 static_cast<long long>(t.every), t.auto_every ? " (auto)" : "", t.probe_cost * 100, t.run_cost() * 100,
                 t.step_flops() * 1e-9);
   std::string out = line;
+  const double peak = s.machine_peak ? s.machine_peak->gemm_gflops : 0;
+  if (peak > 0) {
+    std::snprintf(line, sizeof line, "  this machine's measured peak: %.1f GFLOP/s (a matrix product on %lld %s%s), %.1f GB/s\n", peak,
+                  static_cast<long long>(s.machine_peak->cores), s.machine_peak->cores == 1 ? "core" : "cores",
+                  s.machine_peak->cached ? ", cached" : "", s.machine_peak->memory_gbps);
+    out += line;
+  }
   const double phases_ms = t.per_step_ms(t.forward_phase_ns + t.backward_phase_ns);
   constexpr std::size_t kShown = 5;
-  constexpr int kNumbers = 2 + 10 + 1 + 10 + 1 + 7 + 1 + 9, kMaxName = 80 - kNumbers;
+  constexpr int kNumbers = 2 + 10 + 1 + 10 + 1 + 7 + 1 + 9 + 1 + 6, kMaxName = 80 - kNumbers;
   const std::vector<const LayerTime*> top = t.by_time();
   const std::size_t shown = std::min(top.size(), kShown);
   int name_width = static_cast<int>(std::string("(unattributed)").size());
   for (std::size_t i = 0; i < shown; ++i) name_width = std::max(name_width, static_cast<int>(top[i]->name.size()));
   name_width = std::min(name_width, kMaxName);
-  std::snprintf(line, sizeof line, "  %-*s %10s %10s %7s %9s\n", name_width, "layer", "fwd ms", "bwd ms", "share", "GFLOP/s");
+  std::snprintf(line, sizeof line, "  %-*s %10s %10s %7s %9s %6s\n", name_width, "layer", "fwd ms", "bwd ms", "share", "GFLOP/s",
+                "peak");
   out += line;
   const auto row = [&](const std::string& name, int64_t forward_ns, int64_t backward_ns, double flops) {
     const double ms = t.per_step_ms(forward_ns + backward_ns);
-    char rate[32] = "-";
-    if (flops > 0 && ms > 0) std::snprintf(rate, sizeof rate, "%.1f", t.per_step(flops) * 1e-9 / (ms * 1e-3));
+    char rate[32] = "-", of_peak[32] = "-";
+    if (flops > 0 && ms > 0) {
+      const double gflops = t.per_step(flops) * 1e-9 / (ms * 1e-3);
+      std::snprintf(rate, sizeof rate, "%.1f", gflops);
+      if (peak > 0) std::snprintf(of_peak, sizeof of_peak, "%s", detail::format_percent(gflops / peak, 0).c_str());
+    }
     if (static_cast<int>(name.size()) > name_width) out += "  " + name + "\n";
-    std::snprintf(line, sizeof line, "  %-*s %10.3f %10.3f %6.1f%% %9s\n", name_width,
+    std::snprintf(line, sizeof line, "  %-*s %10.3f %10.3f %6.1f%% %9s %6s\n", name_width,
                   static_cast<int>(name.size()) > name_width ? "" : name.c_str(), t.per_step_ms(forward_ns),
-                  t.per_step_ms(backward_ns), phases_ms > 0 ? ms / phases_ms * 100 : 0.0, rate);
+                  t.per_step_ms(backward_ns), phases_ms > 0 ? ms / phases_ms * 100 : 0.0, rate, of_peak);
     out += line;
   };
   for (std::size_t i = 0; i < shown; ++i) {

@@ -230,6 +230,40 @@ AdviceText launch_advice(const std::string&, double share, double step_ms, const
   return {text, {{"LoaderOptions::batch_size", batch, std::to_string(to), expected}}};
 }
 
+}  // namespace
+
+std::optional<double> math_gflops(const VerdictContext& ctx) {
+  const double flops = ctx.layers.step_flops();
+  if (!ctx.peak || ctx.peak->gemm_gflops <= 0 || flops <= 0 || ctx.forward_backward_ms <= 0) return std::nullopt;
+  return flops * 1e-9 / (ctx.forward_backward_ms * 1e-3);
+}
+
+std::string math_rate_text(const VerdictContext& ctx) {
+  const LayerTimes& l = ctx.layers;
+  const std::optional<double> gflops = math_gflops(ctx);
+  if (!gflops) return {};
+  const double flops = l.step_flops(), rate = *gflops, of_peak = rate / ctx.peak->gemm_gflops;
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "the layers' matrix products and convolutions (%.3g GFLOP a step) run at %.1f GFLOP/s in forward and "
+                "backward: %s of this machine's measured %.1f GFLOP/s (a matrix product on %lld %s)",
+                flops * 1e-9, rate, percent(of_peak).c_str(), ctx.peak->gemm_gflops, static_cast<long long>(ctx.peak->cores),
+                ctx.peak->cores == 1 ? "core" : "cores");
+  std::string out = text;
+  if (of_peak >= 0.5) return out + ": arithmetic bounds it";
+  out += ", so the time between and around the arithmetic bounds it more than the arithmetic does";
+  const std::vector<const LayerTime*> top = l.by_time();
+  const double phases = static_cast<double>(l.forward_phase_ns + l.backward_phase_ns);
+  if (!top.empty() && phases > 0) {
+    const LayerTime& t = *top.front();
+    out += "; the most time: " + t.name + ", " + percent(static_cast<double>(t.forward_ns + t.backward_ns) / phases) +
+           " of forward and backward" + (t.forward_flops + t.backward_flops > 0 ? "" : ", with no matrix math");
+  }
+  return out;
+}
+
+namespace {
+
 AdviceText compute_advice(const std::string& of_step, double share, double step_ms, const VerdictContext& ctx) {
   if (ctx.device_idle_fraction >= 0) {
     char text[400];
@@ -245,7 +279,14 @@ AdviceText compute_advice(const std::string& of_step, double share, double step_
   std::string out = "compute takes " + of_step + ": the model's own math bounds the run; intra-op " +
                     std::to_string(s.intra_op) + ", BLAS " + std::to_string(s.blas) + " on " +
                     std::to_string(ctx.threads.cores) + " cores (" + how_chosen(ctx.threads) + ")";
+  const std::string math = math_rate_text(ctx);
+  if (!math.empty()) out += "; " + math;
   if (computing < ctx.threads.cores) return {out + "; see the contention line for the idle cores", {}};
+  if (const auto gflops = math_gflops(ctx); gflops && *gflops < 0.5 * ctx.peak->gemm_gflops) {
+    return {out + ": a larger LoaderOptions::batch_size (more work in each operation) or fewer, larger operations is what "
+                  "helps, more than a faster device",
+            {}};
+  }
   return {out + ": every core computes, so a smaller model, a larger LoaderOptions::batch_size or a faster device is "
                 "what helps",
           {}};

@@ -19,6 +19,7 @@
 #include "fitscope/data/sources/subset_dataset.hpp"
 #include "fitscope/train/freed_memory.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
+#include "fitscope/train/measure_peak.hpp"
 #include "fitscope/train/trainer.hpp"
 #include "step_graph.hpp"
 #include "trainer_context.hpp"
@@ -492,6 +493,10 @@ void Trainer::Fit::finish() {
     c.warn("TrainerOptions::cuda_graph is on, but the steps ran eagerly: " + m.cuda_graph.reason);
   }
   m.cpu = t.cpu_.stop();  // before the loader's threads exit
+  m.peak.reset();
+  if (t.options_.measure_peak && m.layers.probed_steps > 0) {  // what the layers' GFLOP/s are set against
+    m.peak = measure_machine_peak(std::max(m.threads.setting.intra_op, m.threads.setting.blas));
+  }
 }
 
 History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {

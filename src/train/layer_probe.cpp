@@ -31,9 +31,12 @@ std::atomic<LayerProbe*> listening_probe{nullptr};
 std::thread::id training_thread;
 
 // the timed operation open on this thread, if any: what the operations inside it add to
-thread_local bool open_timed = false;
-thread_local int open_row = -1;
-thread_local bool open_backward = false;
+thread_local LayerProbe::Event* open_event = nullptr;
+
+// the autograd engine's span of one node: the node, and what the engine does with its gradients (a
+// broadcast bias's sum, their checks); the node inside names the layer
+constexpr const char kEngineSpan[] = "autograd::engine::evaluate_function: ";
+constexpr int kNodePending = -2;
 
 int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
@@ -179,16 +182,17 @@ int LayerProbe::row_of_node(const at::RecordFunction& fn) {
 }
 
 std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction& fn) {
-  const bool backward_node = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
-  const bool forward = !backward_node && std::this_thread::get_id() == training_thread &&
-                       clock_.open_phase() == Phase::forward;
-  const bool timed = !open_timed && (backward_node || forward);
-  const int row = timed ? (backward_node ? row_of_node(fn) : row_of_input(fn)) : open_timed ? open_row : -1;
+  const char* name = fn.name();
+  const bool node = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
+  const bool forward = !node && std::this_thread::get_id() == training_thread && clock_.open_phase() == Phase::forward;
+  const bool engine = !node && !forward && std::strncmp(name, kEngineSpan, sizeof kEngineSpan - 1) == 0;
+  const bool timed = !open_event && (node || forward || engine);
+  if (node && open_event && open_event->row == kNodePending) open_event->row = row_of_node(fn);
+  const int row = timed ? (engine ? kNodePending : node ? row_of_node(fn) : row_of_input(fn)) : open_event ? open_event->row : -1;
   // the node made inside this operation takes the next sequence number: the last operation to see a
   // number is the one that made its node (a custom autograd function's too, which no operator
   // records). Written on the training thread, before backward reads it.
   if (forward) sequence_rows_[static_cast<int64_t>(at::sequence_number::peek())] = row;
-  const char* name = fn.name();
   const FlopRule* rule = nullptr;
   for (const FlopRule& r : kFlopRules) {
     if (std::strcmp(name, r.op) == 0) rule = &r;
@@ -198,7 +202,7 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
   auto event = std::make_unique<Event>();
   event->timed = timed;
   event->row = row;
-  event->backward = timed ? backward_node : open_backward;
+  event->backward = timed ? node || engine : open_event && open_event->backward;
   if (rule && rule->count) {
     event->flops = rule->count(fn.inputs());
   } else if (rule && fn.inputs().size() >= 7 && fn.inputs()[6].isBool()) {  // a convolution: its output at its end
@@ -208,9 +212,7 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
     event->w = sizes(fn.inputs()[1]);
   }
   if (timed) {
-    open_timed = true;
-    open_row = row;
-    open_backward = backward_node;
+    open_event = event.get();
     event->start_ns = now_ns();
   }
   return event;
@@ -221,15 +223,14 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   if (event.convolution && !fn.outputs().empty()) {
     event.flops += convolution_flops(event.x, event.w, sizes(fn.outputs()[0]), event.transposed);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (event.timed) {
-    open_timed = false;
-    open_row = -1;
-  }
+  if (event.timed) open_event = nullptr;
+  // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
+  if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
   add(event.row, event.backward, event.timed ? end - event.start_ns : 0, event.flops);
 }
 
 void LayerProbe::add(int row, bool backward, int64_t ns, double flops) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (row < 0) {
     step_other_flops_ += flops;
     return;

@@ -34,6 +34,14 @@ RunSummary filled() {
   m.cpu.pools = {{"training", 1, 0.99}, {"loader", 2, 0.01}};
   m.loader = {1, 8, 40, 6.5};
   m.warnings = {"a warning"};
+  m.layers.every = 16;
+  m.layers.auto_every = true;
+  m.layers.probed_steps = 2;
+  m.layers.probe_cost = 0.25;
+  m.layers.forward_phase_ns = 3'000'000;
+  m.layers.backward_phase_ns = 4'000'000;
+  m.layers.layers = {{"conv", 2'000'000, 3'000'000, 2e9, 2e9}, {"(model) relu", 500'000, 250'000, 0, 0}};
+  m.peak = MachinePeak{100, 20, 2, "host | cpu | 2 cores", true};
   RunFacts facts;
   facts.model = "mlp";
   facts.epochs = 2;
@@ -67,6 +75,19 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
   ASSERT_TRUE(back.restarts);
   ASSERT_EQ(back.restarts->events.size(), 2u);
   EXPECT_EQ(back.restarts->events[0].failed_at_step, 57);
+  // the layers per probed step in the file, sums in the value: the same figures back
+  EXPECT_EQ(back.layers.layers.size(), 2u);
+  EXPECT_EQ(back.layers.layers[0].backward_ns, 3'000'000);
+  EXPECT_DOUBLE_EQ(back.layers.step_flops(), 2e9);
+  ASSERT_TRUE(back.machine_peak);
+  EXPECT_EQ(back.machine_peak->key, "host | cpu | 2 cores");
+  // the printout: the layers by time, what none claims, the peak they are set against
+  const std::string text = format_summary(back);
+  EXPECT_NE(text.find("Layers: 2 steps probed, 1 in 16 (auto) (each +25 %: 1.6 % of the run); 2 GFLOP a step"), std::string::npos) << text;
+  EXPECT_NE(text.find("this machine's measured peak: 100.0 GFLOP/s (a matrix product on 2 cores, cached), 20.0 GB/s"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("  conv                1.000      1.500   71.4%     800.0   800%"), std::string::npos) << text;
+  EXPECT_NE(text.find("  (unattributed)      0.250      0.375   17.9%"), std::string::npos) << text;
   EXPECT_FALSE(back.restarts->events[1].failed_at_step);
   EXPECT_NE(format_summary(back).find("Restarts: 2, 17 steps redone, 4.00 s lost (20.0% of the job's 20.00 s)"),
             std::string::npos)

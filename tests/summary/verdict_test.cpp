@@ -59,6 +59,33 @@ TEST(Verdict, CallsARunWithoutOverheadsComputeBound) {
   EXPECT_NEAR(v.share, 0.98, 1e-9);
 }
 
+/// With the layers' operations and the machine's peak, a compute-bound verdict says how close the math
+/// comes to the machine, and what takes the time when it is far.
+TEST(Verdict, AComputeBoundStepFarBelowTheMeasuredPeakSaysSoAndNamesItsLargestLayer) {
+  VerdictContext ctx;
+  ctx.threads.cores = 2;
+  ctx.threads.setting = {2, 1};
+  ctx.layers.probed_steps = 1;
+  ctx.layers.forward_phase_ns = 8'000'000;
+  ctx.layers.backward_phase_ns = 2'000'000;
+  ctx.layers.layers = {{"dense", 1'000'000, 1'000'000, 2e8, 4e8}, {"(model) max_pool2d", 6'000'000, 1'000'000, 0, 0}};
+  ctx.peak = MachinePeak{300, 30, 2, "k", false};
+  ctx.forward_backward_ms = 10;  // 0.6 GFLOP in 10 ms: 60 GFLOP/s, 20 % of 300
+  const Verdict v = judge(steps_with({{Phase::forward, 8}, {Phase::backward, 2}}), ctx);
+  EXPECT_EQ(v.bound, "compute");
+  EXPECT_NE(v.advice.find("(0.6 GFLOP a step) run at 60.0 GFLOP/s in forward and backward: 20% of this machine's measured "
+                          "300.0 GFLOP/s (a matrix product on 2 cores)"),
+            std::string::npos) << v.advice;
+  EXPECT_NE(v.advice.find("the most time: (model) max_pool2d, 70% of forward and backward, with no matrix math"), std::string::npos)
+      << v.advice;
+  EXPECT_NE(v.advice.find("more than a faster device"), std::string::npos) << v.advice;
+  ctx.peak->gemm_gflops = 100;  // 60 % of the peak: the arithmetic itself
+  EXPECT_NE(judge(steps_with({{Phase::forward, 8}, {Phase::backward, 2}}), ctx).advice.find(": arithmetic bounds it"),
+            std::string::npos);
+  ctx.peak.reset();  // no peak, no such sentence
+  EXPECT_EQ(judge(steps_with({{Phase::forward, 8}, {Phase::backward, 2}}), ctx).advice.find("GFLOP"), std::string::npos);
+}
+
 TEST(Verdict, CallsNoBoundWhenNothingWasMeasured) {
   const Verdict v = judge(PhaseStats(5), {});
   EXPECT_EQ(v.level, "unjudged");

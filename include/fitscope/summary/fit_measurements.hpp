@@ -19,6 +19,7 @@
 #include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/loader_stats.hpp"
+#include "fitscope/timing/machine_peak.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
@@ -54,6 +55,7 @@ struct FitMeasurements {
   FitTime time;                           ///< the fit's wall time around its steps
   CudaGraphOutcome cuda_graph;            ///< whether the step was captured and replayed, and why
   LayerTimes layers;                      ///< each layer's time and operations, on the probed steps
+  std::optional<MachinePeak> peak;        ///< the machine's measured peak (TrainerOptions::measure_peak)
 };
 
 /// The callback timings sorted by total time, most expensive first.

@@ -20,6 +20,7 @@
 #include "fitscope/timing/cpu_usage.hpp"
 #include "fitscope/timing/gpu_usage.hpp"
 #include "fitscope/timing/layer_times.hpp"
+#include "fitscope/timing/machine_peak.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/run_time.hpp"
 
@@ -148,6 +149,8 @@ struct RunSummary {
   /// Each layer's time and floating-point operations on the probed steps (summary.json's `layers`;
   /// `why_not` says why none was probed, "not measured" in a summary from before them).
   LayerTimes layers;
+  /// The machine's measured peak the layers' GFLOP/s are set against (summary.json's `machine_peak`).
+  std::optional<MachinePeak> machine_peak;
   std::optional<RestartsSummary> restarts;  ///< set under `fitscope launch`
   std::optional<StreamsSummary> streams;    ///< set when the training set is streamed
   double clock_overhead_ns_per_step = 0;

@@ -105,6 +105,9 @@ struct TrainerOptions {
   /// on a CUDA device no step is probed (its layers' time is the device's).
   int64_t layer_probe_every = 0;
   double layer_probe_max_cost = 0.02;
+  /// After a fit whose layers were probed on a CPU, the machine's peak on the fit's cores
+  /// (measured().peak, measure_peak.hpp: ~0.3 s the first time a machine runs a setting, then cached).
+  bool measure_peak = true;
   /// keep_freed_memory() when a fit starts: the memory a step frees stays for the next step instead of
   /// being faulted in again (freed_memory.hpp; process-wide; off leaves the C library's defaults).
   bool keep_freed_memory = true;
