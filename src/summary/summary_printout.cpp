@@ -149,7 +149,7 @@ std::string format_layers(const RunSummary& s) {
   std::string out = line;
   const double peak = s.machine_peak ? s.machine_peak->gemm_gflops : 0;
   if (peak > 0) {
-    std::snprintf(line, sizeof line, "  this machine's measured peak: %.1f GFLOP/s (a matrix product on %lld %s%s), %.1f GB/s\n", peak,
+    std::snprintf(line, sizeof line, "  measured peak: %.1f GFLOP/s (a matrix product, %lld %s%s), %.1f GB/s\n", peak,
                   static_cast<long long>(s.machine_peak->cores), s.machine_peak->cores == 1 ? "core" : "cores",
                   s.machine_peak->cached ? ", cached" : "", s.machine_peak->memory_gbps);
     out += line;
