@@ -116,7 +116,7 @@ std::string not_capturable(const TrainerOptions& o, int64_t world_size, bool cap
 std::string not_probed(const TrainerOptions& o) {
   const std::pair<bool, const char*> rules[] = {
       {!o.timing, "the step clock is off (TrainerOptions::timing)"},
-      {o.layer_probe_every < 0, "off (TrainerOptions::layer_probe_every is -1)"},
+      {o.layer_probe_every < 0, "off (TrainerOptions::layer_probe_every)"},
       {!o.device.is_cpu(), "on a GPU a layer's time is the device's, which the probe's host clock does not read"},
   };
   for (const auto& [holds, reason] : rules) {
@@ -222,7 +222,8 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   c.fit_params = {o.epochs, o.initial_epoch, steps, o.loader.batch_size, train->size(), validation ? validation->size() : 0};
 
   const int64_t epochs_left = std::max<int64_t>(o.epochs - o.initial_epoch, 0);
-  t.threads_.plan(std::min(epochs_left * steps, o.max_steps.value_or(epochs_left * steps)));
+  const int64_t planned_steps = std::min(epochs_left * steps, o.max_steps.value_or(epochs_left * steps));
+  t.threads_.plan(planned_steps);
   const int64_t warmup = t.warmup_steps();
   t.threads_.apply();
   t.cpu_.start();
@@ -272,7 +273,13 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
     const TrainerOptions& to = t.options_;
     // a data-parallel run's ranks probe the same steps: a spacing fixed in advance, not each rank's own
     const int64_t every = to.layer_probe_every == 0 && m.world_size > 1 ? 64 : to.layer_probe_every;
-    layers = std::make_unique<detail::LayerProbe>(*t.model_, t.clock_, every, to.layer_probe_max_cost, not_probed(to));
+    std::string why_not = not_probed(to);
+    if (why_not.empty() && every == 0 && planned_steps - warmup < detail::LayerProbe::kFewestSteps) {
+      why_not = "auto spares no step of a fit of " + std::to_string(std::max<int64_t>(planned_steps - warmup, 0)) +
+                " steps after its warm-up (fewer than " + std::to_string(detail::LayerProbe::kFewestSteps) +
+                "; TrainerOptions::layer_probe_every sets a spacing)";
+    }
+    layers = std::make_unique<detail::LayerProbe>(*t.model_, t.clock_, every, to.layer_probe_max_cost, why_not);
   }
   slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { c.warn(text); },
                                                          t.options_.slow_callback_threshold);

@@ -57,6 +57,9 @@ class LayerProbe {
   LayerTimes times(bool graph_kept) const;
 
   static constexpr int64_t kFirst = 4;  ///< measured steps before the first probe: a reference p50
+  /// Auto probes a fit of at least this many steps after its warm-up: a short fit's distributions
+  /// need every step they have.
+  static constexpr int64_t kFewestSteps = 64;
 
   // the callbacks' side (layer_probe.cpp)
   struct Event;

@@ -59,7 +59,7 @@ run(${CMAKE_COMMAND} -S ${OUTSIDE_SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATO
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/app ${WORK_DIR}/app_run)
-run(${prefix}/bin/fitscope train --model mlp --epochs 1 --synthetic-size 320 --quiet --threads 1
+run(${prefix}/bin/fitscope train --model mlp --epochs 1 --synthetic-size 1600 --quiet --threads 1
     --run-dir ${WORK_DIR}/cli_run)
 
 files_of(${WORK_DIR}/app_run app_files)

@@ -141,15 +141,22 @@ TEST(LayerTimes, OffProbesNothingAndSaysWhy) {
   EXPECT_EQ(m.stats.measured_steps(), 8);
 }
 
-/// Auto spaces the probes by their measured cost: never closer than one in 8.
-TEST(LayerTimes, AutoSpacesTheProbesByTheirCost) {
+/// Auto spaces the probes by their measured cost, never closer than one in 8, and spares no step of a
+/// short fit, whose distributions need them all.
+TEST(LayerTimes, AutoSpacesTheProbesByTheirCostAndSparesAShortFit) {
   TrainerOptions options = probing_every_step();
   options.layer_probe_every = 0;
   Trainer trainer(ThreeLayers(), options);
-  const LayerTimes& t = fit_probed(trainer, 8, 60).layers;
+  const LayerTimes& t = fit_probed(trainer, 8, 100).layers;
   EXPECT_TRUE(t.auto_every);
   EXPECT_GE(t.every, 8);
   EXPECT_GE(t.probed_steps, 1);
-  EXPECT_LE(t.probed_steps, 1 + (60 - 2 - 4 - 1) / 8);
+  EXPECT_LE(t.probed_steps, 1 + (100 - 2 - 4 - 1) / 8);
   EXPECT_GE(t.probe_cost, 0);
+  Trainer short_fit(ThreeLayers(), options);
+  const FitMeasurements& m = fit_probed(short_fit, 8, 60);
+  EXPECT_EQ(m.layers.probed_steps, 0);
+  EXPECT_NE(m.layers.why_not.find("auto spares no step of a fit of 58 steps after its warm-up"), std::string::npos)
+      << m.layers.why_not;
+  EXPECT_EQ(m.stats.measured_steps(), 58);
 }

@@ -106,6 +106,16 @@ int parse_threads(const std::string& v) { return static_cast<int>(auto_or_count(
 int64_t parse_workers(const std::string& v) { return auto_or_count(v, 0, 256, LoaderOptions::kAuto, "a worker count"); }
 int64_t parse_prefetch(const std::string& v) { return auto_or_count(v, 1, 4096, LoaderOptions::kAuto, "a batch count"); }
 
+/// "auto" (0), "off" (-1) or a number of steps between probes (TrainerOptions::layer_probe_every).
+int64_t parse_layer_probe(const std::string& v) {
+  if (v == "off") return -1;
+  try {
+    return auto_or_count(v, 1, 1'000'000, 0, "a number of steps");
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("expected auto, off or a number of steps in [1, 1000000], got '" + v + "'");
+  }
+}
+
 /// "epoch" (0), "batch" (1) or a number of batches >= 1, for the "epoch|N" flags.
 int64_t parse_every(const std::string& v, bool batch_word) {
   if (v == "epoch") return 0;

@@ -31,6 +31,7 @@ double parse_duration_s(const std::string& text);
 int64_t parse_bytes(const std::string& text);
 int64_t auto_or_count(const std::string& v, int64_t low, int64_t high, int64_t auto_value, const std::string& what);
 int parse_threads(const std::string& v);
+int64_t parse_layer_probe(const std::string& v);
 int64_t parse_workers(const std::string& v);
 int64_t parse_prefetch(const std::string& v);
 int64_t parse_every(const std::string& v, bool batch_word);

@@ -213,6 +213,10 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
   add_parsed(command, "--blas-threads", parse_threads, "auto|N", [&o](int n) { o.trainer.threads.blas = n; },
              "BLAS pool threads, or auto: 1 with a fixed --threads (ATen parallelises above BLAS), "
              "measured with --threads auto")->default_str("auto");
+  add_parsed(command, "--layer-probe-every", parse_layer_probe, "auto|off|N",
+             [&o](int64_t n) { o.trainer.layer_probe_every = n; },
+             "Time each layer and count its FLOPs on one step in N after the warm-up (left out of the statistics), or "
+             "auto: spaced so that the probes cost at most 2% of the step time, or off")->default_str("auto");
   command->add_option("--slow-callback-ms", o.slow_callback_ms, "Add a callback costing this many ms per batch")
       ->check(number_above(0, true, "a number of milliseconds in [0, 3600000]", 3.6e6))->capture_default_str();
   command->add_option_function<std::string>("--callback-mode", [&o](const std::string& v) { o.run.async_callbacks = v == "async"; },

@@ -167,7 +167,7 @@ std::string in_flags(std::string message) {
       {"ImageFolderOptions::height and width", "--image-size"}, {"ThreadOptions::intra_op", "--threads"},
       {"ThreadOptions::blas", "--blas-threads"}, {"FitOptions::validation_split", "--validation-split"},
       {"TrainerOptions::momentum", "--momentum"}, {"TrainerOptions::nesterov", "--nesterov"},
-      {"TrainerOptions::cuda_graph", "--cuda-graph"}, {"TrainerOptions::precision", "--precision"},
+      {"TrainerOptions::cuda_graph", "--cuda-graph"}, {"TrainerOptions::layer_probe_every", "--layer-probe-every"}, {"TrainerOptions::precision", "--precision"},
       {"CheckpointWriterOptions::keep", "--keep"}, {"SweepOptions::window_seconds", "--window-seconds"},
       {"LaunchOptions::master_port", "--master-port"}, {"LaunchOptions::master_addr", "--master-addr"},
       {"LaunchOptions::nproc_per_node", "--nproc-per-node"}, {"LaunchOptions::nnodes", "--nnodes"},

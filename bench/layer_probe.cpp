@@ -1,0 +1,74 @@
+// What the layer probe costs at its default (TrainerOptions::layer_probe_every auto, at most 2 % of the
+// step time): the seed MLP and the seed CNN each train `steps` steps of batch 32 on one thread, with the
+// probe off and on in alternating rounds; the ratio is of the fits' whole step time (FitTime::steps_s,
+// the probed steps included), the median over the rounds. Also printed: how often auto probed, what one
+// probed step cost, and the layers' shares of forward and backward on the last round.
+//   ./bench_layer_probe [rounds, default 8] [steps, default 600]
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "fitscope/fitscope.hpp"
+#include "rounds.hpp"
+
+using namespace fitscope;
+
+namespace {
+
+template <typename Module>
+void compare(const char* name, int rounds, int64_t steps) {
+  const auto fit_once = [&](int64_t every, LayerTimes* layers) {
+    TrainerOptions options;
+    options.threads.intra_op = 1;
+    options.threads.blas = 1;
+    options.layer_probe_every = every;
+    options.measure_peak = false;
+    Trainer trainer(Module(), options);
+    SyntheticOptions data;
+    data.size = 32 * steps;
+    FitOptions fit;
+    fit.loader.batch_size = 32;
+    fit.loader.workers = 0;
+    trainer.fit(make_synthetic(data), fit);
+    if (layers) *layers = trainer.measured().layers;
+    return trainer.measured().time.steps_s;
+  };
+  std::vector<double> ratios;
+  LayerTimes last;
+  for (int r = 0; r < rounds; ++r) {
+    double off, on;
+    if (r % 2 == 0) {
+      off = fit_once(-1, nullptr);
+      on = fit_once(0, &last);
+    } else {
+      on = fit_once(0, &last);
+      off = fit_once(-1, nullptr);
+    }
+    ratios.push_back(on / off);
+  }
+  std::printf("%s: steps' time probe on / off, median of %d rounds of %lld steps: %.4f (min %.4f, max %.4f); auto probed 1 "
+              "step in %lld (%lld steps), each %+.0f %%: %.2f %% expected\n",
+              name, rounds, static_cast<long long>(steps), bench::median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+              *std::max_element(ratios.begin(), ratios.end()), static_cast<long long>(last.every),
+              static_cast<long long>(last.probed_steps), last.probe_cost * 100, last.run_cost() * 100);
+  const double phases = static_cast<double>(last.forward_phase_ns + last.backward_phase_ns);
+  for (const LayerTime* l : last.by_time()) {
+    std::printf("    %-24s %5.1f %% of forward and backward\n", l->name.c_str(),
+                100.0 * static_cast<double>(l->forward_ns + l->backward_ns) / phases);
+  }
+  std::printf("    %-24s %5.1f %%\n", "(unattributed)",
+              100.0 * static_cast<double>(last.unattributed_forward_ns() + last.unattributed_backward_ns()) / phases);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 8;
+  const int64_t steps = argc > 2 ? std::atoll(argv[2]) : 600;
+  compare<models::Mlp>("seed MLP", rounds, steps);
+  compare<models::Cnn>("seed CNN", rounds, steps);
+  return 0;
+}
