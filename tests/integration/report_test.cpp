@@ -87,6 +87,38 @@ TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
 /// What a Keras user looks at first comes first: the epoch curves right after the verdict, then the
 /// model's summary (the seed MLP's 7,850 parameters, as Keras counts them); the step-time chart's axis
 /// ends at the p99, the slower steps drawn at its edge (how many there are is the machine's business).
+/// The layers of a run whose steps were probed: the printout's top layers, summary.json's rows, the
+/// report's table and chart, the machine's peak they are set against; a run too short for auto says why.
+TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/probed";
+  const ProcessResult r = run_fitscope({"train", "--model", "cnn", "--synthetic-size", "800", "--epochs", "1", "--run-dir", dir,
+                                        "--threads", "1", "--layer-probe-every", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json layers = nlohmann::json::parse(read_file(dir + "/summary.json")).at("layers");
+  EXPECT_EQ(layers.at("every"), 4);
+  EXPECT_GT(layers.at("probed_steps").get<int64_t>(), 0);
+  std::vector<std::string> names;
+  for (const auto& row : layers.at("rows")) names.push_back(row.at("name").get<std::string>());
+  for (const char* name : {"conv", "dense", "loss", "(model) max_pool2d", "(model) relu"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+  EXPECT_NE(r.out.find("Layers: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  (unattributed) "), std::string::npos) << r.out;
+  const std::string html = read_file(dir + "/report.html");
+  const std::string section = between(html, "<h2>Layers</h2>", "</table>");
+  EXPECT_NE(section.find("steps probed, one in 4, each "), std::string::npos) << section;
+  EXPECT_NE(section.find("<tr><td>conv</td>"), std::string::npos) << section;
+  EXPECT_NE(section.find("<tr><td>(unattributed)</td>"), std::string::npos) << section;
+  EXPECT_NE(section.find("Where forward and backward go, layer by layer"), std::string::npos);
+
+  const std::string short_dir = tmp.path() + "/short";
+  short_run(short_dir);
+  EXPECT_NE(between(read_file(short_dir + "/report.html"), "<h2>Layers</h2>", "</p>")
+                .find("No step was probed: auto spares no step of a fit of "),
+            std::string::npos);
+}
+
 TEST(Report, TheEpochCurvesAndTheModelComeFirstAndTheStepAxisEndsAtTheP99) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";
