@@ -69,4 +69,47 @@ MachinePeak machine_peak_from_json(const Reader& r) {
   return p;
 }
 
+json memory_to_json(const MemorySummary& m) {
+  constexpr double kMb = 1e-6;
+  json phases = json::object();
+  for (const auto& [name, p] : m.phases) {
+    phases[name] = {{"peak_mb", static_cast<double>(p.peak_bytes) * kMb}, {"mean_peak_mb", p.mean_peak_bytes * kMb},
+                    {"allocated_mb", p.allocated_bytes * kMb}};
+  }
+  const MemoryGrowth& g = m.growth;
+  return {{"steps", m.steps},
+          {"why_not", m.why_not},
+          {"phases", phases},
+          {"step_peak_mb", static_cast<double>(m.step_peak_bytes) * kMb},
+          {"mean_step_peak_mb", m.mean_step_peak_bytes * kMb},
+          {"allocated_per_step_mb", m.allocated_per_step * kMb},
+          {"held_at_start_mb", static_cast<double>(m.held_at_start) * kMb},
+          {"held_at_end_mb", static_cast<double>(m.held_at_end) * kMb},
+          {"resident_peak_mb", static_cast<double>(m.resident_peak) * kMb},
+          {"growth",
+           {{"mb_per_step", g.bytes_per_step * kMb}, {"low", g.low * kMb}, {"high", g.high * kMb}, {"steps", g.steps}, {"leak", g.leak}}}};
+}
+
+MemorySummary memory_from_json(const Reader& r) {
+  const auto bytes = [](double mb) { return static_cast<int64_t>(std::llround(mb * 1e6)); };
+  MemorySummary m;
+  m.steps = r.get<int64_t>("steps");
+  m.why_not = r.get<std::string>("why_not");
+  const Reader phases = r.object("phases");
+  for (const auto& [name, value] : phases.raw().items()) {
+    const Reader p = phases.object(name.c_str());
+    m.phases[name] = {bytes(p.get<double>("peak_mb")), p.get<double>("mean_peak_mb") * 1e6, p.get<double>("allocated_mb") * 1e6};
+  }
+  m.step_peak_bytes = bytes(r.get<double>("step_peak_mb"));
+  m.mean_step_peak_bytes = r.get<double>("mean_step_peak_mb") * 1e6;
+  m.allocated_per_step = r.get<double>("allocated_per_step_mb") * 1e6;
+  m.held_at_start = bytes(r.get<double>("held_at_start_mb"));
+  m.held_at_end = bytes(r.get<double>("held_at_end_mb"));
+  m.resident_peak = bytes(r.get<double>("resident_peak_mb"));
+  const Reader g = r.object("growth");
+  m.growth = {g.get<double>("mb_per_step") * 1e6, g.get<double>("low") * 1e6, g.get<double>("high") * 1e6, g.get<int64_t>("steps"),
+              g.get<bool>("leak")};
+  return m;
+}
+
 }  // namespace fitscope::detail

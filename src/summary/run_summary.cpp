@@ -3,6 +3,7 @@
 #include "fitscope/summary/run_summary.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace fitscope {
 
@@ -19,6 +20,24 @@ namespace {
 
 PhaseSummary phase_summary(const Distribution& d, double share) {
   return {d.mean_ms, d.p50_ms, d.p90_ms, d.p99_ms, d.max_ms, share};
+}
+
+MemorySummary summarize_memory(const MemoryStats& m) {
+  MemorySummary s;
+  s.steps = m.steps();
+  s.why_not = m.why_not.empty() && m.steps() == 0 ? "no step after the warm-up was counted" : m.why_not;
+  for (Phase p : all_phases()) {
+    const PhaseMemory pm = m.phase(p);
+    if (pm.peak_bytes > 0 || pm.allocated_bytes > 0) s.phases[std::string(phase_name(p))] = pm;
+  }
+  s.step_peak_bytes = m.step_peak_bytes();
+  s.mean_step_peak_bytes = m.mean_step_peak_bytes();
+  s.allocated_per_step = m.allocated_per_step();
+  s.held_at_start = m.held_at_start();
+  s.held_at_end = m.held_at_end();
+  s.resident_peak = m.resident_peak;
+  s.growth = m.growth();
+  return s;
 }
 
 }  // namespace
@@ -119,6 +138,16 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
   if (m.cuda_graph.tried || facts.device.rfind("cuda", 0) == 0) s.cuda_graph = m.cuda_graph;
   s.layers = m.layers;
   s.machine_peak = m.peak;
+  s.memory = summarize_memory(m.memory);
+  if (s.memory.growth.leak) {
+    char text[300];
+    const MemoryGrowth& g = s.memory.growth;
+    std::snprintf(text, sizeof text,
+                  "the tensors held at a step's end grow %.3f MB a step over the last %lld steps (99%% interval %.3f to %.3f MB): "
+                  "something keeps a tensor of every step (a list of losses with their graphs?)",
+                  g.bytes_per_step / 1e6, static_cast<long long>(g.steps), g.low / 1e6, g.high / 1e6);
+    s.warnings.push_back(text);
+  }
 
   VerdictContext context;
   context.batch_size = facts.batch_size;

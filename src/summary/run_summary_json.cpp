@@ -205,6 +205,7 @@ std::string RunSummary::to_json() const {
       {"cuda_graph", cuda_graph_json},
       {"layers", detail::layer_times_to_json(layers)},
       {"machine_peak", machine_peak ? detail::machine_peak_to_json(*machine_peak) : json(nullptr)},
+      {"memory", detail::memory_to_json(memory)},
       {"restarts", restarts_json},
       {"streams", streams_json},
       {"clock_overhead_ns_per_step", clock_overhead_ns_per_step},
@@ -424,6 +425,11 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
     s.layers = detail::layer_times_from_json(r.object("layers"));
   } else {
     s.layers.why_not = "not measured (a summary.json from before the layer probe)";
+  }
+  if (r.raw().contains("memory")) {
+    s.memory = detail::memory_from_json(r.object("memory"));
+  } else {
+    s.memory.why_not = "not measured (a summary.json from before the memory count)";
   }
   if (r.raw().contains("machine_peak")) {
     if (const auto p = r.nullable_object("machine_peak")) s.machine_peak = detail::machine_peak_from_json(*p);

@@ -137,6 +137,26 @@ std::string format_ranks(const RunSummary& s) {
   return out;
 }
 
+/// The steps' tensor memory in one line: held, the step's peak, allocated, the resident peak, growth.
+std::string format_memory(const RunSummary& s) {
+  const MemorySummary& m = s.memory;
+  if (m.steps == 0) return {};
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "Memory: a step ends holding %.1f MB of tensors more than the fit began with, and holds up to %.1f MB more "
+                "within it (%.1f MB allocated a step); resident peak %.0f MB",
+                static_cast<double>(m.held_at_end) * 1e-6, static_cast<double>(m.step_peak_bytes) * 1e-6,
+                m.allocated_per_step * 1e-6, static_cast<double>(m.resident_peak) * 1e-6);
+  std::string out = line;
+  if (m.growth.steps > 0) {
+    std::snprintf(line, sizeof line, "; growth %+.3f MB a step (99%%: %+.3f to %+.3f) over the last %lld steps%s",
+                  m.growth.bytes_per_step * 1e-6, m.growth.low * 1e-6, m.growth.high * 1e-6,
+                  static_cast<long long>(m.growth.steps), m.growth.leak ? ": a leak" : "");
+    out += line;
+  }
+  return out + "\n";
+}
+
 /// The layers that took the most of the probed steps' forward and backward, and what no layer claims.
 std::string format_layers(const RunSummary& s) {
   const LayerTimes& t = s.layers;
@@ -211,16 +231,25 @@ std::string format_breakdown(const RunSummary& s) {
     out += line;
   }
   out += "\n";
-  std::snprintf(line, sizeof line, "  %-11s %10s %10s %10s %7s\n", "phase", "mean ms", "p50 ms", "p99 ms", "share");
+  const bool memory = s.memory.steps > 0;  // a peak column: the most tensor memory a phase held above its step's start
+  std::snprintf(line, sizeof line, "  %-11s %10s %10s %10s %7s%s\n", "phase", "mean ms", "p50 ms", "p99 ms", "share",
+                memory ? "  peak MB" : "");
   out += line;
   for (Phase p : all_phases()) {
     const std::string name(phase_name(p));
     const PhaseSummary& d = s.phases.at(name);
     if (p == Phase::graph && d.mean_ms == 0) continue;  // a row only where a captured step replayed
-    std::snprintf(line, sizeof line, "  %-11s %10.3f %10.3f %10.3f %6.1f%%\n", name.c_str(), d.mean_ms, d.p50_ms,
-                  d.p99_ms, d.share * 100);
+    std::snprintf(line, sizeof line, "  %-11s %10.3f %10.3f %10.3f %6.1f%%", name.c_str(), d.mean_ms, d.p50_ms, d.p99_ms,
+                  d.share * 100);
     out += line;
+    if (memory) {
+      const auto at = s.memory.phases.find(name);
+      std::snprintf(line, sizeof line, " %8.2f", at == s.memory.phases.end() ? 0.0 : static_cast<double>(at->second.peak_bytes) * 1e-6);
+      out += line;
+    }
+    out += "\n";
   }
+  out += format_memory(s);
   out += format_layers(s);
   if (!s.callbacks.empty()) out += "Callbacks by total time (mode, calls, mean ms, p99 ms, total ms):\n";
   // the name column as wide as the longest name, up to what leaves the row within 80 columns; a longer

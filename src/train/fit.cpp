@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "fitscope/callbacks/detail/slow_callback_warning.hpp"
 #include "data_parallel_fit.hpp"
 #include "layer_probe.hpp"
+#include "memory_listener.hpp"
 #include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loading/loader.hpp"
 #include "fitscope/data/streams/stream_dataset.hpp"
@@ -111,6 +113,15 @@ std::string not_capturable(const TrainerOptions& o, int64_t world_size, bool cap
   return {};
 }
 
+/// The process's resident peak (VmHWM), in bytes; 0 when /proc does not say.
+int64_t resident_peak_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:   412 kB"
+  }
+  return 0;
+}
+
 /// Why no step's layers are probed (TrainerOptions::layer_probe_every), "" when they are: the first rule
 /// that holds.
 std::string not_probed(const TrainerOptions& o) {
@@ -151,6 +162,7 @@ struct Trainer::Fit {
   std::unique_ptr<SlowCallbackWarning> slow_callbacks;
   std::unique_ptr<detail::StepGraph> graph;  // the step, eager or replayed (TrainerOptions::cuda_graph)
   std::unique_ptr<detail::LayerProbe> layers;  // TrainerOptions::layer_probe_every
+  std::unique_ptr<detail::MemoryListener> memory;  // TrainerOptions::track_memory
   int64_t recorded = 0;                        // step records of this fit
   FitClock clock;
   bool batch_logs = false, has_callbacks = false, transfer = false;
@@ -256,6 +268,15 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   }
   m.device_timer = t.device_timer_;
   t.clock_.set_listener(t.device_timer_.get());
+  m.memory = MemoryStats{};
+  if (!t.options_.track_memory || !t.options_.timing) {
+    m.memory.why_not = t.options_.timing ? "off (TrainerOptions::track_memory)" : "the step clock is off (TrainerOptions::timing)";
+  } else if (!t.options_.device.is_cpu()) {
+    m.memory.why_not = "on a GPU the caching allocator's figures are not read yet";
+  } else {
+    memory = std::make_unique<detail::MemoryListener>(detail::tensor_memory());
+    t.clock_.set_listener(memory.get());
+  }
   {
     const TrainerOptions& to = t.options_;
     std::unique_ptr<StepCapture> capture;
@@ -430,7 +451,9 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
                                         [&](std::vector<double>& v) { ranks->sum(v); }));
   }
   if (graph->trial_step()) extend_warmup(1);  // the CUDA-graph trial's steps are warm-up too
-  layers->record(record, recorded++ - t.measured_.stats.warmup_steps());
+  const int64_t measured_index = recorded++ - t.measured_.stats.warmup_steps();
+  layers->record(record, measured_index);
+  if (memory) memory->record(record, measured_index, t.measured_.memory);
   ranks->keep(record);
   pending.push_back(record);
   if (pending.size() == kFoldEvery) fold();
@@ -500,6 +523,7 @@ void Trainer::Fit::finish() {
     c.warn("TrainerOptions::cuda_graph is on, but the steps ran eagerly: " + m.cuda_graph.reason);
   }
   m.cpu = t.cpu_.stop();  // before the loader's threads exit
+  if (memory) m.memory.resident_peak = resident_peak_bytes();
   m.peak.reset();
   if (t.options_.measure_peak && m.layers.probed_steps > 0) {  // what the layers' GFLOP/s are set against
     m.peak = measure_machine_peak(std::max(m.threads.setting.intra_op, m.threads.setting.blas));

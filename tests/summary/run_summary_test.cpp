@@ -42,6 +42,11 @@ RunSummary filled() {
   m.layers.backward_phase_ns = 4'000'000;
   m.layers.layers = {{"conv", 2'000'000, 3'000'000, 2e9, 2e9}, {"(model) relu", 500'000, 250'000, 0, 0}};
   m.peak = MachinePeak{100, 20, 2, "host | cpu | 2 cores", true};
+  std::array<int64_t, kPhaseCount> peak{}, allocated{};
+  peak[static_cast<std::size_t>(Phase::forward)] = 3'000'000;
+  allocated[static_cast<std::size_t>(Phase::forward)] = 5'000'000;
+  m.memory.add_step(peak, allocated, 1'000'000);
+  m.memory.resident_peak = 400'000'000;
   RunFacts facts;
   facts.model = "mlp";
   facts.epochs = 2;
@@ -79,6 +84,8 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
   EXPECT_EQ(back.layers.layers.size(), 2u);
   EXPECT_EQ(back.layers.layers[0].backward_ns, 3'000'000);
   EXPECT_DOUBLE_EQ(back.layers.step_flops(), 2e9);
+  EXPECT_EQ(back.memory.phases.at("forward").peak_bytes, 3'000'000);
+  EXPECT_EQ(back.memory.resident_peak, 400'000'000);
   ASSERT_TRUE(back.machine_peak);
   EXPECT_EQ(back.machine_peak->key, "host | cpu | 2 cores");
   // the printout: the layers by time, what none claims, the peak they are set against
@@ -88,6 +95,10 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
             std::string::npos) << text;
   EXPECT_NE(text.find("  conv                1.000      1.500   71.4%     800.0   800%"), std::string::npos) << text;
   EXPECT_NE(text.find("  (unattributed)      0.250      0.375   17.9%"), std::string::npos) << text;
+  EXPECT_NE(text.find("  forward          1.500      1.500      1.500   74.9%     3.00"), std::string::npos) << text;
+  EXPECT_NE(text.find("Memory: a step ends holding 1.0 MB of tensors more than the fit began with, and holds up to 3.0 MB more "
+                      "within it (5.0 MB allocated a step); resident peak 400 MB"),
+            std::string::npos) << text;
   EXPECT_FALSE(back.restarts->events[1].failed_at_step);
   EXPECT_NE(format_summary(back).find("Restarts: 2, 17 steps redone, 4.00 s lost (20.0% of the job's 20.00 s)"),
             std::string::npos)

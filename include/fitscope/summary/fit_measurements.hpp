@@ -20,6 +20,7 @@
 #include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/machine_peak.hpp"
+#include "fitscope/timing/memory_stats.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
@@ -56,6 +57,7 @@ struct FitMeasurements {
   CudaGraphOutcome cuda_graph;            ///< whether the step was captured and replayed, and why
   LayerTimes layers;                      ///< each layer's time and operations, on the probed steps
   std::optional<MachinePeak> peak;        ///< the machine's measured peak (TrainerOptions::measure_peak)
+  MemoryStats memory;                     ///< the steps' tensor memory, phase by phase (TrainerOptions::track_memory)
 };
 
 /// The callback timings sorted by total time, most expensive first.

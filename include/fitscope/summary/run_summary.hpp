@@ -21,6 +21,7 @@
 #include "fitscope/timing/gpu_usage.hpp"
 #include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/machine_peak.hpp"
+#include "fitscope/timing/memory_stats.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/run_time.hpp"
 
@@ -101,6 +102,18 @@ struct StreamsSummary {
   std::vector<Rank> ranks;
 };
 
+/// The steps' CPU tensor memory (FitMeasurements::memory, summarized; summary.json's `memory`).
+struct MemorySummary {
+  int64_t steps = 0;                          ///< measured steps counted
+  std::map<std::string, PhaseMemory> phases;  ///< by phase name, the phases that held or allocated any
+  int64_t step_peak_bytes = 0;                ///< the largest step's peak above its start
+  double mean_step_peak_bytes = 0, allocated_per_step = 0;
+  int64_t held_at_start = 0, held_at_end = 0;  ///< at the first and last measured steps' ends
+  int64_t resident_peak = 0;                   ///< the process's resident peak (VmHWM)
+  MemoryGrowth growth;
+  std::string why_not;  ///< why nothing was counted
+};
+
 struct RunSummary {
   std::string model;  ///< "cnn", "mlp", a file, or the name RunOptions gave
   std::optional<ModelSummary> model_summary;  ///< its layers and parameters (a Run's; unset in summarize's)
@@ -151,6 +164,7 @@ struct RunSummary {
   LayerTimes layers;
   /// The machine's measured peak the layers' GFLOP/s are set against (summary.json's `machine_peak`).
   std::optional<MachinePeak> machine_peak;
+  MemorySummary memory;
   std::optional<RestartsSummary> restarts;  ///< set under `fitscope launch`
   std::optional<StreamsSummary> streams;    ///< set when the training set is streamed
   double clock_overhead_ns_per_step = 0;

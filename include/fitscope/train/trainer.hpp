@@ -108,6 +108,10 @@ struct TrainerOptions {
   /// After a fit whose layers were probed on a CPU, the machine's peak on the fit's cores
   /// (measured().peak, measure_peak.hpp: ~0.3 s the first time a machine runs a setting, then cached).
   bool measure_peak = true;
+  /// Count the CPU tensor memory the steps hold and allocate, phase by phase (measured().memory,
+  /// memory_stats.hpp), through a counting CPU allocator installed for the process at the first fit
+  /// that tracks it. Off on a GPU for now.
+  bool track_memory = true;
   /// keep_freed_memory() when a fit starts: the memory a step frees stays for the next step instead of
   /// being faulted in again (freed_memory.hpp; process-wide; off leaves the C library's defaults).
   bool keep_freed_memory = true;

@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <vector>
+
+#include "fitscope/callbacks/callback.hpp"
+#include "fitscope/data/sources/synthetic.hpp"
+#include "fitscope/models/cnn.hpp"
+#include "fitscope/models/mlp.hpp"
+#include "fitscope/summary/run_summary.hpp"
+#include "fitscope/train/trainer.hpp"
+
+using namespace fitscope;
+
+namespace tensor_memory_test {
+
+/// Keeps a 1 MB tensor of every step, as a list of losses with their graphs would.
+class KeepsATensorAStep : public Callback {
+ public:
+  std::string name() const override { return "KeepsATensorAStep"; }
+  CallbackTraits traits() const override { return {true}; }
+  void on_train_batch_end(int64_t, Logs&) override { kept.push_back(at::zeros({262'144})); }
+  std::vector<at::Tensor> kept;
+};
+
+const FitMeasurements& fit(Trainer& trainer, int64_t steps, std::vector<std::shared_ptr<Callback>> callbacks = {}) {
+  SyntheticOptions data;
+  data.size = 32 * steps;
+  FitOptions o;
+  o.loader.batch_size = 32;
+  o.loader.workers = 0;
+  o.callbacks = std::move(callbacks);
+  trainer.fit(make_synthetic(data), o);
+  return trainer.measured();
+}
+
+TrainerOptions one_thread() {
+  TrainerOptions options;
+  options.threads.intra_op = 1;
+  options.layer_probe_every = -1;
+  return options;
+}
+
+}  // namespace tensor_memory_test
+
+using namespace tensor_memory_test;
+
+/// The seed CNN's forward holds at least its convolution's output above the step's start (32 images x
+/// 32 channels x 26 x 26 floats), its backward the gradients; the allocations counted are the phases'.
+TEST(TensorMemory, TheSeedCnnsForwardHoldsItsActivationsAboveTheStepsStart) {
+  Trainer trainer(models::Cnn(), one_thread());
+  const MemoryStats& m = fit(trainer, 30).memory;
+  ASSERT_TRUE(m.why_not.empty()) << m.why_not;
+  EXPECT_EQ(m.steps(), 30 - 5);
+  constexpr int64_t kConvolutionOutput = 32LL * 32 * 26 * 26 * 4;
+  EXPECT_GE(m.phase(Phase::forward).peak_bytes, kConvolutionOutput);
+  EXPECT_GT(m.phase(Phase::backward).peak_bytes, 0);
+  EXPECT_GE(m.phase(Phase::forward).allocated_bytes, kConvolutionOutput);
+  EXPECT_EQ(m.step_peak_bytes(), std::max({m.phase(Phase::forward).peak_bytes, m.phase(Phase::backward).peak_bytes,
+                                           m.phase(Phase::optimizer).peak_bytes, m.phase(Phase::metrics).peak_bytes,
+                                           m.phase(Phase::data_wait).peak_bytes, m.phase(Phase::callbacks).peak_bytes,
+                                           m.phase(Phase::other).peak_bytes}));
+  EXPECT_GT(m.resident_peak, 0);
+  EXPECT_FALSE(m.growth().leak);
+}
+
+/// A callback that keeps a megabyte of every step: the held bytes grow by it, found as a leak and
+/// named in a warning; the same fit without it raises none.
+TEST(TensorMemory, AStepThatKeepsAMegabyteIsALeakAndASteadyFitIsNot) {
+  Trainer leaking(models::Mlp(), one_thread());
+  auto keeper = std::make_shared<KeepsATensorAStep>();
+  const FitMeasurements& m = fit(leaking, 160, {keeper});
+  const MemoryGrowth g = m.memory.growth();
+  EXPECT_TRUE(g.leak);
+  EXPECT_NEAR(g.bytes_per_step, 1 << 20, 64 << 10);
+  RunFacts facts;
+  const RunSummary s = summarize(m, facts);
+  ASSERT_FALSE(s.warnings.empty());
+  EXPECT_NE(s.warnings.back().find("the tensors held at a step's end grow 1.04"), std::string::npos) << s.warnings.back();
+
+  Trainer steady(models::Mlp(), one_thread());
+  const MemoryGrowth none = fit(steady, 160).memory.growth();
+  EXPECT_GT(none.steps, 0);
+  EXPECT_FALSE(none.leak) << none.bytes_per_step;
+}
