@@ -110,6 +110,7 @@
 #include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 #include "fitscope/timing/machine_peak.hpp"
+#include "fitscope/timing/memory_stats.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/phase_stats.hpp"
 #include "fitscope/timing/rank_timings.hpp"

@@ -45,12 +45,14 @@ LayerTimes layer_times_from_json(const Reader& r) {
   const auto ns = [n](double ms) { return static_cast<int64_t>(std::llround(ms * 1e6 * n)); };
   t.forward_phase_ns = ns(r.get<double>("forward_ms"));
   t.backward_phase_ns = ns(r.get<double>("backward_ms"));
-  t.other_flops = r.get<double>("other_gflop") * 1e9 * n;
+  // operations are whole numbers: rounded back, so that the file written again is the same
+  const auto flops = [n](double gflop) { return static_cast<double>(std::llround(gflop * 1e9 * n)); };
+  t.other_flops = flops(r.get<double>("other_gflop"));
   const json& rows = r.array("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Reader l = r.element(rows[i], i, "rows");
     t.layers.push_back({l.get<std::string>("name"), ns(l.get<double>("forward_ms")), ns(l.get<double>("backward_ms")),
-                        l.get<double>("forward_gflop") * 1e9 * n, l.get<double>("backward_gflop") * 1e9 * n});
+                        flops(l.get<double>("forward_gflop")), flops(l.get<double>("backward_gflop"))});
   }
   return t;
 }
@@ -70,45 +72,41 @@ MachinePeak machine_peak_from_json(const Reader& r) {
 }
 
 json memory_to_json(const MemorySummary& m) {
-  constexpr double kMb = 1e-6;
   json phases = json::object();
   for (const auto& [name, p] : m.phases) {
-    phases[name] = {{"peak_mb", static_cast<double>(p.peak_bytes) * kMb}, {"mean_peak_mb", p.mean_peak_bytes * kMb},
-                    {"allocated_mb", p.allocated_bytes * kMb}};
+    phases[name] = {{"peak_bytes", p.peak_bytes}, {"mean_peak_bytes", p.mean_peak_bytes}, {"allocated_bytes", p.allocated_bytes}};
   }
   const MemoryGrowth& g = m.growth;
   return {{"steps", m.steps},
           {"why_not", m.why_not},
           {"phases", phases},
-          {"step_peak_mb", static_cast<double>(m.step_peak_bytes) * kMb},
-          {"mean_step_peak_mb", m.mean_step_peak_bytes * kMb},
-          {"allocated_per_step_mb", m.allocated_per_step * kMb},
-          {"held_at_start_mb", static_cast<double>(m.held_at_start) * kMb},
-          {"held_at_end_mb", static_cast<double>(m.held_at_end) * kMb},
-          {"resident_peak_mb", static_cast<double>(m.resident_peak) * kMb},
+          {"step_peak_bytes", m.step_peak_bytes},
+          {"mean_step_peak_bytes", m.mean_step_peak_bytes},
+          {"allocated_per_step_bytes", m.allocated_per_step},
+          {"held_at_start_bytes", m.held_at_start},
+          {"held_at_end_bytes", m.held_at_end},
+          {"resident_peak_bytes", m.resident_peak},
           {"growth",
-           {{"mb_per_step", g.bytes_per_step * kMb}, {"low", g.low * kMb}, {"high", g.high * kMb}, {"steps", g.steps}, {"leak", g.leak}}}};
+           {{"bytes_per_step", g.bytes_per_step}, {"low", g.low}, {"high", g.high}, {"steps", g.steps}, {"leak", g.leak}}}};
 }
 
 MemorySummary memory_from_json(const Reader& r) {
-  const auto bytes = [](double mb) { return static_cast<int64_t>(std::llround(mb * 1e6)); };
   MemorySummary m;
   m.steps = r.get<int64_t>("steps");
   m.why_not = r.get<std::string>("why_not");
   const Reader phases = r.object("phases");
   for (const auto& [name, value] : phases.raw().items()) {
     const Reader p = phases.object(name.c_str());
-    m.phases[name] = {bytes(p.get<double>("peak_mb")), p.get<double>("mean_peak_mb") * 1e6, p.get<double>("allocated_mb") * 1e6};
+    m.phases[name] = {p.get<int64_t>("peak_bytes"), p.get<double>("mean_peak_bytes"), p.get<double>("allocated_bytes")};
   }
-  m.step_peak_bytes = bytes(r.get<double>("step_peak_mb"));
-  m.mean_step_peak_bytes = r.get<double>("mean_step_peak_mb") * 1e6;
-  m.allocated_per_step = r.get<double>("allocated_per_step_mb") * 1e6;
-  m.held_at_start = bytes(r.get<double>("held_at_start_mb"));
-  m.held_at_end = bytes(r.get<double>("held_at_end_mb"));
-  m.resident_peak = bytes(r.get<double>("resident_peak_mb"));
+  m.step_peak_bytes = r.get<int64_t>("step_peak_bytes");
+  m.mean_step_peak_bytes = r.get<double>("mean_step_peak_bytes");
+  m.allocated_per_step = r.get<double>("allocated_per_step_bytes");
+  m.held_at_start = r.get<int64_t>("held_at_start_bytes");
+  m.held_at_end = r.get<int64_t>("held_at_end_bytes");
+  m.resident_peak = r.get<int64_t>("resident_peak_bytes");
   const Reader g = r.object("growth");
-  m.growth = {g.get<double>("mb_per_step") * 1e6, g.get<double>("low") * 1e6, g.get<double>("high") * 1e6, g.get<int64_t>("steps"),
-              g.get<bool>("leak")};
+  m.growth = {g.get<double>("bytes_per_step"), g.get<double>("low"), g.get<double>("high"), g.get<int64_t>("steps"), g.get<bool>("leak")};
   return m;
 }
 
