@@ -43,13 +43,51 @@ class WindowSink final : public StepSink {
   int64_t seen_ = 0, steps_seen_ = 0, samples_ = 0, start_ns_ = 0, end_ns_ = 0;
 };
 
-/// One batch size: its trainer, its steps over all windows, its windows' throughputs.
+/// One batch size: its trainer, its steps over all windows, its windows' throughputs, the most memory
+/// a window's steps needed, and the error if it ran out of memory.
 struct Contender {
   int64_t batch_size;
   std::unique_ptr<Trainer> trainer;
   PhaseStats steps{0};
   std::vector<double> throughputs;
+  double memory_mb = 0;
+  std::string out_of_memory;
 };
+
+/// Whether `e` says that memory ran out (std::bad_alloc; libtorch's "not enough memory" on a CPU,
+/// "out of memory" on a GPU).
+bool ran_out_of_memory(const std::exception& e) {
+  const std::string what = e.what();
+  return dynamic_cast<const std::bad_alloc*>(&e) != nullptr || what.find("out of memory") != std::string::npos ||
+         what.find("not enough memory") != std::string::npos;
+}
+
+/// One window of `c`: its throughput and memory, or that it ran out of memory (its later windows skipped).
+std::optional<SweepWindow> run_window(Contender& c, const std::shared_ptr<const Dataset>& data, FitOptions& fit,
+                                      const std::vector<std::shared_ptr<StepSink>>& sinks, const SweepOptions& options,
+                                      int64_t round) {
+  if (!c.out_of_memory.empty()) return std::nullopt;
+  auto sink = std::make_shared<WindowSink>(*c.trainer, options.window_seconds, options.steps);
+  fit.loader.batch_size = c.batch_size;
+  fit.step_sinks = sinks;
+  fit.step_sinks.push_back(sink);
+  try {
+    c.trainer->fit(data, fit);
+  } catch (const std::exception& e) {
+    if (!ran_out_of_memory(e)) throw;
+    const std::string what = e.what();
+    c.out_of_memory = what.substr(0, what.find('\n'));
+    return std::nullopt;
+  }
+  c.steps.merge(c.trainer->measured().stats);
+  const MemoryStats& memory = c.trainer->measured().memory;
+  if (memory.steps() > 0) {
+    c.memory_mb = std::max(c.memory_mb, static_cast<double>(memory.held_at_end() + memory.step_peak_bytes()) * 1e-6);
+  }
+  const SweepWindow window = sink->window(c.batch_size, round);
+  c.throughputs.push_back(window.samples_per_s);
+  return window;
+}
 
 }  // namespace
 
@@ -96,20 +134,21 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
 
   for (int64_t round = 0; round < options.windows; ++round) {
     for (Contender& c : contenders) {
-      auto sink = std::make_shared<WindowSink>(*c.trainer, options.window_seconds, options.steps);
-      fit.loader.batch_size = c.batch_size;
-      fit.step_sinks = sinks;
-      fit.step_sinks.push_back(sink);
-      c.trainer->fit(data, fit);
-      c.steps.merge(c.trainer->measured().stats);
-      const SweepWindow window = sink->window(c.batch_size, round);
-      c.throughputs.push_back(window.samples_per_s);
-      if (on_window) on_window(window);
+      const std::optional<SweepWindow> window = run_window(c, data, fit, sinks, options, round);
+      if (window && on_window) on_window(*window);
     }
   }
   result.directory = dir.string();
   result.threads = contenders[middle].trainer->measured().threads.setting;  // what every batch size ran with
-  for (Contender& c : contenders) {
+  const auto row_of = [&](Contender& c) {
+    SweepRow row;
+    row.batch_size = c.batch_size;
+    row.memory_mb = c.memory_mb;
+    if (!c.out_of_memory.empty() || c.throughputs.empty()) {
+      row.out_of_memory = true;
+      row.failure = c.out_of_memory;
+      return row;
+    }
     RunFacts facts;
     facts.model = options.name;
     facts.batch_size = c.batch_size;
@@ -117,8 +156,6 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     FitMeasurements all = c.trainer->measured();  // the last window's loader, threads and CPU...
     all.stats = c.steps;                           // ...and every window's steps
     const RunSummary s = summarize(all, facts);
-    SweepRow row;
-    row.batch_size = c.batch_size;
     row.set_windows(c.throughputs);
     row.steps = c.steps.measured_steps();
     row.step_ms_mean = s.step_ms.mean;
@@ -128,11 +165,27 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     row.verdict = s.verdict.level + " " + s.verdict.bound;
     row.threads = std::to_string(s.threads.setting.intra_op) + "+" + std::to_string(s.threads.setting.blas) + " " +
                   (result.threads_chosen_at > 0 ? std::string("auto, held") : s.threads.chosen_by);
-    result.rows.push_back(row);
+    return row;
+  };
+  for (Contender& c : contenders) result.rows.push_back(row_of(c));
+  if (options.memory_budget_bytes > 0) {
+    const double budget_mb = static_cast<double>(options.memory_budget_bytes) * 1e-6;
+    // the curve's prediction, checked by one window when no batch size swept was it (and it lies within
+    // twice the largest swept: the curve is a line through the swept ones)
+    const MemoryBudgetChoice predicted = choose_within_budget(result.rows, budget_mb);
+    const bool swept = std::any_of(result.rows.begin(), result.rows.end(), [&](const SweepRow& r) { return r.batch_size == predicted.predicted; });
+    const int64_t largest = *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
+    if (predicted.predicted > 0 && !swept && predicted.predicted <= 2 * largest) {
+      Contender check{predicted.predicted, make_trainer(result.threads), PhaseStats(0), {}};
+      if (const auto window = run_window(check, data, fit, sinks, options, 0); window && on_window) on_window(*window);
+      result.rows.push_back(row_of(check));
+      result.rows.back().checked = true;
+    }
+    result.memory_choice = choose_within_budget(result.rows, budget_mb);
   }
   const SweepMethod method{options.windows, options.window_seconds, options.steps};
   const RunDirectory files(dir.string());
-  write_file_atomically(files.sweep(), sweep_json(result.rows, options.name, method));
+  write_file_atomically(files.sweep(), sweep_json(result.rows, options.name, method, result.memory_choice));
   write_file_atomically(files.sweep_csv(), sweep_csv(result.rows));
   write_html_report(files.report_sources(), files.report());
   result.report_path = files.report();

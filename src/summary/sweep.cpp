@@ -1,6 +1,7 @@
 #include "fitscope/summary/sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -10,10 +11,13 @@ namespace fitscope {
 
 std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows) {
   std::set<int64_t> sizes;
-  for (const auto& r : rows) sizes.insert(r.batch_size);
+  for (const auto& r : rows) {
+    if (!r.out_of_memory) sizes.insert(r.batch_size);
+  }
   if (sizes.size() < 2) return std::nullopt;
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& r : rows) {
+    if (r.out_of_memory) continue;  // no step time
     const double x = static_cast<double>(r.batch_size), y = r.step_ms_p50;
     n += 1;
     sx += x;
@@ -29,6 +33,7 @@ std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows) {
   const auto squared_error = [&](const StepTimeFit& f) {
     double e = 0;
     for (const auto& r : rows) {
+      if (r.out_of_memory) continue;
       const double d = f.fixed_ms + f.per_sample_ms * static_cast<double>(r.batch_size) - r.step_ms_p50;
       e += d * d;
     }
@@ -102,7 +107,59 @@ std::string describe_knee(const Knee& knee) {
          "(SweepOptions::window_seconds) or a quieter machine would separate them";
 }
 
-std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& model, const SweepMethod& method) {
+int64_t MemoryCurve::largest_within(double budget_mb) const {
+  if (per_sample_mb <= 0 || budget_mb <= fixed_mb) return 0;
+  return static_cast<int64_t>(std::floor((budget_mb - fixed_mb) / per_sample_mb));
+}
+
+std::optional<MemoryCurve> fit_memory(const std::vector<SweepRow>& rows) {
+  std::set<int64_t> sizes;
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& r : rows) {
+    if (r.out_of_memory || r.memory_mb <= 0) continue;
+    const double x = static_cast<double>(r.batch_size);
+    sizes.insert(r.batch_size);
+    n += 1, sx += x, sy += r.memory_mb, sxx += x * x, sxy += x * r.memory_mb;
+  }
+  if (sizes.size() < 2) return std::nullopt;
+  MemoryCurve c;
+  c.per_sample_mb = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  c.fixed_mb = (sy - c.per_sample_mb * sx) / n;
+  if (!(c.per_sample_mb > 0)) return std::nullopt;
+  return c;
+}
+
+MemoryBudgetChoice choose_within_budget(const std::vector<SweepRow>& rows, double budget_mb) {
+  MemoryBudgetChoice choice;
+  choice.budget_mb = budget_mb;
+  choice.curve = fit_memory(rows);
+  if (choice.curve) choice.predicted = choice.curve->largest_within(budget_mb);
+  const SweepRow* best = nullptr;
+  for (const auto& r : rows) {
+    if (r.out_of_memory || r.memory_mb <= 0 || r.memory_mb > budget_mb) continue;
+    if (!best || r.samples_per_s > best->samples_per_s) best = &r;
+  }
+  char text[400];
+  int used = std::snprintf(text, sizeof text, "memory budget %.1f MB (the steps' tensors)", budget_mb);
+  if (choice.curve) {
+    used += std::snprintf(text + used, sizeof text - static_cast<std::size_t>(used),
+                          ": the curve %.2f MB + %.4f MB an example predicts batch %lld", choice.curve->fixed_mb,
+                          choice.curve->per_sample_mb, static_cast<long long>(choice.predicted));
+  }
+  if (best) {
+    choice.chosen = best->batch_size;
+    std::snprintf(text + used, sizeof text - static_cast<std::size_t>(used), "; the fastest within it: batch %lld, %.0f samples/s, %.1f MB%s",
+                  static_cast<long long>(best->batch_size), best->samples_per_s, best->memory_mb,
+                  best->checked ? " (the predicted batch size, checked by a run)" : "");
+  } else {
+    std::snprintf(text + used, sizeof text - static_cast<std::size_t>(used), "; no batch size measured fits it");
+  }
+  choice.text = text;
+  return choice;
+}
+
+std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& model, const SweepMethod& method,
+                       const std::optional<MemoryBudgetChoice>& budget) {
   using nlohmann::json;
   json out_rows = json::array();
   for (const auto& r : rows) {
@@ -118,7 +175,11 @@ std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& mod
                         {"step_ms_p99", r.step_ms_p99},
                         {"data_wait_share", r.data_wait_share},
                         {"verdict", r.verdict},
-                        {"threads", r.threads}});
+                        {"threads", r.threads},
+                        {"memory_mb", r.memory_mb},
+                        {"out_of_memory", r.out_of_memory},
+                        {"failure", r.failure},
+                        {"checked", r.checked}});
   }
   json fit = nullptr;
   if (auto f = fit_step_time(rows)) fit = {{"fixed_ms", f->fixed_ms}, {"per_sample_ms", f->per_sample_ms}};
@@ -128,7 +189,14 @@ std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& mod
               {"rows", out_rows},
               {"fit", fit},
               {"knee_batch_size", nullptr},
-              {"knee", nullptr}};
+              {"knee", nullptr},
+              {"memory_curve", nullptr},
+              {"memory_budget", nullptr}};
+  if (const auto curve = fit_memory(rows)) out["memory_curve"] = {{"fixed_mb", curve->fixed_mb}, {"per_sample_mb", curve->per_sample_mb}};
+  if (budget) {
+    out["memory_budget"] = {{"budget_mb", budget->budget_mb}, {"predicted_batch_size", budget->predicted},
+                            {"chosen_batch_size", budget->chosen}, {"text", budget->text}};
+  }
   if (!rows.empty()) {
     const Knee knee = find_knee(rows);
     out["knee_batch_size"] = knee.batch_size;
@@ -155,17 +223,23 @@ std::string sweep_csv(const std::vector<SweepRow>& rows) {
 std::string format_sweep(const std::vector<SweepRow>& rows) {
   std::string out;
   char line[320];
-  std::snprintf(line, sizeof line, "%10s %12s %22s %10s %10s %10s %9s  %s\n", "batch", "samples/s",
-                "windows (low-high)", "p50 ms", "p99 ms", "data wait", "threads", "verdict");
+  std::snprintf(line, sizeof line, "%10s %12s %22s %10s %10s %10s %8s %9s  %s\n", "batch", "samples/s",
+                "windows (low-high)", "p50 ms", "p99 ms", "data wait", "mem MB", "threads", "verdict");
   out += line;
   const std::optional<Knee> knee = rows.empty() ? std::nullopt : std::optional<Knee>(find_knee(rows));
   for (const auto& r : rows) {
+    if (r.out_of_memory) {  // reported, never a crash of the sweep
+      std::snprintf(line, sizeof line, "%10lld  out of memory: ", static_cast<long long>(r.batch_size));
+      out += line + r.failure + "\n";
+      continue;
+    }
     char range[64];
     std::snprintf(range, sizeof range, "%.0f-%.0f%s", r.low(), r.high(),
                   r.spread() > kWideSpread ? " wide" : "");
-    std::snprintf(line, sizeof line, "%10lld %12.0f %22s %10.3f %10.3f %9.1f%% %9s  %s%s\n",
+    std::snprintf(line, sizeof line, "%10lld %12.0f %22s %10.3f %10.3f %9.1f%% %8.1f %9s  %s%s%s\n",
                   static_cast<long long>(r.batch_size), r.samples_per_s, range, r.step_ms_p50, r.step_ms_p99,
-                  r.data_wait_share * 100, r.threads.c_str(), r.verdict.c_str(), knee && r.batch_size == knee->batch_size ? "   <- knee" : "");
+                  r.data_wait_share * 100, r.memory_mb, r.threads.c_str(), r.verdict.c_str(),
+                  knee && r.batch_size == knee->batch_size ? "   <- knee" : "", r.checked ? "   (checked for the budget)" : "");
     out += line;
   }
   if (std::any_of(rows.begin(), rows.end(), [](const SweepRow& r) { return r.spread() > kWideSpread; })) {

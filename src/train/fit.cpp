@@ -509,6 +509,7 @@ void Trainer::Fit::finish() {
   for (const BatchBuild& b : loader->take_builds()) {
     builds.push_back({"loader worker " + std::to_string(b.worker), "batch " + std::to_string(b.batch), b.start_ns, b.dur_ns});
   }
+  for (ThreadSpan& span : layers->take_spans()) builds.push_back(std::move(span));  // the probed steps' layers
   m.loader = loader->stats();
   for (auto& sink : o.step_sinks) {
     sink->on_thread_spans(builds);

@@ -227,6 +227,13 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
   if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
   add(event.row, event.backward, event.timed ? end - event.start_ns : 0, event.flops);
+  if (event.timed && event.row >= 0) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (spans_.size() < kSpansKept) {
+      spans_.push_back({kSpanTrack, step_[static_cast<std::size_t>(event.row)].name + (event.backward ? " backward" : " forward"),
+                        event.start_ns, end - event.start_ns});
+    }
+  }
 }
 
 void LayerProbe::add(int row, bool backward, int64_t ns, double flops) {

@@ -26,6 +26,7 @@
 #include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
+#include "fitscope/timing/thread_span.hpp"
 
 namespace at {
 class RecordFunction;
@@ -53,6 +54,12 @@ class LayerProbe {
   /// Every step's record (`measured_index` < 0 in the warm-up): a probed one is folded in, against the
   /// unprobed steps' p50 so far.
   void record(const StepRecord& record, int64_t measured_index);
+  /// The timed spans of the first probed steps (at most kSpansKept), each a layer's forward or backward
+  /// on the trace's track kSpanTrack; handed over once.
+  std::vector<ThreadSpan> take_spans() { return std::move(spans_); }
+  static constexpr const char* kSpanTrack = "layers (probed steps)";
+  static constexpr std::size_t kSpansKept = 4096;
+
   /// What the probes found; with none probed, why not (`graph_kept`: the fit replayed a CUDA graph).
   LayerTimes times(bool graph_kept) const;
 
@@ -89,6 +96,7 @@ class LayerProbe {
   std::vector<LayerTime> step_;                          // the probed step's rows
   std::unordered_map<std::string, int> rows_;
   double step_other_flops_ = 0;
+  std::vector<ThreadSpan> spans_;
   StreamingQuantiles unprobed_;  // the measured steps' own time, the probes' reference
   double cost_sum_ = 0;
   int64_t costs_ = 0;

@@ -628,6 +628,34 @@ TEST(SweepCommand, HoldsTheThreadsOneSearchChoseForEveryBatchSize) {
   EXPECT_NE(threads.begin()->find(" auto, held"), std::string::npos) << *threads.begin();
 }
 
+/// With a memory budget the seed CNN's sweep counts each batch size's memory, predicts from the curve
+/// the largest batch size within the budget, checks it by one run, and names the fastest within it.
+TEST(SweepCommand, AMemoryBudgetPicksTheFastestBatchSizeWithinIt) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/sweep";
+  const ProcessResult r = run_fitscope({"sweep", "--model", "cnn", "--batch-sizes", "8,32,128", "--steps", "5",
+                                        "--windows", "1", "--window-seconds", "0.02", "--synthetic-size", "2000",
+                                        "--threads", "1", "--memory-budget", "12M", "--run-dir", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json sweep = json::parse(read_file(dir + "/sweep.json"));
+  const json& budget = sweep.at("memory_budget");
+  ASSERT_TRUE(budget.is_object()) << sweep.dump();
+  const int64_t chosen = budget.at("chosen_batch_size").get<int64_t>();
+  double best = 0;
+  int64_t fastest = 0;
+  for (const auto& row : sweep.at("rows")) {
+    EXPECT_GT(row.at("memory_mb").get<double>(), 0) << row.dump();
+    if (row.at("memory_mb").get<double>() <= 12.0 * (1 << 20) * 1e-6 && row.at("samples_per_s").get<double>() > best) {
+      best = row.at("samples_per_s").get<double>();
+      fastest = row.at("batch_size").get<int64_t>();
+    }
+  }
+  EXPECT_EQ(chosen, fastest);
+  EXPECT_GT(chosen, 0);
+  EXPECT_TRUE(sweep.at("memory_curve").is_object());
+  EXPECT_NE(r.out.find("Memory: memory budget 12.6 MB (the steps' tensors): the curve "), std::string::npos) << r.out;
+}
+
 TEST(SweepCommand, BadBatchSizesExitTwoNamingTheFlag) {
   expect_usage_error({"sweep", "--batch-sizes", "16,0,64"}, "--batch-sizes: expected an integer in [1, 1000000], got '0'");
   expect_usage_error({"sweep", "--batch-sizes", "16,abc"}, "--batch-sizes");

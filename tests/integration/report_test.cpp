@@ -111,6 +111,20 @@ TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
   EXPECT_NE(section.find("<tr><td>conv</td>"), std::string::npos) << section;
   EXPECT_NE(section.find("<tr><td>(unattributed)</td>"), std::string::npos) << section;
   EXPECT_NE(section.find("Where forward and backward go, layer by layer"), std::string::npos);
+  // trace.json: the probed steps' layers on a track of their own, at their own times
+  const nlohmann::json trace = nlohmann::json::parse(read_file(dir + "/trace.json"));
+  int64_t track = -1, conv_forward = 0, conv_backward = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("name") == "thread_name" && e.at("args").at("name") == "layers (probed steps)") track = e.at("tid").get<int64_t>();
+  }
+  ASSERT_GE(track, 0);
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X" || e.at("tid") != track) continue;
+    conv_forward += e.at("name") == "conv forward";
+    conv_backward += e.at("name") == "conv backward";
+  }
+  EXPECT_EQ(conv_forward, layers.at("probed_steps").get<int64_t>());
+  EXPECT_EQ(conv_backward, layers.at("probed_steps").get<int64_t>());
 
   const std::string short_dir = tmp.path() + "/short";
   short_run(short_dir);

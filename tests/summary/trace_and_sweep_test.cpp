@@ -168,3 +168,25 @@ TEST(Sweep, ARowWhoseWindowsDifferByMoreThanAFifthIsFlaggedWide) {
   EXPECT_EQ(table.find("95000-104000 wide"), std::string::npos) << table;
   EXPECT_NE(sweep_csv(rows).find("128,180000.000,62000.000,296000.000,3,"), std::string::npos) << sweep_csv(rows);
 }
+
+/// The memory curve is a line through the counted rows; the budget takes the fastest row within it, a
+/// row out of memory never (and the step-time fit leaves it out).
+TEST(Sweep, AMemoryBudgetTakesTheFastestBatchWithinItAndTheCurvePredictsTheLargest) {
+  std::vector<SweepRow> rows = {row(16, 100, 1), row(32, 150, 1), row(64, 180, 1), row(128, 190, 1), row(512, 0, 0)};
+  for (SweepRow& r : rows) r.memory_mb = 2 + 0.5 * static_cast<double>(r.batch_size);
+  rows.back().out_of_memory = true;
+  rows.back().failure = "DefaultCPUAllocator: not enough memory";
+  const auto curve = fit_memory(rows);
+  ASSERT_TRUE(curve);
+  EXPECT_NEAR(curve->fixed_mb, 2, 1e-9);
+  EXPECT_NEAR(curve->per_sample_mb, 0.5, 1e-12);
+  const MemoryBudgetChoice choice = choose_within_budget(rows, 40);
+  EXPECT_EQ(choice.predicted, 76);  // (40 - 2) / 0.5
+  EXPECT_EQ(choice.chosen, 64);     // 34 MB; 128 needs 66
+  EXPECT_NE(choice.text.find("the fastest within it: batch 64, 180 samples/s, 34.0 MB"), std::string::npos) << choice.text;
+  EXPECT_EQ(choose_within_budget(rows, 5).chosen, 0);
+  EXPECT_NE(choose_within_budget(rows, 5).text.find("no batch size measured fits it"), std::string::npos);
+  EXPECT_TRUE(fit_step_time(rows).has_value());  // the row out of memory has no step time to fit
+  EXPECT_NE(format_sweep(rows).find("       512  out of memory: DefaultCPUAllocator: not enough memory"), std::string::npos)
+      << format_sweep(rows);
+}

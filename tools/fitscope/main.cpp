@@ -133,6 +133,10 @@ int main(int argc, char** argv) {
       ->check(number_above(0.001, true, "a number of seconds in [0.001, 3600]", 3600))->capture_default_str();
   sweep->add_option("--steps", sweep_options.sweep.steps, "Each window holds at least this many measured steps (after the warm-up steps)")
       ->check(integer_in(1, 1'000'000))->capture_default_str();
+  add_parsed(sweep, "--memory-budget", parse_bytes, "SIZE",
+             [&](int64_t bytes) { sweep_options.sweep.memory_budget_bytes = bytes; },
+             "The fastest batch size whose steps' CPU tensors fit this (300M, 2G): predicted from the memory curve, "
+             "checked by one run");
   sweep->callback([&] {
     check_flag_relations(sweep_options.train);
     run_sweep(sweep_options, std::cout);

@@ -194,7 +194,9 @@ void run_sweep(const SweepCommandOptions& s, std::ostream& out) {
     out << "Threads: intra-op " << result.threads.intra_op << ", BLAS " << result.threads.blas << ", chosen by batch size "
         << result.threads_chosen_at << "'s search and held for every batch size\n";
   }
-  out << "\n" << in_flags(format_sweep(result.rows)) << "Report: " << result.report_path << "\n"
+  out << "\n" << in_flags(format_sweep(result.rows));
+  if (result.memory_choice) out << "Memory: " << result.memory_choice->text << "\n";
+  out << "Report: " << result.report_path << "\n"
       << "Run directory: " << result.directory << "\n";
 }
 

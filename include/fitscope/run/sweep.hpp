@@ -30,6 +30,10 @@ struct SweepOptions {
   std::string run_dir;            ///< empty = runs/<YYYYmmdd-HHMMSS>-sweep-<name>
   std::string name = "model";     ///< the model's name, in the directory's name and sweep.json
   std::string callback_mode = "sync";  ///< how `fit`'s callbacks run (for the verdict's advice)
+  /// A budget for the steps' CPU tensor memory (SweepRow::memory_mb), 0 = none: after the rounds, the
+  /// memory curve predicts the largest batch size within it, one window at that batch size checks it
+  /// (when it was not swept), and the fastest batch size measured within the budget is chosen.
+  int64_t memory_budget_bytes = 0;
 };
 
 struct SweepResult {
@@ -40,6 +44,7 @@ struct SweepResult {
   int64_t threads_chosen_at = 0;
   std::string directory;       ///< where the files went
   std::string report_path;     ///< report.html
+  std::optional<MemoryBudgetChoice> memory_choice;  ///< with SweepOptions::memory_budget_bytes
 };
 
 /// One measured window, as the sweep goes.

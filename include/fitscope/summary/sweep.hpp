@@ -27,6 +27,12 @@ struct SweepRow {
   /// The compute threads it ran with, e.g. "1+1 auto": intra-op + BLAS, and how they were chosen
   /// (auto: the batch size's own thread search; flag: --threads).
   std::string threads;
+  /// The steps' CPU tensor memory: what they hold above the fit's start plus their peak within one, the
+  /// largest window's, in MB (0: not counted). The memory budget compares with it.
+  double memory_mb = 0;
+  bool out_of_memory = false;  ///< the batch size ran out of memory: no throughput; `failure` says how
+  std::string failure;
+  bool checked = false;  ///< the one run at the batch size the memory curve predicts within a budget
 
   /// Stores each window's samples/s (in round order) and sets samples_per_s to their median.
   void set_windows(std::vector<double> samples_per_s_by_window);
@@ -66,6 +72,28 @@ std::optional<StepTimeFit> fit_step_time(const std::vector<SweepRow>& rows);
 /// The knee at `fraction` of the best samples/s; throws std::invalid_argument when there are no rows.
 Knee find_knee(const std::vector<SweepRow>& rows, double fraction = 0.9);
 
+/// The steps' memory against the batch size: memory_mb = fixed_mb + per_sample_mb x batch size.
+struct MemoryCurve {
+  double fixed_mb = 0, per_sample_mb = 0;
+  /// The largest batch size within `budget_mb` (0: none).
+  int64_t largest_within(double budget_mb) const;
+};
+
+/// Least squares over the rows whose memory was counted (and that did not run out of it); nothing with
+/// fewer than two distinct batch sizes or a curve that does not grow.
+std::optional<MemoryCurve> fit_memory(const std::vector<SweepRow>& rows);
+
+/// The fastest batch size within a memory budget (SweepOptions::memory_budget_bytes).
+struct MemoryBudgetChoice {
+  double budget_mb = 0;
+  std::optional<MemoryCurve> curve;
+  int64_t predicted = 0;  ///< the largest batch size the curve predicts within the budget (0: none)
+  int64_t chosen = 0;     ///< the fastest measured batch size within the budget (0: none fits)
+  std::string text;       ///< the choice in a sentence
+};
+/// Chooses among the rows measured within the budget (the checked row among them).
+MemoryBudgetChoice choose_within_budget(const std::vector<SweepRow>& rows, double budget_mb);
+
 /// How a sweep measured each batch size (written to sweep.json for the reader).
 struct SweepMethod {
   int64_t windows = 1;        ///< windows per batch size, the batch sizes taking turns
@@ -75,7 +103,8 @@ struct SweepMethod {
 
 /// sweep.json: {"model", "method": {...}, "rows": [...], "fit": {...} | null, "knee_batch_size": int,
 /// "knee": {"resolved", "lowest", "highest"}}.
-std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& model, const SweepMethod& method);
+std::string sweep_json(const std::vector<SweepRow>& rows, const std::string& model, const SweepMethod& method,
+                       const std::optional<MemoryBudgetChoice>& budget = std::nullopt);
 /// sweep.csv: a header and one row per batch size.
 std::string sweep_csv(const std::vector<SweepRow>& rows);
 /// The terminal table, knee and wide rows marked, with the knee's resolution and the fit below.
