@@ -96,7 +96,7 @@ MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir) {
   const std::string path = cache_dir.empty() ? std::string() : cache_dir + "/machine_peak.json";
   const std::lock_guard<std::mutex> lock(peaks_mutex);
   const std::string here_key = path + "\n" + key;
-  if (const auto here = peaks_here.find(here_key); here != peaks_here.end()) return here->second;
+  if (const auto here = peaks_here.find(here_key); here != peaks_here.end() && !path.empty()) return here->second;
   nlohmann::json cache = nlohmann::json::object();
   if (!path.empty()) {
     try {  // a cache that is missing or unreadable is measured anew and written again

@@ -84,9 +84,6 @@ TEST(Report, ARunWritesASelfContainedPageWithTheVerdictAndCharts) {
   }
 }
 
-/// What a Keras user looks at first comes first: the epoch curves right after the verdict, then the
-/// model's summary (the seed MLP's 7,850 parameters, as Keras counts them); the step-time chart's axis
-/// ends at the p99, the slower steps drawn at its edge (how many there are is the machine's business).
 /// The layers of a run whose steps were probed: the printout's top layers, summary.json's rows, the
 /// report's table and chart, the machine's peak they are set against; a run too short for auto says why.
 TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
@@ -133,6 +130,9 @@ TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
             std::string::npos);
 }
 
+/// What a Keras user looks at first comes first: the epoch curves right after the verdict, then the
+/// model's summary (the seed MLP's 7,850 parameters, as Keras counts them); the step-time chart's axis
+/// ends at the p99, the slower steps drawn at its edge (how many there are is the machine's business).
 TEST(Report, TheEpochCurvesAndTheModelComeFirstAndTheStepAxisEndsAtTheP99) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/run";

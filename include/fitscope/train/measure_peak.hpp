@@ -16,7 +16,7 @@ namespace fitscope {
 /// $FITSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/fitscope, else $HOME/.cache/fitscope; "" when none is set.
 std::string default_peak_cache_dir();
 
-/// `cache_dir` "": measured, not kept.
+/// `cache_dir` "": measured each call, not kept.
 MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir = default_peak_cache_dir());
 
 }  // namespace fitscope
