@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -13,15 +12,13 @@
 
 #include "fitscope/callbacks/detail/slow_callback_warning.hpp"
 #include "data_parallel_fit.hpp"
-#include "layer_probe.hpp"
-#include "memory_listener.hpp"
+#include "below_phases.hpp"
 #include "fitscope/callbacks/time_limit.hpp"
 #include "fitscope/data/loading/loader.hpp"
 #include "fitscope/data/streams/stream_dataset.hpp"
 #include "fitscope/data/sources/subset_dataset.hpp"
 #include "fitscope/train/freed_memory.hpp"
 #include "fitscope/train/fused_optimizer.hpp"
-#include "fitscope/train/measure_peak.hpp"
 #include "fitscope/train/trainer.hpp"
 #include "step_graph.hpp"
 #include "trainer_context.hpp"
@@ -113,29 +110,6 @@ std::string not_capturable(const TrainerOptions& o, int64_t world_size, bool cap
   return {};
 }
 
-/// The process's resident peak (VmHWM), in bytes; 0 when /proc does not say.
-int64_t resident_peak_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:   412 kB"
-  }
-  return 0;
-}
-
-/// Why no step's layers are probed (TrainerOptions::layer_probe_every), "" when they are: the first rule
-/// that holds.
-std::string not_probed(const TrainerOptions& o) {
-  const std::pair<bool, const char*> rules[] = {
-      {!o.timing, "the step clock is off (TrainerOptions::timing)"},
-      {o.layer_probe_every < 0, "off (TrainerOptions::layer_probe_every)"},
-      {!o.device.is_cpu(), "on a GPU a layer's time is the device's, which the probe's host clock does not read"},
-  };
-  for (const auto& [holds, reason] : rules) {
-    if (holds) return reason;
-  }
-  return {};
-}
-
 }  // namespace
 
 /// One fit's running state: the loaders, the callbacks, the rank agreement, the pending step records.
@@ -161,8 +135,7 @@ struct Trainer::Fit {
   CallbackList callbacks;
   std::unique_ptr<SlowCallbackWarning> slow_callbacks;
   std::unique_ptr<detail::StepGraph> graph;  // the step, eager or replayed (TrainerOptions::cuda_graph)
-  std::unique_ptr<detail::LayerProbe> layers;  // TrainerOptions::layer_probe_every
-  std::unique_ptr<detail::MemoryListener> memory;  // TrainerOptions::track_memory
+  std::unique_ptr<detail::BelowPhases> below;  // the layers, the memory
   int64_t recorded = 0;                        // step records of this fit
   FitClock clock;
   bool batch_logs = false, has_callbacks = false, transfer = false;
@@ -268,15 +241,7 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   }
   m.device_timer = t.device_timer_;
   t.clock_.set_listener(t.device_timer_.get());
-  m.memory = MemoryStats{};
-  if (!t.options_.track_memory || !t.options_.timing) {
-    m.memory.why_not = t.options_.timing ? "off (TrainerOptions::track_memory)" : "the step clock is off (TrainerOptions::timing)";
-  } else if (!t.options_.device.is_cpu()) {
-    m.memory.why_not = "on a GPU the caching allocator's figures are not read yet";
-  } else {
-    memory = std::make_unique<detail::MemoryListener>(detail::tensor_memory());
-    t.clock_.set_listener(memory.get());
-  }
+  below = std::make_unique<detail::BelowPhases>(t.options_, *t.model_, t.clock_, planned_steps - warmup, m);
   {
     const TrainerOptions& to = t.options_;
     std::unique_ptr<StepCapture> capture;
@@ -289,18 +254,6 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
                                                   timer->resolve_passed();  // the trial has just synchronised
                                                   return timer->busy_ms();
                                                 });
-  }
-  {
-    const TrainerOptions& to = t.options_;
-    // a data-parallel run's ranks probe the same steps: a spacing fixed in advance, not each rank's own
-    const int64_t every = to.layer_probe_every == 0 && m.world_size > 1 ? 64 : to.layer_probe_every;
-    std::string why_not = not_probed(to);
-    if (why_not.empty() && every == 0 && planned_steps - warmup < detail::LayerProbe::kFewestSteps) {
-      why_not = "auto spares no step of a fit of " + std::to_string(std::max<int64_t>(planned_steps - warmup, 0)) +
-                " steps after its warm-up (fewer than " + std::to_string(detail::LayerProbe::kFewestSteps) +
-                "; TrainerOptions::layer_probe_every sets a spacing)";
-    }
-    layers = std::make_unique<detail::LayerProbe>(*t.model_, t.clock_, every, to.layer_probe_max_cost, why_not);
   }
   slow_callbacks = std::make_unique<SlowCallbackWarning>([this](const std::string& text) { c.warn(text); },
                                                          t.options_.slow_callback_threshold);
@@ -407,11 +360,11 @@ bool Trainer::Fit::train_step(int64_t epoch, int64_t b, StepContext& context) {
   }
   context.grad_norm.reset();
   // an eager step only: a replayed graph is one phase whose operations the host does not run
-  if (graph->eager() && !t.threads_.searching() && layers->begin_step(recorded - t.measured_.stats.warmup_steps())) {
+  if (graph->eager() && !t.threads_.searching() && below->begin_step(recorded - t.measured_.stats.warmup_steps())) {
     clock_.mark_probed();
   }
   const StepOutput out = graph->step(batch, context, !t.threads_.searching());
-  layers->stop_listening();
+  below->end_work();
   if (context.grad_norm) c.last_grad_norm = context.grad_norm;
   ++c.global_step_count;  // as Keras's iterations: the batch hooks see this step counted
 
@@ -452,8 +405,7 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
   }
   if (graph->trial_step()) extend_warmup(1);  // the CUDA-graph trial's steps are warm-up too
   const int64_t measured_index = recorded++ - t.measured_.stats.warmup_steps();
-  layers->record(record, measured_index);
-  if (memory) memory->record(record, measured_index, t.measured_.memory);
+  below->record(record, measured_index, t.measured_.memory);
   ranks->keep(record);
   pending.push_back(record);
   if (pending.size() == kFoldEvery) fold();
@@ -509,7 +461,7 @@ void Trainer::Fit::finish() {
   for (const BatchBuild& b : loader->take_builds()) {
     builds.push_back({"loader worker " + std::to_string(b.worker), "batch " + std::to_string(b.batch), b.start_ns, b.dur_ns});
   }
-  for (ThreadSpan& span : layers->take_spans()) builds.push_back(std::move(span));  // the probed steps' layers
+  for (ThreadSpan& span : below->take_spans()) builds.push_back(std::move(span));  // the probed steps' layers
   m.loader = loader->stats();
   for (auto& sink : o.step_sinks) {
     sink->on_thread_spans(builds);
@@ -519,16 +471,11 @@ void Trainer::Fit::finish() {
   }
   m.threads = t.threads_.choice();
   m.cuda_graph = graph->outcome();
-  m.layers = layers->times(m.cuda_graph.kept);
   if (t.options_.cuda_graph == CudaGraphMode::on && m.cuda_graph.tried && !m.cuda_graph.kept) {
     c.warn("TrainerOptions::cuda_graph is on, but the steps ran eagerly: " + m.cuda_graph.reason);
   }
   m.cpu = t.cpu_.stop();  // before the loader's threads exit
-  if (memory) m.memory.resident_peak = resident_peak_bytes();
-  m.peak.reset();
-  if (t.options_.measure_peak && m.layers.probed_steps > 0) {  // what the layers' GFLOP/s are set against
-    m.peak = measure_machine_peak(std::max(m.threads.setting.intra_op, m.threads.setting.blas));
-  }
+  below->finish(m);
 }
 
 History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
