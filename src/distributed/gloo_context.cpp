@@ -52,6 +52,10 @@ class GlooContext final : public detail::C10dContext {
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(rendezvous_.bind()));
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(rendezvous_.store("fitscope/gloo"), static_cast<int>(env.rank),
                                                            static_cast<int>(env.world_size), options);
+      // every rank connected before any goes on: a rank that then fails at once (bad input) must not
+      // close its connections under a peer still making its own, whose error would be "connection
+      // closed by peer" instead of the same bad input
+      group_->barrier()->wait();
     } catch (const std::invalid_argument&) {
       throw;
     } catch (const std::exception& e) {

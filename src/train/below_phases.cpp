@@ -64,6 +64,7 @@ int64_t spacing(const TrainerOptions& o, int64_t world_size) {
 
 BelowPhases::BelowPhases(const TrainerOptions& options, Model& model, StepClock& clock, int64_t after_warmup, FitMeasurements& m)
     : options_(options),
+      clock_(clock),
       layers_(model, clock, spacing(options, m.world_size), options.layer_probe_max_cost,
               not_probed(options, spacing(options, m.world_size), after_warmup)) {
   m.memory = MemoryStats{};

@@ -21,6 +21,12 @@ class BelowPhases {
  public:
   /// `after_warmup`: the steps the fit plans after its warm-up; `m` is the fit's (its memory is reset).
   BelowPhases(const TrainerOptions& options, Model& model, StepClock& clock, int64_t after_warmup, FitMeasurements& m);
+  /// The clock no longer tells the memory count of a fit that is gone (however the fit ended).
+  ~BelowPhases() {
+    if (memory_ && clock_.listener() == memory_.get()) clock_.set_listener(nullptr);
+  }
+  BelowPhases(const BelowPhases&) = delete;
+  BelowPhases& operator=(const BelowPhases&) = delete;
 
   /// Before a step's own work (eager, the thread search over): whether its layers are probed.
   bool begin_step(int64_t measured_index) { return layers_.begin_step(measured_index); }
@@ -38,6 +44,7 @@ class BelowPhases {
 
  private:
   const TrainerOptions& options_;
+  StepClock& clock_;
   LayerProbe layers_;
   std::unique_ptr<MemoryListener> memory_;
 };

@@ -103,6 +103,7 @@ class StepClock {
   bool enabled() const { return enabled_; }
   /// The listener told of each boundary (null: none); it must outlive its use.
   void set_listener(PhaseBoundaryListener* listener) { listener_ = listener; }
+  PhaseBoundaryListener* listener() const { return listener_; }
 
   /// Ends the step: closes the open phase, computes `other` and returns the record.
   const StepRecord& end_step() {
