@@ -129,7 +129,7 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
   }
   std::vector<Contender> contenders;
   for (std::size_t i = 0; i < options.batch_sizes.size(); ++i) {
-    contenders.push_back({options.batch_sizes[i], i == middle ? std::move(searcher) : make_trainer(held), PhaseStats(0), {}});
+    contenders.push_back({options.batch_sizes[i], i == middle ? std::move(searcher) : make_trainer(held), PhaseStats(0), {}, 0, {}});
   }
 
   for (int64_t round = 0; round < options.windows; ++round) {
@@ -176,7 +176,7 @@ SweepResult sweep(const TrainerFactory& make_trainer, std::shared_ptr<const Data
     const bool swept = std::any_of(result.rows.begin(), result.rows.end(), [&](const SweepRow& r) { return r.batch_size == predicted.predicted; });
     const int64_t largest = *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
     if (predicted.predicted > 0 && !swept && predicted.predicted <= 2 * largest) {
-      Contender check{predicted.predicted, make_trainer(result.threads), PhaseStats(0), {}};
+      Contender check{predicted.predicted, make_trainer(result.threads), PhaseStats(0), {}, 0, {}};
       if (const auto window = run_window(check, data, fit, sinks, options, 0); window && on_window) on_window(*window);
       result.rows.push_back(row_of(check));
       result.rows.back().checked = true;
