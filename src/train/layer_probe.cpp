@@ -122,6 +122,7 @@ LayerProbe::LayerProbe(Model& model, const StepClock& clock, int64_t every, doub
   times_.every = why_not.empty() ? (every > 0 ? every : kMinEvery) : 0;
   times_.auto_every = why_not.empty() && every <= 0;
   times_.why_not = std::move(why_not);
+  if (times_.every > 0) spans_.reserve(kSpansKept);
 }
 
 LayerProbe::~LayerProbe() { stop_listening(); }
@@ -133,15 +134,10 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   if (!listening_probe.compare_exchange_strong(none, this)) return false;  // another fit's probe listens
   training_thread = std::this_thread::get_id();
   probing_index_ = measured_index;
-  parameter_layer_.clear();
-  parameter_layers_.clear();
-  for (const auto& [name, tensor] : model_.named_state()) {
-    parameter_layer_[tensor.unsafeGetTensorImpl()] = parameter_layers_.size();
-    parameter_layers_.push_back(layer_of(name));
-  }
-  sequence_rows_.clear();
-  step_.clear();
-  rows_.clear();
+  index_parameters();
+  first_sequence_ = static_cast<int64_t>(at::sequence_number::peek());
+  sequence_rows_.clear();  // keeps its capacity
+  for (LayerTime& l : step_) l = LayerTime{std::move(l.name), 0, 0, 0, 0};
   step_other_flops_ = 0;
   handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start, &on_end)
                                            .needsInputs(true)
@@ -150,6 +146,32 @@ bool LayerProbe::begin_step(int64_t measured_index) {
                                                     at::RecordScope::USER_SCOPE}));
   listening_ = true;
   return true;
+}
+
+void LayerProbe::index_parameters() {
+  const auto state = model_.named_state();
+  std::vector<const void*> impls;
+  impls.reserve(state.size());
+  for (const auto& entry : state) impls.push_back(entry.second.unsafeGetTensorImpl());
+  if (impls == indexed_) return;
+  indexed_ = std::move(impls);
+  parameter_layer_.clear();
+  parameter_layers_.clear();
+  for (const auto& [name, tensor] : state) {
+    parameter_layer_[tensor.unsafeGetTensorImpl()] = parameter_layers_.size();
+    parameter_layers_.push_back(layer_of(name));
+  }
+}
+
+std::vector<ThreadSpan> LayerProbe::take_spans() {
+  std::vector<ThreadSpan> spans;
+  spans.reserve(spans_.size());
+  for (const Span& s : spans_) {
+    spans.push_back({kSpanTrack, step_[static_cast<std::size_t>(s.row)].name + (s.backward ? " backward" : " forward"),
+                     s.start_ns, s.dur_ns});
+  }
+  spans_.clear();
+  return spans;
 }
 
 void LayerProbe::stop_listening() {
@@ -177,8 +199,9 @@ int LayerProbe::row_of_input(const at::RecordFunction& fn) {
 }
 
 int LayerProbe::row_of_node(const at::RecordFunction& fn) {
-  const auto found = sequence_rows_.find(fn.seqNr());
-  return found != sequence_rows_.end() ? found->second : row(outside_layers(fn.name()));
+  const int64_t at = fn.seqNr() - first_sequence_;
+  const int found = at >= 0 && at < static_cast<int64_t>(sequence_rows_.size()) ? sequence_rows_[static_cast<std::size_t>(at)] : -1;
+  return found >= 0 ? found : row(outside_layers(fn.name()));
 }
 
 std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction& fn) {
@@ -192,7 +215,13 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
   // the node made inside this operation takes the next sequence number: the last operation to see a
   // number is the one that made its node (a custom autograd function's too, which no operator
   // records). Written on the training thread, before backward reads it.
-  if (forward) sequence_rows_[static_cast<int64_t>(at::sequence_number::peek())] = row;
+  if (forward) {
+    const int64_t at = static_cast<int64_t>(at::sequence_number::peek()) - first_sequence_;
+    if (at >= 0) {
+      if (at >= static_cast<int64_t>(sequence_rows_.size())) sequence_rows_.resize(static_cast<std::size_t>(at) + 1, -1);
+      sequence_rows_[static_cast<std::size_t>(at)] = row;
+    }
+  }
   const FlopRule* rule = nullptr;
   for (const FlopRule& r : kFlopRules) {
     if (std::strcmp(name, r.op) == 0) rule = &r;
@@ -230,8 +259,7 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   if (event.timed && event.row >= 0) {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (spans_.size() < kSpansKept) {
-      spans_.push_back({kSpanTrack, step_[static_cast<std::size_t>(event.row)].name + (event.backward ? " backward" : " forward"),
-                        event.start_ns, end - event.start_ns});
+      spans_.push_back({event.row, event.backward, event.start_ns, end - event.start_ns});
     }
   }
 }

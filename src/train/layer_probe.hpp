@@ -56,7 +56,7 @@ class LayerProbe {
   void record(const StepRecord& record, int64_t measured_index);
   /// The timed spans of the first probed steps (at most kSpansKept), each a layer's forward or backward
   /// on the trace's track kSpanTrack; handed over once.
-  std::vector<ThreadSpan> take_spans() { return std::move(spans_); }
+  std::vector<ThreadSpan> take_spans();
   static constexpr const char* kSpanTrack = "layers (probed steps)";
   static constexpr std::size_t kSpansKept = 4096;
 
@@ -89,14 +89,27 @@ class LayerProbe {
   int64_t probing_index_ = 0;
   bool listening_ = false;
   uint64_t handle_ = 0;
+  /// Indexes the model's parameters and buffers by TensorImpl, again only when they changed.
+  void index_parameters();
+
+  // Nothing here is allocated anew on a probed step once the first probes have named their rows: an
+  // allocation that outlives the step, made while the step's large tensors are freed, lands in their
+  // hole, and the C library's heap then grows by a tensor per probe (16.7 MB a probe, seen).
   std::mutex mutex_;
+  std::vector<const void*> indexed_;                              // the TensorImpls indexed
   std::unordered_map<const void*, std::size_t> parameter_layer_;  // TensorImpl -> its layer's name
   std::vector<std::string> parameter_layers_;
-  std::unordered_map<int64_t, int> sequence_rows_;       // autograd sequence number -> row
-  std::vector<LayerTime> step_;                          // the probed step's rows
+  int64_t first_sequence_ = 0;     // the autograd sequence number at the probed step's start
+  std::vector<int> sequence_rows_;  // sequence number - first_sequence_ -> row, -1 none
+  std::vector<LayerTime> step_;     // the rows, their figures the probed step's (names kept across steps)
   std::unordered_map<std::string, int> rows_;
   double step_other_flops_ = 0;
-  std::vector<ThreadSpan> spans_;
+  struct Span {
+    int row;
+    bool backward;
+    int64_t start_ns, dur_ns;
+  };
+  std::vector<Span> spans_;  // reserved for kSpansKept when the probe is made
   StreamingQuantiles unprobed_;  // the measured steps' own time, the probes' reference
   double cost_sum_ = 0;
   int64_t costs_ = 0;
