@@ -4,7 +4,7 @@
 PACKAGES := cmake g++ make ninja-build ccache libtorch-dev libgloo-dev libopenblas0-pthread iproute2 \
             libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev zlib1g-dev \
             python3-torch python3-torchvision chromium pkg-config libturbojpeg0-dev libpng-dev \
-            protobuf-compiler libprotobuf-dev libtomlplusplus-dev clang libclang-rt-dev
+            protobuf-compiler libprotobuf-dev libtomlplusplus-dev clang libclang-rt-dev libtcmalloc-minimal4
 # clang compiles a unit that includes the torch headers ~4x faster than GCC: its precompiled header keeps
 # the template instantiations (-fpch-instantiate-templates) that GCC redoes in every unit (docs/decisions.md,
 # "Build speed"). The tree builds with either: CXX_COMPILER=g++ for GCC.

@@ -40,7 +40,7 @@ stamp=$chroot_dir/.fitscope-packages
 # libgloo-dev too: gloo's headers must be those of the gloo libtorch was built with (trixie's), which
 # the kit's (Debian 12's, for wheels that ship none) are not; CMake takes the ones beside libtorch first.
 packages=(g++ clang libclang-rt-dev cmake ninja-build libtorch-dev libgloo-dev
-  python3-torch libopenblas0-pthread iproute2 pkg-config chromium ccache)
+  python3-torch libopenblas0-pthread iproute2 pkg-config chromium ccache libtcmalloc-minimal4t64)
 # libtorch-dev depends on libprotobuf-dev, and that on zlib1g-dev: their headers, link-time symlinks,
 # static libraries and pkg-config files stay out of the chroot (dpkg path-exclude; the packages count as
 # installed), so the kit's protobuf and zlib are the only ones a build can find. The shared libraries

@@ -4,6 +4,7 @@
 
 #include "fitscope/callbacks/async_callback.hpp"
 #include "fitscope/callbacks/backup_and_restore.hpp"
+#include "fitscope/callbacks/backup_snapshot.hpp"
 #include "fitscope/callbacks/callback.hpp"
 #include "fitscope/callbacks/csv_logger.hpp"
 #include "fitscope/callbacks/early_stopping.hpp"

@@ -1,10 +1,36 @@
 #include "fitscope/callbacks/backup_and_restore.hpp"
 
+#include <chrono>
 #include <stdexcept>
 
 #include "fitscope/checkpoint/training_state.hpp"
+#include "fitscope/timing/phase_stats.hpp"
 
 namespace fitscope {
+namespace {
+
+struct SnapshotName {
+  BackupSnapshot snapshot;
+  const char* name;
+};
+constexpr SnapshotName kSnapshotNames[] = {
+    {BackupSnapshot::automatic, "auto"}, {BackupSnapshot::copy, "copy"}, {BackupSnapshot::live, "live"}};
+
+}  // namespace
+
+const char* backup_snapshot_name(BackupSnapshot snapshot) {
+  for (const SnapshotName& n : kSnapshotNames) {
+    if (n.snapshot == snapshot) return n.name;
+  }
+  return "auto";
+}
+
+BackupSnapshot parse_backup_snapshot(const std::string& name) {
+  for (const SnapshotName& n : kSnapshotNames) {
+    if (name == n.name) return n.snapshot;
+  }
+  throw std::invalid_argument("backup snapshot '" + name + "' (expected auto, copy or live)");
+}
 
 BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options) : options_(std::move(options)) {
   if (options_.backup_dir.empty()) throw std::invalid_argument("BackupAndRestore needs a backup directory");
@@ -16,6 +42,8 @@ BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options) : options_(s
 
 void BackupAndRestore::on_train_begin(Logs&) {
   restored_.reset();
+  live_ = true;
+  live_backups_ = 0;
   interrupted_ = false;
   // a retry in the same process (Keras's own example: fit fails, fit again with this callback): the
   // failed fit's last backup may still be in flight; wait for it, or the newest backup is missed
@@ -59,11 +87,27 @@ void BackupAndRestore::interrupt() {
 }
 
 void BackupAndRestore::request_backup() {
-  // the copy into the writer's buffers is the step's checkpoint phase; the write happens in the background
+  // the step's checkpoint phase: the state captured (copied, or read live: options_.snapshot), the
+  // write handed to the writer's thread
   context().request_checkpoint([this](int64_t epoch, int64_t batch) {
-    context().capture_state(writer_->acquire(), epoch, batch);
+    const bool live = options_.snapshot != BackupSnapshot::copy && context().weights_change_only_in_updates() &&
+                      (options_.snapshot == BackupSnapshot::live || live_);
+    context().capture_state(writer_->acquire(), epoch, batch, live ? StateCapture::share : StateCapture::copy);
     writer_->submit();
+    if (live) {
+      ++live_backups_;
+      context().update_after([this] { finish_live_backup(); });
+    }
   });
+}
+
+void BackupAndRestore::finish_live_backup() {
+  const auto start = std::chrono::steady_clock::now();
+  writer_->flush();
+  const double waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  writer_->acquire() = TrainingState{};  // no alias of the live state stays to be copied into later
+  const double step_ms = context().step_stats().step().p50_ms;
+  if (options_.snapshot == BackupSnapshot::automatic && step_ms > 0 && waited_ms > 0.1 * step_ms) live_ = false;
 }
 
 void BackupAndRestore::set_context(TrainingContext* context) {

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <stdexcept>
 
 #include "fitscope/checkpoint/checkpoint_file.hpp"
+#include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
 #include "fitscope/models/model.hpp"
 
@@ -99,15 +101,16 @@ void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
   context().request_checkpoint([this, path](int64_t next_epoch, int64_t next_batch) {
     const std::string parent = std::filesystem::path(path).parent_path().string();
     if (!parent.empty()) create_dirs(*options_.fs, parent);
-    std::string bytes;
-    if (options_.save_weights_only) {
-      bytes = weights_pickle(context().model().named_state());
-    } else {
-      TrainingState state;
-      context().capture_state(state, next_epoch, next_batch);
-      bytes = frame_checkpoint(encode_state(state));
-    }
-    write_with_retries(*options_.fs, path, bytes, options_.retry, {}, [this](const std::string& text) { warn(text); },
+    // written here, before the next step: streamed from the live weights and optimizer state, no copy
+    TrainingState state;
+    if (!options_.save_weights_only) context().capture_state(state, next_epoch, next_batch, StateCapture::share);
+    const auto write = [&](WritableFile& file) {
+      if (!options_.save_weights_only) return write_checkpoint(state, file);
+      BufferedAppend out(file);
+      write_weights(context().model().named_state(), std::ref(out));
+      out.flush();
+    };
+    write_with_retries(*options_.fs, path, write, options_.retry, {}, [this](const std::string& text) { warn(text); },
                        static_cast<uint64_t>(context().global_step()));
     saved_.push_back(path);
   });

@@ -17,6 +17,7 @@ CallbackTraits TimeLimit::traits() const {
   CallbackTraits t;
   t.changes_training = true;
   t.stops_mid_epoch = true;
+  t.changes_weights = false;
   t.reads_batch_logs = false;
   return t;
 }

@@ -10,8 +10,7 @@ namespace {
 
 constexpr char kMagic[8] = {'F', 'I', 'T', 'S', 'C', 'K', 'P', 'T'};
 
-uint32_t crc(std::string_view data) {
-  uLong c = crc32(0L, Z_NULL, 0);
+uint32_t crc(std::string_view data, uLong c = crc32(0L, Z_NULL, 0)) {
   // zlib's length is a uInt: feed large payloads in pieces
   while (!data.empty()) {
     const auto n = static_cast<uInt>(std::min<std::size_t>(data.size(), 1u << 30));
@@ -31,17 +30,30 @@ uint64_t get(std::string_view in, std::size_t offset, int bytes) {
   return v;
 }
 
-}  // namespace
-
-std::string frame_checkpoint(std::string_view payload) {
+std::string header(uint64_t payload_size, uint32_t payload_crc) {
   std::string out(kMagic, sizeof kMagic);
   put(out, kCheckpointVersion, 4);
   put(out, 0, 4);
-  put(out, payload.size(), 8);
-  put(out, crc(payload), 4);
+  put(out, payload_size, 8);
+  put(out, payload_crc, 4);
   put(out, crc(out), 4);
-  out.append(payload);
   return out;
+}
+
+}  // namespace
+
+std::string frame_checkpoint(std::string_view payload) { return header(payload.size(), crc(payload)).append(payload); }
+
+void write_checkpoint_frame(WritableFile& file, const std::function<void(const ByteSink&)>& payload) {
+  file.append(std::string(kCheckpointHeaderBytes, '\0'));
+  BufferedAppend out(file);
+  uint32_t payload_crc = crc({});
+  payload([&](std::string_view bytes) {
+    payload_crc = crc(bytes, payload_crc);
+    out(bytes);
+  });
+  out.flush();
+  file.write_at(0, header(out.taken(), payload_crc));
 }
 
 std::string unframe_checkpoint(std::string_view bytes, const std::string& name) {

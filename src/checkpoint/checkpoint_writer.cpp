@@ -141,15 +141,26 @@ std::string CheckpointWriter::write_now(const TrainingState& state) {
   return write_with_retries(state);
 }
 
+void write_checkpoint(const TrainingState& state, WritableFile& file) {
+  write_checkpoint_frame(file, [&](const ByteSink& out) { encode_state(state, out); });
+}
+
 void write_with_retries(FileSystem& fs, const std::string& path, std::string_view bytes, const RetryPolicy& policy,
                         const std::function<void(double ms)>& sleep, const std::function<void(const std::string&)>& warn,
                         uint64_t seed, CheckpointStats* stats, std::mutex* stats_mutex) {
+  write_with_retries(fs, path, [&](WritableFile& file) { file.append(bytes); }, policy, sleep, warn, seed, stats, stats_mutex);
+}
+
+void write_with_retries(FileSystem& fs, const std::string& path, const std::function<void(WritableFile&)>& write,
+                        const RetryPolicy& policy, const std::function<void(double ms)>& sleep,
+                        const std::function<void(const std::string&)>& warn, uint64_t seed, CheckpointStats* stats,
+                        std::mutex* stats_mutex) {
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<double> jitter(0.0, policy.jitter);
   double delay = policy.initial_delay_ms;
   for (int attempt = 1;; ++attempt) {
     try {
-      write_atomically(fs, path, bytes);
+      write_atomically(fs, path, write);
       return;
     } catch (const IoError& e) {
       // a read-only file system or a denied permission stays so: failing at once says it sooner
@@ -176,9 +187,8 @@ void write_with_retries(FileSystem& fs, const std::string& path, std::string_vie
 
 std::string CheckpointWriter::write_with_retries(const TrainingState& state) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string bytes = frame_checkpoint(encode_state(state));
   const std::string path = options_.dir + "/" + checkpoint_file_name(state.global_step);
-  fitscope::write_with_retries(*options_.fs, path, bytes, options_.retry, options_.sleep, options_.warn,
+  fitscope::write_with_retries(*options_.fs, path, [&](WritableFile& file) { write_checkpoint(state, file); }, options_.retry, options_.sleep, options_.warn,
                                static_cast<uint64_t>(state.global_step) * 7919 + 17, &stats_, &mutex_);
   // keep the newest `keep`, counting from the file just written: a newer file (left by another run, or
   // one this run resumed behind) is not vouched for, and the file just written is never deleted

@@ -2,7 +2,18 @@
 
 #include <string_view>
 
+#include "fitscope/io/file_system.hpp"
+
+namespace c10 {
+struct IValue;
+}
+
 namespace fitscope {
+
+/// torch::jit::pickle_save's zip archive of `value`, streamed into `out` (a tensor's bytes handed over
+/// from its own storage, never gathered into one buffer). `tag_aggregates` false leaves out the type
+/// tags that torch.load(weights_only=True) refuses.
+void write_pickle_archive(const c10::IValue& value, bool tag_aggregates, const ByteSink& out);
 
 /// Checks a zip archive written by libtorch's pickle_save before libtorch 1.13's reader and unpickler
 /// see it, since neither checks what a file declares: the reader copies records past the end of the

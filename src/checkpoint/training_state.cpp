@@ -56,6 +56,12 @@ void check_tensor_in_bounds(const at::Tensor& t, const std::string& field) {
 }
 
 std::string encode_state(const TrainingState& s) {
+  std::string payload;
+  encode_state(s, [&](std::string_view bytes) { payload.append(bytes); });
+  return payload;
+}
+
+void encode_state(const TrainingState& s, const ByteSink& out) {
   c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
   d.insert("format", std::string("fitscope-training-state"));
   d.insert("epoch", s.epoch);
@@ -92,8 +98,7 @@ std::string encode_state(const TrainingState& s) {
   d.insert("pass_examples", s.pass_examples);
   d.insert("optimizer_kind", s.optimizer_kind);
   d.insert("stream_position", s.stream_position);
-  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(d));
-  return std::string(bytes.begin(), bytes.end());
+  write_pickle_archive(c10::IValue(d), /*tag_aggregates=*/true, out);  // torch::jit::pickle_save's archive
 }
 
 TrainingState decode_state(const std::string& payload, const std::string& name) {

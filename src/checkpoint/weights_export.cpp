@@ -11,33 +11,47 @@
 #include <stdexcept>
 
 #include "fitscope/io/atomic_file.hpp"
+#include "fitscope/io/file_system.hpp"
 #include "pickle_archive.hpp"
 
 namespace fitscope {
 
-std::string weights_pickle(const NamedTensors& state) {
+void write_pickle_archive(const c10::IValue& value, bool tag_aggregates, const ByteSink& out) {
+  std::string pickle;
+  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickle.append(data, size); }, nullptr, nullptr, nullptr,
+                              nullptr, tag_aggregates);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    out(std::string_view(static_cast<const char*>(data), size));
+    return size;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+}
+
+void write_weights(const NamedTensors& state, const ByteSink& out) {
   c10::Dict<std::string, at::Tensor> weights;
   for (const auto& [name, tensor] : state) weights.insert(name, tensor.detach().to(at::kCPU).contiguous());
   // torch::pickle_save's archive, but with the dict untagged: a type tag is a call of
   // torch.jit._pickle.restore_type_tag, which torch.load(weights_only=True) refuses
-  std::string pickle;
-  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickle.append(data, size); }, nullptr, nullptr, nullptr,
-                              nullptr, /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(c10::IValue(weights));
-  pickler.stop();
+  write_pickle_archive(c10::IValue(weights), /*tag_aggregates=*/false, out);
+}
+
+std::string weights_pickle(const NamedTensors& state) {
   std::string archive;
-  {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-      archive.append(static_cast<const char*>(data), size);
-      return size;
-    });
-    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
-  }
+  write_weights(state, [&](std::string_view bytes) { archive.append(bytes); });
   return archive;
 }
 
-void save_weights(const NamedTensors& state, const std::string& path) { write_file_atomically(path, weights_pickle(state)); }
+void save_weights(const NamedTensors& state, const std::string& path) {
+  write_atomically(*posix_file_system(), path, [&](WritableFile& file) {
+    BufferedAppend out(file);
+    write_weights(state, std::ref(out));
+    out.flush();
+  });
+}
 
 NamedTensors load_weights(const std::string& path) {
   std::string bytes;

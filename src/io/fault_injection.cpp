@@ -16,6 +16,12 @@ class FaultyFile final : public WritableFile {
     base_->append(data.substr(0, static_cast<std::size_t>(n)));
     if (n < static_cast<int64_t>(data.size())) fs_.crash();
   }
+  void write_at(uint64_t offset, std::string_view data) override {
+    fs_.check(FaultOp::write, path_);
+    const int64_t n = fs_.allow(static_cast<int64_t>(data.size()));
+    base_->write_at(offset, data.substr(0, static_cast<std::size_t>(n)));
+    if (n < static_cast<int64_t>(data.size())) fs_.crash();
+  }
   void sync() override {
     fs_.check(FaultOp::sync, path_);
     base_->sync();

@@ -28,6 +28,15 @@ class PosixFile final : public WritableFile {
       data.remove_prefix(static_cast<std::size_t>(n));
     }
   }
+  void write_at(uint64_t offset, std::string_view data) override {
+    while (!data.empty()) {
+      const ssize_t n = ::pwrite(fd_, data.data(), data.size(), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw IoError("write", path_, errno);
+      data.remove_prefix(static_cast<std::size_t>(n));
+      offset += static_cast<uint64_t>(n);
+    }
+  }
   void sync() override {
     if (::fsync(fd_) != 0) throw IoError("fsync", path_, errno);
   }
@@ -108,12 +117,16 @@ IoError::IoError(const std::string& operation, const std::string& path, int erro
 std::shared_ptr<FileSystem> posix_file_system() { return std::make_shared<PosixFileSystem>(); }
 
 void write_atomically(FileSystem& fs, const std::string& path, std::string_view data) {
+  write_atomically(fs, path, [&](WritableFile& file) { file.append(data); });
+}
+
+void write_atomically(FileSystem& fs, const std::string& path, const std::function<void(WritableFile&)>& write) {
   // unique per process and call: two writers of one path never write into each other's temp file
   static std::atomic<uint64_t> counter{0};
   const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   try {
     auto file = fs.create(tmp);
-    file->append(data);
+    write(*file);
     file->sync();
     file->close();
     fs.rename(tmp, path);
@@ -126,6 +139,24 @@ void write_atomically(FileSystem& fs, const std::string& path, std::string_view 
     throw;
   }
   fs.sync_dir(std::filesystem::path(path).parent_path().string());
+}
+
+void BufferedAppend::operator()(std::string_view data) {
+  constexpr std::size_t kLarge = 64u << 10, kBuffer = 1u << 20;
+  taken_ += data.size();
+  if (data.size() >= kLarge) {
+    flush();
+    file_.append(data);
+    return;
+  }
+  if (buffer_.size() + data.size() > kBuffer) flush();
+  buffer_.append(data);
+}
+
+void BufferedAppend::flush() {
+  if (buffer_.empty()) return;
+  file_.append(buffer_);
+  buffer_.clear();
 }
 
 void create_dirs(FileSystem& fs, const std::string& dir) {

@@ -331,6 +331,7 @@ std::shared_ptr<BackupAndRestore> Run::add_callbacks(FitOptions& fit, const Star
     b.delete_checkpoint = true;  // as Keras: a run that ends normally needs no backup
     b.restore = start.resume;
     b.keep = options_.keep;
+    b.snapshot = options_.backup_snapshot;
     b.fs = options_.file_system;
     if (distributed::has_launcher()) b.written = [](int64_t step, const std::string&) { distributed::tell_launcher(distributed::LauncherEvent::backup, step); };
     if (chief && options_.verbose > 0) {  // before the first epoch's line, as Lightning's "Restoring states from ..."

@@ -23,6 +23,7 @@ class StopOnSignal : public Callback {
     CallbackTraits t;
     t.changes_training = true;
     t.stops_mid_epoch = true;  // every rank gets the signal, maybe at different steps: they agree per step
+    t.changes_weights = false;
     t.reads_batch_logs = false;
     return t;
   }

@@ -23,6 +23,7 @@ class BelowPhases {
   BelowPhases(const TrainerOptions& options, Model& model, StepClock& clock, int64_t after_warmup, FitMeasurements& m);
   /// The clock no longer tells the memory count of a fit that is gone (however the fit ended).
   ~BelowPhases() {
+    layers_.stop_listening();  // a probed step the fit left: the clock's listener back first
     if (memory_ && clock_.listener() == memory_.get()) clock_.set_listener(nullptr);
   }
   BelowPhases(const BelowPhases&) = delete;

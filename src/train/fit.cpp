@@ -247,6 +247,7 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
     std::unique_ptr<StepCapture> capture;
     if (to.cuda_graph != CudaGraphMode::off) capture = to.step_capture ? to.step_capture() : make_cuda_step_capture(to.device);
     const std::string reason = not_capturable(to, m.world_size, capture != nullptr);
+    c.steps_replayed = reason.empty();  // a replayed step updates the weights without update_weights()
     if (to.cuda_graph == CudaGraphMode::on && !reason.empty()) c.warn("TrainerOptions::cuda_graph is on, but every step runs eagerly: " + reason);
     graph = std::make_unique<detail::StepGraph>(to.cuda_graph, std::move(capture), reason, to.optimizer, to.train_step, warmup,
                                                 [timer = t.device_timer_]() -> std::optional<double> {
@@ -514,6 +515,7 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
   context.clipping = options_.clipping;
   context.loss_options = options_.loss_options;
   context.precision = options_.precision;
+  context.before_update = [this] { context_->finish_reading(true); };
   clear_gradients(*optimizer_);  // an earlier fit stopped inside an accumulation group leaves its gradients
   History history;
   try {
@@ -545,10 +547,12 @@ History Trainer::fit(std::shared_ptr<const Dataset> data, const FitOptions& o) {
       if (context_->stop) break;
     }
     fit.clock.finish();
+    context_->finish_reading(false);  // a backup reading the weights: done before anything may change them
     measured_.gradient_buckets = fit.ranks->reducer() ? fit.ranks->reducer()->bucket_bytes() : std::vector<int64_t>{};
     logs = history.epochs().empty() ? Logs() : history.last();
     fit.callbacks.on_train_end(logs);
   } catch (...) {
+    context_->reading = nullptr;  // the callbacks' detaching waits for their writes
     try {  // this rank's own error (not a peer's): its peers name it with it
       throw;
     } catch (const distributed::PeerFailure&) {

@@ -147,8 +147,13 @@ void over_ranges(int64_t n, const Update& update) {
   }
 }
 
-/// What copy_state hands out for a range of a flat buffer: a CPU tensor of the parameter's shape.
-void copy_range(at::Tensor& into, const float* from, at::IntArrayRef sizes) {
+/// What copy_state hands out for a range of a flat buffer: a CPU tensor of the parameter's shape, a
+/// copy or (`share`) a view of the range.
+void copy_range(at::Tensor& into, const float* from, at::IntArrayRef sizes, bool share) {
+  if (share) {
+    into = at::from_blob(const_cast<float*>(from), sizes, at::TensorOptions().dtype(at::kFloat));
+    return;
+  }
   if (!into.defined() || !into.sizes().equals(sizes) || into.scalar_type() != at::kFloat || !into.is_contiguous() ||
       !into.is_cpu()) {
     into = at::empty(sizes, at::TensorOptions().dtype(at::kFloat));
@@ -347,7 +352,7 @@ void clear_gradients(torch::optim::Optimizer& optimizer) {
   }
 }
 
-void FusedOptimizer::copy_state(std::vector<at::Tensor>& tensors, std::vector<int64_t>& counts) {
+void FusedOptimizer::copy_state(std::vector<at::Tensor>& tensors, std::vector<int64_t>& counts, bool share) {
   lay_out_if_changed();
   const std::size_t per = kind_ == OptimizerKind::sgd ? 1 : 3;
   tensors.resize(slots_.size() * per);
@@ -361,12 +366,12 @@ void FusedOptimizer::copy_state(std::vector<at::Tensor>& tensors, std::vector<in
       if (slot.steps < 0) {
         for (std::size_t k = 0; k < per; ++k) out[k] = at::empty({0});
       } else if (kind_ == OptimizerKind::sgd) {
-        copy_range(out[0], first_.data() + slot.offset, p.sizes());
+        copy_range(out[0], first_.data() + slot.offset, p.sizes(), share);
       } else {
-        copy_range(out[0], first_.data() + slot.offset, p.sizes());
-        copy_range(out[1], second_.data() + slot.offset, p.sizes());
+        copy_range(out[0], first_.data() + slot.offset, p.sizes(), share);
+        copy_range(out[1], second_.data() + slot.offset, p.sizes(), share);
         if (has_max_[i]) {
-          copy_range(out[2], max_second_.data() + slot.offset, p.sizes());
+          copy_range(out[2], max_second_.data() + slot.offset, p.sizes(), share);
         } else {
           out[2] = at::empty({0});
         }

@@ -23,6 +23,8 @@ struct LayerProbe::Event : at::ObserverContext {
   // a convolution's input and weight shapes, counted with its output at its end
   bool convolution = false, transposed = false;
   std::vector<int64_t> x, w;
+  int64_t node = -1;      // the autograd node this forward operation makes (its sequence number)
+  int gradients = 0;      // its operands that need a gradient: its backward's count, times its own
 };
 
 namespace {
@@ -70,26 +72,28 @@ double product_flops(const c10::IValue& a, const c10::IValue& b) {
 using Inputs = c10::ArrayRef<const c10::IValue>;
 
 /// The operations whose floating-point operations are counted, FlopCounterMode's: one entry per
-/// operator, the count from its inputs (a convolution's output shape comes at its end).
+/// operator, the count from its inputs (a convolution's output shape comes at its end). Its backward
+/// counts as much again for each of its two operands (`a`, `b`) that needs a gradient, as
+/// FlopCounterMode's mm/addmm/bmm/convolution_backward formulas do: that count is made here, in
+/// forward, and added to the node the operation made, so that backward runs with no callback that
+/// holds its operations' inputs (an input held is a gradient AccumulateGrad then copies).
 struct FlopRule {
   const char* op;
   double (*count)(Inputs in);
+  std::size_t a, b;
 };
 
 const FlopRule kFlopRules[] = {
-    {"aten::mm", [](Inputs in) { return in.size() >= 2 ? product_flops(in[0], in[1]) : 0.0; }},
-    {"aten::addmm", [](Inputs in) { return in.size() >= 3 ? product_flops(in[1], in[2]) : 0.0; }},
-    {"aten::bmm", [](Inputs in) { return in.size() >= 2 ? product_flops(in[0], in[1]) : 0.0; }},
-    {"aten::baddbmm", [](Inputs in) { return in.size() >= 3 ? product_flops(in[1], in[2]) : 0.0; }},
-    {"aten::convolution_backward",
-     [](Inputs in) {
-       if (in.size() < 11 || !in[7].isBool() || !in[10].isBoolList()) return 0.0;
-       const auto mask = in[10].toBoolList();
-       const double gradients = (mask.get(0) ? 1.0 : 0.0) + (mask.get(1) ? 1.0 : 0.0);  // input's, weight's
-       return gradients * convolution_flops(sizes(in[1]), sizes(in[2]), sizes(in[0]), in[7].toBool());
-     }},
-    {"aten::convolution", nullptr},  // counted at its end, from its output's shape
+    {"aten::mm", [](Inputs in) { return in.size() >= 2 ? product_flops(in[0], in[1]) : 0.0; }, 0, 1},
+    {"aten::addmm", [](Inputs in) { return in.size() >= 3 ? product_flops(in[1], in[2]) : 0.0; }, 1, 2},
+    {"aten::bmm", [](Inputs in) { return in.size() >= 2 ? product_flops(in[0], in[1]) : 0.0; }, 0, 1},
+    {"aten::baddbmm", [](Inputs in) { return in.size() >= 3 ? product_flops(in[1], in[2]) : 0.0; }, 1, 2},
+    {"aten::convolution", nullptr, 0, 1},  // counted at its end, from its output's shape
 };
+
+bool needs_gradient(Inputs in, std::size_t i) {
+  return i < in.size() && in[i].isTensor() && in[i].toTensor().defined() && in[i].toTensor().requires_grad();
+}
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   LayerProbe* probe = listening_probe.load();
@@ -117,7 +121,7 @@ std::string layer_of(const std::string& tensor_name) {
 
 }  // namespace
 
-LayerProbe::LayerProbe(Model& model, const StepClock& clock, int64_t every, double max_cost, std::string why_not)
+LayerProbe::LayerProbe(Model& model, StepClock& clock, int64_t every, double max_cost, std::string why_not)
     : model_(model), clock_(clock), max_cost_(max_cost) {
   times_.every = why_not.empty() ? (every > 0 ? every : kMinEvery) : 0;
   times_.auto_every = why_not.empty() && every <= 0;
@@ -137,15 +141,36 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   index_parameters();
   first_sequence_ = static_cast<int64_t>(at::sequence_number::peek());
   sequence_rows_.clear();  // keeps its capacity
+  backward_flops_.clear();
   for (LayerTime& l : step_) l = LayerTime{std::move(l.name), 0, 0, 0, 0};
   step_other_flops_ = 0;
-  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start, &on_end)
-                                           .needsInputs(true)
-                                           .needsOutputs(true)
-                                           .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
-                                                    at::RecordScope::USER_SCOPE}));
-  listening_ = true;
+  told_ = clock_.listener();
+  clock_.set_listener(this);
+  listen(clock_.open_phase() == Phase::backward);
   return true;
+}
+
+void LayerProbe::boundary(std::optional<Phase> next) {
+  if (told_) told_->boundary(next);
+  if (listening_ && (next == Phase::backward) != backward_callback_) listen(next == Phase::backward);
+}
+
+void LayerProbe::end_step(const StepRecord& record) {
+  if (told_) told_->end_step(record);
+}
+
+void LayerProbe::listen(bool backward) {
+  if (listening_) at::removeCallback(handle_);
+  backward_callback_ = backward;
+  // forward: each operation's inputs (the parameters that name its layer, the shapes that count its
+  // operations); backward: names and sequence numbers only
+  handle_ = at::addThreadLocalCallback(
+      backward ? at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION})
+               : at::RecordFunctionCallback(&on_start, &on_end)
+                     .needsInputs(true)
+                     .needsOutputs(true)
+                     .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  listening_ = true;
 }
 
 void LayerProbe::index_parameters() {
@@ -178,6 +203,8 @@ void LayerProbe::stop_listening() {
   if (!listening_) return;
   at::removeCallback(handle_);
   listening_ = false;
+  if (clock_.listener() == this) clock_.set_listener(told_);
+  told_ = nullptr;
   listening_probe.store(nullptr);
 }
 
@@ -215,16 +242,24 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
   // the node made inside this operation takes the next sequence number: the last operation to see a
   // number is the one that made its node (a custom autograd function's too, which no operator
   // records). Written on the training thread, before backward reads it.
+  const int64_t sequence = static_cast<int64_t>(at::sequence_number::peek());
   if (forward) {
-    const int64_t at = static_cast<int64_t>(at::sequence_number::peek()) - first_sequence_;
+    const int64_t at = sequence - first_sequence_;
     if (at >= 0) {
-      if (at >= static_cast<int64_t>(sequence_rows_.size())) sequence_rows_.resize(static_cast<std::size_t>(at) + 1, -1);
+      if (at >= static_cast<int64_t>(sequence_rows_.size())) {
+        sequence_rows_.resize(static_cast<std::size_t>(at) + 1, -1);
+        backward_flops_.resize(sequence_rows_.size(), 0.0);
+      }
       sequence_rows_[static_cast<std::size_t>(at)] = row;
     }
   }
+  if (node) {  // counted in forward (kFlopRules)
+    const double flops = take_backward_flops(fn.seqNr());
+    if (flops > 0) add(row_of_node(fn), true, 0, flops);
+  }
   const FlopRule* rule = nullptr;
   for (const FlopRule& r : kFlopRules) {
-    if (std::strcmp(name, r.op) == 0) rule = &r;
+    if (forward && std::strcmp(name, r.op) == 0) rule = &r;
   }
   if (!timed && !rule) return nullptr;  // most operations: inside a timed one, no count of their own
 
@@ -232,8 +267,13 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
   event->timed = timed;
   event->row = row;
   event->backward = timed ? node || engine : open_event && open_event->backward;
+  if (rule) {
+    event->node = sequence;
+    event->gradients = needs_gradient(fn.inputs(), rule->a) + needs_gradient(fn.inputs(), rule->b);
+  }
   if (rule && rule->count) {
     event->flops = rule->count(fn.inputs());
+    add_backward_flops(event->node, event->gradients * event->flops);
   } else if (rule && fn.inputs().size() >= 7 && fn.inputs()[6].isBool()) {  // a convolution: its output at its end
     event->convolution = true;
     event->transposed = fn.inputs()[6].toBool();
@@ -251,6 +291,7 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   const int64_t end = event.timed ? now_ns() : 0;
   if (event.convolution && !fn.outputs().empty()) {
     event.flops += convolution_flops(event.x, event.w, sizes(fn.outputs()[0]), event.transposed);
+    add_backward_flops(event.node, event.gradients * event.flops);
   }
   if (event.timed) open_event = nullptr;
   // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
@@ -262,6 +303,17 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
       spans_.push_back({event.row, event.backward, event.start_ns, end - event.start_ns});
     }
   }
+}
+
+void LayerProbe::add_backward_flops(int64_t node, double flops) {
+  const int64_t at = node - first_sequence_;
+  if (at >= 0 && at < static_cast<int64_t>(backward_flops_.size())) backward_flops_[static_cast<std::size_t>(at)] += flops;
+}
+
+double LayerProbe::take_backward_flops(int64_t node) {
+  const int64_t at = node - first_sequence_;
+  if (at < 0 || at >= static_cast<int64_t>(backward_flops_.size())) return 0;
+  return std::exchange(backward_flops_[static_cast<std::size_t>(at)], 0.0);
 }
 
 void LayerProbe::add(int row, bool backward, int64_t ns, double flops) {

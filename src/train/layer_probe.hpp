@@ -8,8 +8,8 @@
 // training thread's outermost operations; in backward, each autograd node. A forward operation's layer
 // is the first of its inputs that is a parameter (or buffer) of the model; its autograd sequence number
 // ties the backward node it made to that layer. Floating-point operations are counted at the matrix
-// products and convolutions wherever they run (inside linear, inside a backward node), FlopCounterMode's
-// way. The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
+// products and convolutions of forward (inside linear too), FlopCounterMode's way, and their backward's
+// from the same operands, added to the node they made. The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
 // spaces its steps so that their cost stays within `max_cost` of the run's step time.
 //
 // One probe listens at a time in a process (another fit's probe skips its steps meanwhile). Used from
@@ -38,11 +38,11 @@ namespace fitscope::detail {
 /// The user scope the standard step records its loss in (the `loss` row).
 inline constexpr const char* kLossScope = "fitscope::loss";
 
-class LayerProbe {
+class LayerProbe final : public PhaseBoundaryListener {
  public:
   /// `every` 0: chosen from the measured cost; `why_not` non-empty: never probes, and says why.
-  LayerProbe(Model& model, const StepClock& clock, int64_t every, double max_cost, std::string why_not);
-  ~LayerProbe();
+  LayerProbe(Model& model, StepClock& clock, int64_t every, double max_cost, std::string why_not);
+  ~LayerProbe() override;
   LayerProbe(const LayerProbe&) = delete;
   LayerProbe& operator=(const LayerProbe&) = delete;
 
@@ -68,6 +68,12 @@ class LayerProbe {
   /// need every step they have.
   static constexpr int64_t kFewestSteps = 64;
 
+  /// While it listens, the probe is the clock's listener (the one before it told on): in the backward
+  /// phase its callback holds no operation's inputs (one that did would hold each gradient, which
+  /// AccumulateGrad then copies instead of taking: a weight's size more memory on a probed step).
+  void boundary(std::optional<Phase> next) override;
+  void end_step(const StepRecord& record) override;
+
   // the callbacks' side (layer_probe.cpp)
   struct Event;
   std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn);
@@ -76,6 +82,10 @@ class LayerProbe {
  private:
   static constexpr int64_t kMinEvery = 8, kMaxEvery = 1000;
 
+  /// Adds the callback of forward (with inputs) or of backward (without), in place of the other.
+  void listen(bool backward);
+  void add_backward_flops(int64_t node, double flops);
+  double take_backward_flops(int64_t node);
   int row_of_input(const at::RecordFunction& fn);
   int row_of_node(const at::RecordFunction& fn);
   int row(const std::string& name);
@@ -83,7 +93,9 @@ class LayerProbe {
   void fold(const StepRecord& record);
 
   Model& model_;
-  const StepClock& clock_;
+  StepClock& clock_;
+  PhaseBoundaryListener* told_ = nullptr;  // the clock's listener before the probe's step
+  bool backward_callback_ = false;
   double max_cost_;
   int64_t next_ = kFirst;
   int64_t probing_index_ = 0;
@@ -101,6 +113,7 @@ class LayerProbe {
   std::vector<std::string> parameter_layers_;
   int64_t first_sequence_ = 0;     // the autograd sequence number at the probed step's start
   std::vector<int> sequence_rows_;  // sequence number - first_sequence_ -> row, -1 none
+  std::vector<double> backward_flops_;  // sequence number - first_sequence_ -> its node's count, to come
   std::vector<LayerTime> step_;     // the rows, their figures the probed step's (names kept across steps)
   std::unordered_map<std::string, int> rows_;
   double step_other_flops_ = 0;

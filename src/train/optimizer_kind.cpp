@@ -37,11 +37,11 @@ std::unique_ptr<torch::optim::Optimizer> built(const std::vector<at::Tensor>& pa
 /// Adam's and AdamW's states have the same fields under different types: exp_avg, exp_avg_sq,
 /// max_exp_avg_sq (or empty), and the step count.
 template <typename State>
-void copy_adam_state(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count) {
+void copy_adam_state(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count, bool share) {
   auto& s = state_as<State>(state, "Adam");
-  copy_into(slot[0], s.exp_avg());
-  copy_into(slot[1], s.exp_avg_sq());
-  copy_into(slot[2], or_empty(s.max_exp_avg_sq()));
+  copy_into(slot[0], s.exp_avg(), share);
+  copy_into(slot[1], s.exp_avg_sq(), share);
+  copy_into(slot[2], or_empty(s.max_exp_avg_sq()), share);
   count = s.step();
 }
 
@@ -57,8 +57,8 @@ std::unique_ptr<torch::optim::OptimizerParamState> adam_state(const at::Tensor* 
 }
 
 /// SGD's state: the momentum buffer (or empty); no step count (0).
-void copy_sgd_state(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count) {
-  copy_into(slot[0], or_empty(state_as<torch::optim::SGDParamState>(state, "SGD").momentum_buffer()));
+void copy_sgd_state(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count, bool share) {
+  copy_into(slot[0], or_empty(state_as<torch::optim::SGDParamState>(state, "SGD").momentum_buffer()), share);
   count = 0;
 }
 

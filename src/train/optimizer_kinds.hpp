@@ -31,9 +31,9 @@ struct OptimizerKindEntry {
                                                    bool fused);
   std::size_t state_tensors;     ///< state tensors per parameter in a checkpoint
   std::size_t required_tensors;  ///< of those, the first ones every parameter with state has
-  /// Copies a parameter's libtorch state into `slot` (state_tensors tensors, buffers reused) and its
-  /// step count; throws std::invalid_argument when `state` is another kind's.
-  void (*copy_state)(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count);
+  /// Copies a parameter's libtorch state into `slot` (state_tensors tensors, buffers reused; `share`:
+  /// the state's own tensors) and its step count; throws std::invalid_argument when `state` is another kind's.
+  void (*copy_state)(torch::optim::OptimizerParamState& state, at::Tensor* slot, int64_t& count, bool share);
   /// The libtorch state of `slot` and `count`.
   std::unique_ptr<torch::optim::OptimizerParamState> (*make_state)(const at::Tensor* slot, int64_t count,
                                                                    const ToParameter& to_parameter);

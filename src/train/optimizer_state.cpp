@@ -49,8 +49,12 @@ torch::optim::OptimizerParamState* find_optimizer_state(torch::optim::Optimizer&
   return find_state(optimizer.state(), p);
 }
 
-void copy_into(at::Tensor& buffer, const at::Tensor& from) {
+void copy_into(at::Tensor& buffer, const at::Tensor& from, bool share) {
   const at::Tensor source = from.detach();
+  if (share && (!source.defined() || (source.is_cpu() && source.is_contiguous()))) {
+    buffer = source;
+    return;
+  }
   if (buffer.defined() && buffer.sizes() == source.sizes() && buffer.scalar_type() == source.scalar_type() &&
       buffer.is_cpu()) {
     buffer.copy_(source);
@@ -60,8 +64,8 @@ void copy_into(at::Tensor& buffer, const at::Tensor& from) {
 }
 
 void copy_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, std::vector<at::Tensor>& tensors,
-                          std::vector<int64_t>& counts) {
-  if (auto* fused = dynamic_cast<FusedOptimizer*>(&optimizer)) return fused->copy_state(tensors, counts);
+                          std::vector<int64_t>& counts, bool share) {
+  if (auto* fused = dynamic_cast<FusedOptimizer*>(&optimizer)) return fused->copy_state(tensors, counts, share);
   const OptimizerKindEntry& entry = optimizer_kind_entry(kind);
   const std::vector<at::Tensor> params = all_parameters(optimizer);
   const std::size_t per = entry.state_tensors;
@@ -74,7 +78,7 @@ void copy_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind
       for (std::size_t k = 0; k < per; ++k) slot[k] = at::empty({0});
       continue;
     }
-    entry.copy_state(*state, slot, counts[i]);
+    entry.copy_state(*state, slot, counts[i], share);
   }
 }
 

@@ -14,9 +14,10 @@
 
 namespace fitscope::detail {
 
-/// Copies into `tensors` (reusing its buffers when shapes match) and `counts`.
+/// Copies into `tensors` (reusing its buffers when shapes match) and `counts`; `share`: the live state
+/// tensors (views of the fused optimizer's buffers) instead of copies.
 void copy_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, std::vector<at::Tensor>& tensors,
-                          std::vector<int64_t>& counts);
+                          std::vector<int64_t>& counts, bool share = false);
 /// Throws std::invalid_argument naming the field when `tensors` and `counts` do not fit the optimizer's
 /// parameters (counts, and each state tensor's sizes and dtype).
 void check_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind, const std::vector<at::Tensor>& tensors,
@@ -28,7 +29,8 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, OptimizerKind kind
 /// The libtorch state of parameter `p` of `optimizer`; null when it has none yet.
 torch::optim::OptimizerParamState* find_optimizer_state(torch::optim::Optimizer& optimizer, const at::Tensor& p);
 
-/// Copies `from` into `buffer` when the shapes match (no allocation), else makes `buffer` a CPU clone.
-void copy_into(at::Tensor& buffer, const at::Tensor& from);
+/// Copies `from` into `buffer` when the shapes match (no allocation), else makes `buffer` a CPU clone;
+/// `share`: `buffer` becomes `from` itself where it is a contiguous CPU tensor.
+void copy_into(at::Tensor& buffer, const at::Tensor& from, bool share = false);
 
 }  // namespace fitscope::detail

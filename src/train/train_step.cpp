@@ -17,6 +17,7 @@ void StepContext::backward(const at::Tensor& loss) {
 
 void StepContext::update_weights() {
   sync_gradients();
+  if (before_update) before_update();
   clock.enter(Phase::optimizer);
   if (clipping.enabled()) grad_norm = clip_gradients(model.parameters(), clipping);
   if (optimizer_step) {

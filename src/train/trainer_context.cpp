@@ -4,9 +4,11 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_set>
 #include <utility>
 
 #include "fitscope/data/loading/loader.hpp"
@@ -38,7 +40,23 @@ void Trainer::Context::checkpoint_if_requested(int64_t epoch, int64_t batch) {
   for (Save& save : std::exchange(saves, {})) save(epoch, batch);
 }
 
-void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t batch) {
+bool Trainer::Context::weights_change_only_in_updates() const {
+  using StandardStep = StepOutput (*)(const Batch&, StepContext&);
+  const auto* step = t_.options_.train_step.target<StandardStep>();
+  if (!step || *step != &standard_train_step || !callbacks || steps_replayed) return false;
+  const auto& all = callbacks->callbacks();
+  return std::none_of(all.begin(), all.end(), [](const auto& c) { return c->traits().may_change_weights(); });
+}
+
+void Trainer::Context::finish_reading(bool timed) {
+  if (!reading) return;
+  if (timed) t_.clock_.enter(Phase::checkpoint);
+  std::exchange(reading, {})();
+}
+
+void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t batch, StateCapture how) {
+  finish_reading(false);  // the state it reads is the one being captured anew
+  const bool share = how == StateCapture::share;
   s.epoch = epoch;
   s.batch = batch;
   s.pass = loader ? loader->epoch() : 0;
@@ -61,12 +79,16 @@ void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t ba
   s.metrics.resize(metrics.size());  // copies: the state goes on changing while the backup is written
   for (std::size_t i = 0; i < metrics.size(); ++i) detail::copy_into(s.metrics[i], metrics[i]);
   const auto named = t_.model_->named_state();
+  std::unordered_set<const void*> parameters;  // shared; the buffers (a batch norm's statistics) change in forward
+  if (share) {
+    for (const at::Tensor& p : t_.model_->parameters()) parameters.insert(p.unsafeGetTensorImpl());
+  }
   s.model.resize(named.size());
   for (std::size_t i = 0; i < named.size(); ++i) {
     s.model[i].first = named[i].first;
-    detail::copy_into(s.model[i].second, named[i].second);
+    detail::copy_into(s.model[i].second, named[i].second, parameters.count(named[i].second.unsafeGetTensorImpl()) > 0);
   }
-  detail::copy_optimizer_state(*t_.optimizer_, t_.options_.optimizer, s.optimizer, s.optimizer_counts);
+  detail::copy_optimizer_state(*t_.optimizer_, t_.options_.optimizer, s.optimizer, s.optimizer_counts, share);
   s.rng = at::detail::getDefaultCPUGenerator().get_state();
   s.callbacks.clear();
   if (callbacks) {
@@ -81,6 +103,7 @@ void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t ba
 }
 
 void Trainer::Context::restore(const TrainingState& s) {
+  finish_reading(false);
   // everything is checked before anything is copied: a state that does not fit leaves the trainer as it was
   const TrainerOptions& options = t_.options_;
   torch::optim::Optimizer& optimizer = *t_.optimizer_;

@@ -31,7 +31,13 @@ class Trainer::Context final : public TrainingContext {
   bool is_chief() const override { return t_.ranks().is_chief(); }
   void warn(const std::string& text) override { t_.warn(text); }
   void request_checkpoint(Save save) override;
-  void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override;
+  void capture_state(TrainingState& into, int64_t epoch, int64_t batch, StateCapture how) override;
+  bool weights_change_only_in_updates() const override;
+  void update_after(std::function<void()> done) override { reading = std::move(done); }
+  /// Waits for the write update_after named, if any; `timed`: as the step's `checkpoint` phase.
+  void finish_reading(bool timed);
+  std::function<void()> reading;  ///< update_after's wait, until it is done
+  bool steps_replayed = false;    ///< the fit may replay a captured step (no update_weights() to wait in)
   void restore(const TrainingState& state) override;
   const at::Tensor* batch_outputs() const override { return shown_outputs; }
   const at::Tensor* step_loss() const override { return shown_loss; }

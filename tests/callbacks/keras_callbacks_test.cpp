@@ -40,7 +40,9 @@ class DrivenContext : public TrainingContext {
   bool is_chief() const override { return true; }
   void warn(const std::string& text) override { t_.context().warn(text); }
   void request_checkpoint(Save save) override { save(epoch_ + 1, 0); }
-  void capture_state(TrainingState& into, int64_t epoch, int64_t batch) override { t_.context().capture_state(into, epoch, batch); }
+  void capture_state(TrainingState& into, int64_t epoch, int64_t batch, StateCapture how) override {
+    t_.context().capture_state(into, epoch, batch, how);
+  }
   void restore(const TrainingState& state) override { t_.context().restore(state); }
   const at::Tensor* batch_outputs() const override { return t_.context().batch_outputs(); }
   int64_t epoch_ = 0;

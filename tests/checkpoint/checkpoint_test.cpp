@@ -10,6 +10,8 @@
 #include <zlib.h>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "fitscope/callbacks/backup_and_restore.hpp"
 #include "fitscope/callbacks/callback.hpp"
@@ -102,6 +104,27 @@ struct CrashAt : Callback {
     if (context().global_step() + 1 == step) throw std::runtime_error("killed");
   }
   int64_t step;
+};
+
+/// Keeps a copy of the weights at each step's end, by global step; says it changes weights or not.
+struct RecordWeights : Callback {
+  explicit RecordWeights(bool changes) : changes(changes) {}
+  CallbackTraits traits() const override {
+    CallbackTraits t;
+    t.changes_weights = changes;
+    return t;
+  }
+  void on_train_batch_end(int64_t, Logs&) override {
+    read_live = context().weights_change_only_in_updates();
+    std::vector<at::Tensor> weights;
+    for (auto& entry : context().model().named_state()) weights.push_back(entry.second.clone());
+    std::lock_guard<std::mutex> lock(mutex);
+    at_step[context().global_step()] = std::move(weights);
+  }
+  bool changes;
+  bool read_live = false;
+  std::mutex mutex;
+  std::map<int64_t, std::vector<at::Tensor>> at_step;
 };
 
 }  // namespace
@@ -453,4 +476,56 @@ TEST_F(Checkpoints, CallbackCountersTravelWithTheCheckpoint) {
   copy.load_state(latest->callbacks.at("1:EarlyStopping"));
   EXPECT_EQ(copy.state(), early->state());
   EXPECT_DOUBLE_EQ(copy.best(), early->best());
+}
+
+/// A backup reads the live weights and optimizer state (BackupSnapshot::live) where only the weight
+/// updates change them, and copies them first where a callback says it changes weights; automatic reads
+/// them live until a write holds an update up longer than a tenth of the step, then copies. Every way,
+/// the file holds the weights of the step it was asked at, though its write lags the training by far
+/// (the next update waits for a write that reads them live).
+TEST_F(Checkpoints, ABackupReadLiveHoldsItsStepsWeightsThoughItsWriteLagsTheTraining) {
+  struct Case {
+    const char* name;
+    BackupSnapshot snapshot;
+    bool callback_changes_weights;
+  };
+  for (const Case& c : {Case{"live", BackupSnapshot::live, false}, Case{"live, a callback changes weights", BackupSnapshot::live, true},
+                        Case{"automatic", BackupSnapshot::automatic, false}}) {
+    SCOPED_TRACE(c.name);
+    fs::remove_all(dir_);
+    auto slow = std::make_shared<FaultInjectingFileSystem>(posix_file_system());
+    slow->slow_down(FaultOp::write, std::chrono::milliseconds(20));  // the steps take well under 1 ms
+    auto recorded = std::make_shared<RecordWeights>(c.callback_changes_weights);
+    std::mutex mutex;
+    std::vector<std::string> wrong;
+    int64_t checked = 0;
+    BackupAndRestoreOptions backup;
+    backup.backup_dir = dir_;
+    backup.save_freq = 4;
+    backup.warn = warn_;
+    backup.fs = slow;
+    backup.snapshot = c.snapshot;
+    backup.written = [&](int64_t step, const std::string& path) {
+      const TrainingState state = decode_state(unframe_checkpoint(posix_file_system()->read(path), path), path);
+      std::lock_guard<std::mutex> lock(mutex);
+      ++checked;
+      std::lock_guard<std::mutex> recording(recorded->mutex);
+      const auto at = recorded->at_step.find(step);
+      bool same = at != recorded->at_step.end() && at->second.size() == state.model.size();
+      for (std::size_t i = 0; same && i < state.model.size(); ++i) same = at::equal(state.model[i].second, at->second[i]);
+      if (!same) wrong.push_back(path);
+    };
+    MlpRun run;
+    auto callback = std::make_shared<BackupAndRestore>(backup);
+    run.trainer.fit(run.data, run.fit({callback, recorded}));
+    EXPECT_EQ(recorded->read_live, !c.callback_changes_weights);
+    EXPECT_EQ(checked, 15);  // steps 4, 8, ..., 60
+    EXPECT_TRUE(wrong.empty()) << wrong.size() << " backups hold other weights than their step's, the first " << wrong.front();
+    if (c.snapshot == BackupSnapshot::live) {
+      EXPECT_EQ(callback->live_backups(), c.callback_changes_weights ? 0 : 15);
+    } else {  // the first ones live, until one held an update up (20 ms and more against steps of ~1 ms)
+      EXPECT_GE(callback->live_backups(), 1);
+      EXPECT_LT(callback->live_backups(), 15);
+    }
+  }
 }

@@ -232,6 +232,11 @@ void add_train_flags(CLI::App* command, TrainCommandOptions& o, Command which) {
                },
                "Back the whole training state up into RUN_DIR/backup every epoch or every N batches");
     command->add_option("--keep", o.run.keep, "Newest backups kept")->check(integer_in(1, 1000))->capture_default_str();
+    command->add_option_function<std::string>("--backup-snapshot", [&o](const std::string& v) { o.run.backup_snapshot = parse_backup_snapshot(v); },
+                        "How a backup holds the state while it is written in the background: copy (12 bytes a "
+                        "parameter with Adam), live (no copy: the next weight update waits for the write), or auto "
+                        "(live until a write holds an update up longer than a tenth of the step)")
+        ->check(CLI::IsMember({"auto", "copy", "live"}))->default_str("auto");
     command->add_flag("--resume", o.run.resume, "Continue the run in --run-dir from its newest valid backup (mid-epoch)");
     command->add_flag("--overwrite", o.run.overwrite,
                       "Replace the earlier run's files in --run-dir (without it, or --resume, such a directory is refused)");

@@ -44,8 +44,13 @@ struct CallbackTraits {
   /// Reads the logs of batch hooks. When no callback does, the loop does not materialise per-batch
   /// logs (on a GPU that saves a host synchronisation per step) and passes empty logs. Keras: true.
   bool reads_batch_logs = true;
+  /// Changes the model's weights or the optimizer's state in place (EarlyStopping restoring the best
+  /// weights, a weight average). Unset = changes_training. While no callback of a fit does, a backup is
+  /// written from the live state without a copy of it (TrainingContext::weights_change_only_in_updates).
+  std::optional<bool> changes_weights;
 
   bool may_stop_mid_epoch() const { return stops_mid_epoch.value_or(changes_training); }
+  bool may_change_weights() const { return changes_weights.value_or(changes_training); }
 
   /// Changes training at epoch ends only, from the epoch logs (EarlyStopping, ReduceLROnPlateau, ...).
   static CallbackTraits acts_at_epoch_end() {

@@ -30,7 +30,11 @@ struct EarlyStoppingOptions {
 
 class EarlyStopping : public Callback, public StatefulCallback {
  public:
-  CallbackTraits traits() const override { return CallbackTraits::acts_at_epoch_end(); }
+  CallbackTraits traits() const override {
+    CallbackTraits t = CallbackTraits::acts_at_epoch_end();
+    t.changes_weights = options_.restore_best_weights;
+    return t;
+  }
   explicit EarlyStopping(EarlyStoppingOptions options = {});
   void on_train_begin(Logs& logs) override;
   void on_epoch_end(int64_t epoch, Logs& logs) override;

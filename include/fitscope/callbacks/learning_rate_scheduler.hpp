@@ -11,7 +11,11 @@ namespace fitscope {
 
 class LearningRateScheduler : public Callback {
  public:
-  CallbackTraits traits() const override { return CallbackTraits::acts_at_epoch_end(); }
+  CallbackTraits traits() const override {
+    CallbackTraits t = CallbackTraits::acts_at_epoch_end();
+    t.changes_weights = false;
+    return t;
+  }
   using Schedule = std::function<double(int64_t epoch, double lr)>;
   explicit LearningRateScheduler(Schedule schedule) : schedule_(std::move(schedule)) {}
   void on_epoch_begin(int64_t epoch, Logs& logs) override;

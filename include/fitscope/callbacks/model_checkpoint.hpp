@@ -43,6 +43,7 @@ class ModelCheckpoint : public Callback, public StatefulCallback {
     CallbackTraits t;
     t.changes_training = true;
     t.stops_mid_epoch = false;
+    t.changes_weights = false;  // reads them
     t.chief_only = true;
     t.reads_batch_logs = options_.save_freq.has_value();
     return t;

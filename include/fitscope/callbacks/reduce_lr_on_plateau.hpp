@@ -23,7 +23,11 @@ struct ReduceLROnPlateauOptions {
 
 class ReduceLROnPlateau : public Callback, public StatefulCallback {
  public:
-  CallbackTraits traits() const override { return CallbackTraits::acts_at_epoch_end(); }
+  CallbackTraits traits() const override {
+    CallbackTraits t = CallbackTraits::acts_at_epoch_end();
+    t.changes_weights = false;
+    return t;
+  }
   /// Throws std::invalid_argument for a factor outside (0, 1).
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
   void on_train_begin(Logs& logs) override;

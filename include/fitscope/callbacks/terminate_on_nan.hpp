@@ -14,6 +14,7 @@ class TerminateOnNaN : public Callback {
   CallbackTraits traits() const override {
     CallbackTraits t;
     t.changes_training = true;
+    t.changes_weights = false;
     t.reads_batch_logs = false;
     return t;
   }

@@ -17,6 +17,9 @@ class Tensor;
 
 namespace fitscope {
 
+/// How TrainingContext::capture_state fills a state's tensors.
+enum class StateCapture { copy, share };
+
 class Model;
 class PhaseStats;
 struct TrainingState;
@@ -68,8 +71,17 @@ class TrainingContext {
   /// Ignored on ranks other than the chief: every rank holds the same weights.
   virtual void request_checkpoint(Save save) = 0;
   /// Fills `into` with what a checkpoint of "now" holds (weights, optimizer, learning rate, random
-  /// generator, loader position, the callbacks' states) at position (epoch, batch).
-  virtual void capture_state(TrainingState& into, int64_t epoch, int64_t batch) = 0;
+  /// generator, loader position, the callbacks' states) at position (epoch, batch). `how`: copies of
+  /// the weights and the optimizer's state (a state written while training goes on), or the live
+  /// tensors themselves (a state written before the next step begins: no copy of them in memory).
+  virtual void capture_state(TrainingState& into, int64_t epoch, int64_t batch, StateCapture how = StateCapture::copy) = 0;
+  /// Whether the weights and the optimizer's state change only in the steps' weight updates: the
+  /// standard step and no callback that changes weights (CallbackTraits::changes_weights). Then a
+  /// background write may read them live (StateCapture::share) until the next update.
+  virtual bool weights_change_only_in_updates() const { return false; }
+  /// Has the next weight update (or the fit's end, or a restore) wait for `done` first: a background
+  /// write still reading the live state. The wait is timed as that step's `checkpoint` phase.
+  virtual void update_after(std::function<void()> done) { done(); }
   /// In on_predict_batch_end: the batch's model outputs (Keras passes them as logs["outputs"]; fitscope's
   /// logs hold numbers only). Null in every other hook.
   virtual const at::Tensor* batch_outputs() const = 0;

@@ -11,11 +11,13 @@
 ///
 /// A file that is not ours, torn (shorter than its header says) or tampered with (a checksum does not
 /// match) is rejected with std::invalid_argument naming the file, the offset and what was expected.
-/// Pure functions; thread-safe; no libtorch.
+/// Thread-safe; no libtorch.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "fitscope/io/file_system.hpp"
 
 namespace fitscope {
 
@@ -24,6 +26,9 @@ constexpr std::size_t kCheckpointHeaderBytes = 32;
 
 /// Header + payload.
 std::string frame_checkpoint(std::string_view payload);
+/// The same into `file`, streamed: `payload` writes its bytes into the sink it is given, and the header
+/// (its size and checksum known once they are written) goes in front of them last.
+void write_checkpoint_frame(WritableFile& file, const std::function<void(const ByteSink&)>& payload);
 /// The payload of a checkpoint file's bytes, after every check; `name` names it in errors.
 std::string unframe_checkpoint(std::string_view bytes, const std::string& name);
 

@@ -109,6 +109,13 @@ class CheckpointWriter {
 void write_with_retries(FileSystem& fs, const std::string& path, std::string_view bytes, const RetryPolicy& policy,
                         const std::function<void(double ms)>& sleep, const std::function<void(const std::string&)>& warn,
                         uint64_t seed, CheckpointStats* stats = nullptr, std::mutex* stats_mutex = nullptr);
+/// The same with the content streamed by `write` into the temporary file (called again on each try).
+void write_with_retries(FileSystem& fs, const std::string& path, const std::function<void(WritableFile&)>& write,
+                        const RetryPolicy& policy, const std::function<void(double ms)>& sleep,
+                        const std::function<void(const std::string&)>& warn, uint64_t seed, CheckpointStats* stats = nullptr,
+                        std::mutex* stats_mutex = nullptr);
+/// A training state's checkpoint file (checkpoint_file.hpp), streamed into `file` from the state's tensors.
+void write_checkpoint(const TrainingState& state, WritableFile& file);
 
 /// The checkpoint files of `dir`, newest first (by global step in the name).
 std::vector<std::string> checkpoint_files(FileSystem& fs, const std::string& dir);

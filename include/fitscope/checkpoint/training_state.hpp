@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "fitscope/io/file_system.hpp"
+
 namespace fitscope {
 
 struct TrainingState {
@@ -44,6 +46,8 @@ struct TrainingState {
 
 /// The payload of a checkpoint (see checkpoint_file.hpp for the framing).
 std::string encode_state(const TrainingState& state);
+/// The same payload streamed into `out`, each tensor's bytes from its own storage.
+void encode_state(const TrainingState& state, const ByteSink& out);
 /// Throws std::invalid_argument naming `name` and the field when the payload is not a training state,
 /// before any tensor's data is read: every tensor must be a dense CPU tensor of a plain dtype whose
 /// sizes, strides and storage offset stay inside its storage; the counts must agree; epoch, batch,

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "fitscope/io/file_system.hpp"
+
 namespace fitscope {
 
 /// A model's parameters and buffers by name (Model::named_state()).
@@ -17,6 +19,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
 /// The bytes of the export.
 std::string weights_pickle(const NamedTensors& state);
+/// The same bytes streamed into `out`, each tensor's from its own storage (no copy of the weights).
+void write_weights(const NamedTensors& state, const ByteSink& out);
 /// Writes the export to `path`; throws std::runtime_error naming the path on I/O errors.
 void save_weights(const NamedTensors& state, const std::string& path);
 /// Reads an export (the name -> tensor dict of save_weights), in the file's order. Throws std::invalid_argument naming

@@ -3,6 +3,7 @@
 /// LevelDB's Env) so tests can inject faults (fault_injection.hpp). Every failure is an IoError naming
 /// the operation, the path and the errno. The POSIX implementation is thread-safe.
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,8 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual void append(std::string_view data) = 0;
+  /// Writes `data` at `offset` of what was appended (a header known only once the rest is written).
+  virtual void write_at(uint64_t offset, std::string_view data) = 0;
   virtual void sync() = 0;   ///< fsync
   virtual void close() = 0;
 };
@@ -52,6 +55,26 @@ std::shared_ptr<FileSystem> posix_file_system();
 /// Temp file in the same directory, append, fsync, close, rename over `path`, fsync the directory. On
 /// failure the temp file is removed (best effort) and the IoError propagates; `path` is untouched.
 void write_atomically(FileSystem& fs, const std::string& path, std::string_view data);
+/// The same, the content written by `write` into the temporary file (streamed: never whole in memory).
+void write_atomically(FileSystem& fs, const std::string& path, const std::function<void(WritableFile&)>& write);
+
+/// Where a producer puts its bytes, piece by piece.
+using ByteSink = std::function<void(std::string_view)>;
+
+/// Appends to a file through a buffer: small pieces (a serializer's headers) gathered into writes of
+/// up to 1 MiB, large ones (a tensor's bytes) written as they are. flush() before the file is synced.
+class BufferedAppend {
+ public:
+  explicit BufferedAppend(WritableFile& file) : file_(file) {}
+  void operator()(std::string_view data);
+  void flush();
+  uint64_t taken() const { return taken_; }  ///< bytes given so far
+
+ private:
+  WritableFile& file_;
+  std::string buffer_;
+  uint64_t taken_ = 0;
+};
 
 /// Creates `dir` and its missing parents, each fsynced into its parent, so a file renamed into it
 /// survives a power cut.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fitscope/callbacks/backup_snapshot.hpp"
 #include "fitscope/io/file_system.hpp"
 #include "fitscope/summary/advice.hpp"
 
@@ -51,6 +52,8 @@ struct RunOptions {
   /// backups (Keras); an interrupted one keeps them for `resume`.
   bool backup = false;
   int64_t backup_every_batches = 0;
+  /// How a backup holds the state while it is written (BackupAndRestoreOptions::snapshot).
+  BackupSnapshot backup_snapshot = BackupSnapshot::automatic;
   int64_t keep = 3;                 ///< newest backups kept (>= 1)
   /// Continue from the newest valid backup in RUN_DIR/backup (there must be one).
   bool resume = false;

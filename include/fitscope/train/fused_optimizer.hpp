@@ -49,8 +49,9 @@ class FusedOptimizer : public torch::optim::Optimizer {
   /// The state per parameter, in the checkpoint's layout: Adam and AdamW 3 tensors (exp_avg,
   /// exp_avg_sq, max_exp_avg_sq or empty) and the step count; SGD 1 (the momentum buffer or empty) and
   /// 0; -1 and empty tensors for a parameter not yet stepped. Copies into `tensors`' buffers when their
-  /// shapes fit.
-  void copy_state(std::vector<at::Tensor>& tensors, std::vector<int64_t>& counts);
+  /// shapes fit; `share`: views of the flat buffers instead (valid while this optimizer lives and
+  /// steps no more).
+  void copy_state(std::vector<at::Tensor>& tensors, std::vector<int64_t>& counts, bool share = false);
   /// Replaces the state with one in copy_state's layout. Throws std::invalid_argument naming the entry
   /// that does not fit (checked before anything changes).
   void load_state(const std::vector<at::Tensor>& tensors, const std::vector<int64_t>& counts);

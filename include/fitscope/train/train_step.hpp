@@ -51,6 +51,9 @@ struct StepContext {
   /// Replaces optimizer.step() in update_weights(): the captured step's update on device tensors only
   /// (cuda_graph.hpp). Empty = optimizer.step().
   std::function<void()> optimizer_step{};
+  /// Called by update_weights() before it changes the weights: the Trainer's wait for a backup still
+  /// reading them (TrainingContext::update_after). Empty = none.
+  std::function<void()> before_update{};
 
   /// The model's outputs for `inputs` in the trainer's precision (float32 tensors either way).
   at::Tensor forward(const at::Tensor& inputs) { return forward_in(model, inputs, precision); }
