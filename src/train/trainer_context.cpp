@@ -44,6 +44,8 @@ bool Trainer::Context::weights_change_only_in_updates() const {
   using StandardStep = StepOutput (*)(const Batch&, StepContext&);
   const auto* step = t_.options_.train_step.target<StandardStep>();
   if (!step || *step != &standard_train_step || !callbacks || steps_replayed) return false;
+  const std::vector<at::Tensor> parameters = t_.model_->parameters();  // on a device a backup copies them anyway
+  if (std::any_of(parameters.begin(), parameters.end(), [](const at::Tensor& p) { return !p.is_cpu(); })) return false;
   const auto& all = callbacks->callbacks();
   return std::none_of(all.begin(), all.end(), [](const auto& c) { return c->traits().may_change_weights(); });
 }

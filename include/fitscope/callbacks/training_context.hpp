@@ -75,9 +75,10 @@ class TrainingContext {
   /// the weights and the optimizer's state (a state written while training goes on), or the live
   /// tensors themselves (a state written before the next step begins: no copy of them in memory).
   virtual void capture_state(TrainingState& into, int64_t epoch, int64_t batch, StateCapture how = StateCapture::copy) = 0;
-  /// Whether the weights and the optimizer's state change only in the steps' weight updates: the
-  /// standard step and no callback that changes weights (CallbackTraits::changes_weights). Then a
-  /// background write may read them live (StateCapture::share) until the next update.
+  /// Whether the weights and the optimizer's state change only in the steps' weight updates, on the
+  /// CPU: the standard step, never replayed from a captured graph, and no callback that changes
+  /// weights (CallbackTraits::changes_weights). Then a background write may read them live
+  /// (StateCapture::share) until the next update.
   virtual bool weights_change_only_in_updates() const { return false; }
   /// Has the next weight update (or the fit's end, or a restore) wait for `done` first: a background
   /// write still reading the live state. The wait is timed as that step's `checkpoint` phase.
