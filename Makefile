@@ -127,7 +127,8 @@ FUZZ_SOURCES_idx := src/data/formats/idx_format.cpp
 FUZZ_SOURCES_cifar10 := src/data/formats/cifar10_format.cpp
 FUZZ_SOURCES_csv := src/data/formats/csv_format.cpp
 FUZZ_SOURCES_image := src/data/formats/image_codec.cpp -lturbojpeg -lpng
-FUZZ_SOURCES_checkpoint := src/checkpoint/training_state.cpp src/checkpoint/pickle_archive.cpp src/checkpoint/checkpoint_file.cpp -ltorch -ltorch_cpu -lc10 -lz
+FUZZ_SOURCES_checkpoint := src/checkpoint/training_state.cpp src/checkpoint/pickle_archive.cpp src/checkpoint/checkpoint_file.cpp \
+  src/io/buffered_append.cpp -ltorch -ltorch_cpu -lc10 -lz
 # the TFRecord framing and the tf.train.Example parser, with the Example messages generated into
 # $(FUZZ_DIR) by protoc first (FUZZ_PREPARE_<target> runs before a target's compile)
 FUZZ_PREPARE_tfrecord := protoc --proto_path=proto --cpp_out=$(FUZZ_DIR) proto/tf_example.proto;

@@ -59,6 +59,7 @@
 #include "fitscope/distributed/restart_history.hpp"
 #include "fitscope/distributed/settings_agreement.hpp"
 #include "fitscope/io/atomic_file.hpp"
+#include "fitscope/io/buffered_append.hpp"
 #include "fitscope/io/fault_injection.hpp"
 #include "fitscope/io/file_system.hpp"
 #include "fitscope/io/terminal.hpp"

@@ -11,6 +11,7 @@
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
+#include "fitscope/io/buffered_append.hpp"
 #include "fitscope/models/model.hpp"
 
 namespace fitscope {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "fitscope/io/buffered_append.hpp"
+
 namespace fitscope {
 namespace {
 

@@ -1,5 +1,9 @@
 #include "pickle_archive.hpp"
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -365,6 +369,21 @@ void check_pickle_archive(std::string_view zip) {
   const auto pkl = records.find("data.pkl");
   if (pkl == records.end()) throw std::invalid_argument("the archive holds no data.pkl");
   PickleModel(pkl->second, records).run();
+}
+
+void write_pickle_archive(const c10::IValue& value, bool tag_aggregates, const ByteSink& out) {
+  std::string pickle;
+  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickle.append(data, size); }, nullptr, nullptr, nullptr,
+                              nullptr, tag_aggregates);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    out(std::string_view(static_cast<const char*>(data), size));
+    return size;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
 }
 
 }  // namespace fitscope

@@ -11,25 +11,11 @@
 #include <stdexcept>
 
 #include "fitscope/io/atomic_file.hpp"
+#include "fitscope/io/buffered_append.hpp"
 #include "fitscope/io/file_system.hpp"
 #include "pickle_archive.hpp"
 
 namespace fitscope {
-
-void write_pickle_archive(const c10::IValue& value, bool tag_aggregates, const ByteSink& out) {
-  std::string pickle;
-  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickle.append(data, size); }, nullptr, nullptr, nullptr,
-                              nullptr, tag_aggregates);
-  pickler.protocol();
-  pickler.pushIValue(value);
-  pickler.stop();
-  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-    out(std::string_view(static_cast<const char*>(data), size));
-    return size;
-  });
-  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
-  writer.writeEndOfFile();
-}
 
 void write_weights(const NamedTensors& state, const ByteSink& out) {
   c10::Dict<std::string, at::Tensor> weights;

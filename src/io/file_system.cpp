@@ -141,24 +141,6 @@ void write_atomically(FileSystem& fs, const std::string& path, const std::functi
   fs.sync_dir(std::filesystem::path(path).parent_path().string());
 }
 
-void BufferedAppend::operator()(std::string_view data) {
-  constexpr std::size_t kLarge = 64u << 10, kBuffer = 1u << 20;
-  taken_ += data.size();
-  if (data.size() >= kLarge) {
-    flush();
-    file_.append(data);
-    return;
-  }
-  if (buffer_.size() + data.size() > kBuffer) flush();
-  buffer_.append(data);
-}
-
-void BufferedAppend::flush() {
-  if (buffer_.empty()) return;
-  file_.append(buffer_);
-  buffer_.clear();
-}
-
 void create_dirs(FileSystem& fs, const std::string& dir) {
   std::filesystem::path made;
   for (const auto& part : std::filesystem::path(dir).lexically_normal()) {

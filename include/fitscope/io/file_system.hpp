@@ -61,21 +61,6 @@ void write_atomically(FileSystem& fs, const std::string& path, const std::functi
 /// Where a producer puts its bytes, piece by piece.
 using ByteSink = std::function<void(std::string_view)>;
 
-/// Appends to a file through a buffer: small pieces (a serializer's headers) gathered into writes of
-/// up to 1 MiB, large ones (a tensor's bytes) written as they are. flush() before the file is synced.
-class BufferedAppend {
- public:
-  explicit BufferedAppend(WritableFile& file) : file_(file) {}
-  void operator()(std::string_view data);
-  void flush();
-  uint64_t taken() const { return taken_; }  ///< bytes given so far
-
- private:
-  WritableFile& file_;
-  std::string buffer_;
-  uint64_t taken_ = 0;
-};
-
 /// Creates `dir` and its missing parents, each fsynced into its parent, so a file renamed into it
 /// survives a power cut.
 void create_dirs(FileSystem& fs, const std::string& dir);
