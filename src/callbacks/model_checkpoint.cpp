@@ -11,7 +11,6 @@
 #include "fitscope/checkpoint/checkpoint_file.hpp"
 #include "fitscope/checkpoint/checkpoint_writer.hpp"
 #include "fitscope/checkpoint/weights_export.hpp"
-#include "fitscope/io/buffered_append.hpp"
 #include "fitscope/models/model.hpp"
 
 namespace fitscope {
@@ -106,10 +105,11 @@ void ModelCheckpoint::save(int64_t epoch, int64_t batch, const Logs& logs) {
     TrainingState state;
     if (!options_.save_weights_only) context().capture_state(state, next_epoch, next_batch, StateCapture::share);
     const auto write = [&](WritableFile& file) {
-      if (!options_.save_weights_only) return write_checkpoint(state, file);
-      BufferedAppend out(file);
-      write_weights(context().model().named_state(), std::ref(out));
-      out.flush();
+      if (options_.save_weights_only) {
+        write_weights(context().model().named_state(), file);
+      } else {
+        write_checkpoint(state, file);
+      }
     };
     write_with_retries(*options_.fs, path, write, options_.retry, {}, [this](const std::string& text) { warn(text); },
                        static_cast<uint64_t>(context().global_step()));

@@ -31,12 +31,14 @@ std::string weights_pickle(const NamedTensors& state) {
   return archive;
 }
 
+void write_weights(const NamedTensors& state, WritableFile& file) {
+  BufferedAppend out(file);
+  write_weights(state, std::ref(out));
+  out.flush();
+}
+
 void save_weights(const NamedTensors& state, const std::string& path) {
-  write_atomically(*posix_file_system(), path, [&](WritableFile& file) {
-    BufferedAppend out(file);
-    write_weights(state, std::ref(out));
-    out.flush();
-  });
+  write_atomically(*posix_file_system(), path, [&](WritableFile& file) { write_weights(state, file); });
 }
 
 NamedTensors load_weights(const std::string& path) {

@@ -57,7 +57,9 @@ void Trainer::Context::finish_reading(bool timed) {
 }
 
 void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t batch, StateCapture how) {
-  finish_reading(false);  // the state it reads is the one being captured anew
+  // a backup still reading the live state: done first, and its buffers, which alias that state, dropped
+  // before a copy reuses them
+  finish_reading(false);
   const bool share = how == StateCapture::share;
   s.epoch = epoch;
   s.batch = batch;

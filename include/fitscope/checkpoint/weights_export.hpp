@@ -21,6 +21,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 std::string weights_pickle(const NamedTensors& state);
 /// The same bytes streamed into `out`, each tensor's from its own storage (no copy of the weights).
 void write_weights(const NamedTensors& state, const ByteSink& out);
+/// The same streamed into `file` (through a BufferedAppend).
+void write_weights(const NamedTensors& state, WritableFile& file);
 /// Writes the export to `path`; throws std::runtime_error naming the path on I/O errors.
 void save_weights(const NamedTensors& state, const std::string& path);
 /// Reads an export (the name -> tensor dict of save_weights), in the file's order. Throws std::invalid_argument naming
