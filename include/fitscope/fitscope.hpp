@@ -36,6 +36,7 @@
 #include "fitscope/data/streams/record_decoder.hpp"
 #include "fitscope/data/sources/sample_random.hpp"
 #include "fitscope/data/sources/sampler.hpp"
+#include "fitscope/data/streams/listed_records.hpp"
 #include "fitscope/data/streams/shard_stream.hpp"
 #include "fitscope/data/streams/stream_dataset.hpp"
 #include "fitscope/data/sources/subset_dataset.hpp"

@@ -96,6 +96,7 @@ void encode_state(const TrainingState& s, const ByteSink& out) {
   d.insert("batch_size", s.batch_size);
   d.insert("world_size", s.world_size);
   d.insert("pass_examples", s.pass_examples);
+  d.insert("pass_ranks", s.pass_ranks);
   d.insert("optimizer_kind", s.optimizer_kind);
   d.insert("stream_position", s.stream_position);
   write_pickle_archive(c10::IValue(d), /*tag_aggregates=*/true, out);  // torch::jit::pickle_save's archive
@@ -162,6 +163,7 @@ TrainingState decode_state(const std::string& payload, const std::string& name) 
     if (d.contains("batch_size")) s.batch_size = d.at("batch_size").toInt();
     if (d.contains("world_size")) s.world_size = d.at("world_size").toInt();
     if (d.contains("pass_examples")) s.pass_examples = d.at("pass_examples").toInt();
+    if (d.contains("pass_ranks")) s.pass_ranks = d.at("pass_ranks").toInt();
     if (d.contains("optimizer_kind")) s.optimizer_kind = d.at("optimizer_kind").toStringRef();
     if (d.contains("stream_position")) s.stream_position = d.at("stream_position").toStringRef();
     return s;

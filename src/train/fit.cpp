@@ -154,7 +154,7 @@ struct Trainer::Fit {
   void begin_epoch(int64_t epoch, const std::optional<Context::Position>& resumed);
   /// A position of another number of ranks, or in a pass they split anew: this rank's share of what
   /// the pass has left (p.rest) and the batch it starts at, so the pass ends with the epoch's last
-  /// batch. Throws for a stream on another number of ranks.
+  /// batch: examples by index, or a stream's records (StreamDataset::rest_of_pass).
   void reshard(Context::Position& p);
   bool train_step(int64_t epoch, int64_t b, StepContext& context);
   void record_step(const StepRecord& record, int64_t epoch, int64_t b);
@@ -273,9 +273,13 @@ void Trainer::Fit::begin_epoch(int64_t epoch, const std::optional<Context::Posit
   c.resumed_metrics.clear();
   // an epoch is a pass over the training set, or with steps_per_epoch a stretch of a continuing
   // stream of shuffled passes, which the first epoch starts
-  if (resumed && resumed->rest) {
-    loader->continue_epoch(o.steps_per_epoch ? resumed->pass : epoch, o.steps_per_epoch ? resumed->cursor : resumed->batch,
-                           *resumed->rest);
+  if (resumed && (resumed->rest || resumed->stream_rest)) {
+    const int64_t pass = o.steps_per_epoch ? resumed->pass : epoch, first = o.steps_per_epoch ? resumed->cursor : resumed->batch;
+    if (resumed->rest) {
+      loader->continue_epoch(pass, first, *resumed->rest);
+    } else {
+      loader->continue_stream_epoch(pass, first, *resumed->stream_rest);
+    }
   } else if (resumed) {
     const int64_t first_batch = o.steps_per_epoch ? resumed->cursor : resumed->batch;
     // a stream's position stands after batch first_batch - 1 of the loader's pass (none at a pass's start)
@@ -295,30 +299,40 @@ void Trainer::Fit::begin_epoch(int64_t epoch, const std::optional<Context::Posit
 void Trainer::Fit::reshard(Context::Position& p) {
   const int64_t world = t.ranks().world_size(), batch = o.loader.batch_size;
   const int64_t cursor = o.steps_per_epoch ? p.cursor : p.batch;
+  const int64_t pass_ranks = p.pass_ranks > 0 ? p.pass_ranks : p.world_size;
+  const auto* stream = dynamic_cast<const StreamDataset*>(train.get());
   const bool moved = p.world_size > 0 && p.world_size != world;
   // a backup taken in a pass split anew: its batches are not the standard split's, its examples tell
   const bool split_anew = p.world_size > 0 && p.pass_examples >= 0 && p.pass_examples != cursor * batch * p.world_size;
-  if (!moved && !split_anew) return;
-  if (dynamic_cast<const StreamDataset*>(train.get())) {
-    throw std::invalid_argument("the backup was written by " + std::to_string(p.world_size) + " ranks, this run has " +
-                                std::to_string(world) + ": " + train->source() + " is a stream whose ranks read shards of "
-                                "their own, so its pass cannot be split anew (expected " + std::to_string(p.world_size) + " ranks)");
-  }
+  // a stream's pass is ordered by the ranks that began it, whatever number resumed it since
+  if (!moved && !split_anew && !(stream && pass_ranks != world)) return;
   const int64_t pass = o.steps_per_epoch ? p.pass : p.epoch;
   const int64_t done = p.pass_examples >= 0 ? p.pass_examples : cursor * batch * p.world_size;
-  DistributedSampler sampler(train->size(), t.training_shard(o));
-  sampler.set_epoch(pass);
-  std::vector<int64_t> rest = sampler.indices_after(done);
+  int64_t share = 0;
+  if (stream) {
+    p.stream_rest = stream->rest_of_pass(pass, pass_ranks, done);
+    share = static_cast<int64_t>(p.stream_rest->size());
+  } else {
+    DistributedSampler sampler(train->size(), t.training_shard(o));
+    sampler.set_epoch(pass);
+    p.rest = sampler.indices_after(done);
+    share = static_cast<int64_t>(p.rest->size());
+  }
   const int64_t batches = loader->num_batches();
-  const int64_t left = std::min(batches, o.loader.drop_last ? static_cast<int64_t>(rest.size()) / batch
-                                                          : (static_cast<int64_t>(rest.size()) + batch - 1) / batch);
-  rest.resize(static_cast<std::size_t>(std::min<int64_t>(static_cast<int64_t>(rest.size()), left * batch)));
+  const int64_t left = std::min(batches, o.loader.drop_last ? share / batch : (share + batch - 1) / batch);
+  const int64_t kept = std::min(share, left * batch);
+  if (stream && share > batches * batch) {  // a stream's epochs differ in length on another number of ranks
+    c.warn(train->source() + ": the rest of pass " + std::to_string(pass) + " gives this rank " + std::to_string(share) +
+           " records, more than the " + std::to_string(batches * batch) + " of its epoch: the last " +
+           std::to_string(share - kept) + " of them are not trained on in that pass");
+  }
+  if (p.rest) p.rest->resize(static_cast<std::size_t>(kept));
+  if (p.stream_rest) p.stream_rest->resize(static_cast<std::size_t>(kept));
   const int64_t first = batches - left;  // the pass ends with its last batch, as every pass does
   p.cursor = first;
   if (!o.steps_per_epoch) p.batch = first;  // the epoch is the pass
   p.stream_position.clear();
-  p.rest = std::move(rest);
-  c.resharded = Context::Resharded{pass, first, done};
+  c.resharded = Context::Resharded{pass, first, done, stream ? pass_ranks : world};
   if (!c.resumed_metrics.empty()) {  // one process's states, which every rank would add to the job's sums
     c.warn("the backup's training metrics are one process's and this run has " + std::to_string(world) +
            " ranks: the resumed epoch's metrics cover the batches after it");

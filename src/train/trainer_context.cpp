@@ -73,8 +73,9 @@ void Trainer::Context::capture_state(TrainingState& s, int64_t epoch, int64_t ba
   s.world_size = t_.ranks().world_size();
   // the job's examples of the pass so far: each step took world x batch positions of its order
   const int64_t step_examples = s.world_size * s.batch_size;
-  s.pass_examples = resharded && resharded->pass == s.pass ? resharded->examples + (s.cursor - resharded->first_batch) * step_examples
-                                                          : s.cursor * step_examples;
+  const bool split_anew = resharded && resharded->pass == s.pass;
+  s.pass_examples = split_anew ? resharded->examples + (s.cursor - resharded->first_batch) * step_examples : s.cursor * step_examples;
+  s.pass_ranks = split_anew ? resharded->ranks : s.world_size;
   s.optimizer_kind = optimizer_name(t_.options_.optimizer);
   // the epoch's metrics so far, so a resumed epoch logs what an uninterrupted one would; with several
   // ranks the chief's alone would be wrong once summed, so they are not kept
@@ -175,7 +176,8 @@ std::optional<Trainer::Context::Position> Trainer::Context::resume(CallbackList&
     if (it != resume_->callbacks.end() && stateful) stateful->load_state(it->second);
   }
   const Position position{resume_->epoch,        resume_->batch,      resume_->pass,          resume_->cursor,
-                          resume_->stream_position, resume_->world_size, resume_->pass_examples, std::nullopt};
+                          resume_->stream_position, resume_->world_size, resume_->pass_examples, resume_->pass_ranks,
+                          std::nullopt,          std::nullopt};
   resumed_metrics = std::move(resume_->metrics);
   resume_.reset();
   return position;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fitscope/checkpoint/training_state.hpp"
+#include "fitscope/data/streams/listed_records.hpp"
 #include "fitscope/train/trainer.hpp"
 
 namespace fitscope {
@@ -48,18 +49,20 @@ class Trainer::Context final : public TrainingContext {
 
   /// Where a resumed fit continues: the batch (epoch, batch) and the training loader's (pass, cursor,
   /// and for a stream its position then, when the backup holds it). A backup of another number of
-  /// ranks (world_size) continues with `rest`, this rank's share of what the pass has left
-  /// (Trainer::Fit::reshard).
+  /// ranks (world_size) continues with `rest`, this rank's share of what the pass has left, or for a
+  /// stream with `stream_rest`, its records (Trainer::Fit::reshard).
   struct Position {
     int64_t epoch = 0, batch = 0, pass = 0, cursor = 0;
     std::string stream_position;
-    int64_t world_size = 0, pass_examples = -1;
+    int64_t world_size = 0, pass_examples = -1, pass_ranks = 0;
     std::optional<std::vector<int64_t>> rest;
+    std::optional<std::vector<RecordAt>> stream_rest;
   };
   /// A pass resumed on another number of ranks: from its batch `first_batch` on, the ranks took
-  /// `examples` positions before it (TrainingState::pass_examples counts on from there).
+  /// `examples` positions before it (TrainingState::pass_examples counts on from there); a stream's
+  /// pass is ordered by `ranks` ranks' streams (TrainingState::pass_ranks).
   struct Resharded {
-    int64_t pass = 0, first_batch = 0, examples = 0;
+    int64_t pass = 0, first_batch = 0, examples = 0, ranks = 0;
   };
   std::optional<Resharded> resharded;
   /// Gives `callbacks` their states from the checkpoint restore() took and forgets it. Returns where

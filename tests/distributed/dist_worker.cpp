@@ -10,13 +10,20 @@
 //                                MS ms slower than the others' (a sleep in its autograd graph)
 //   dist_worker fail OUT STEP    two epochs as a Run into OUT; rank 1 fails at its step STEP with a
 //                                data error of its own (exit 1, the error on stderr)
-//   dist_worker elastic OUT RECORDS STOP [DELAY_MS]
+//   dist_worker elastic OUT RECORDS STOP [DELAY_MS] [DATA]
 //                                two epochs of 960 examples, batch 8, as a Run into OUT with a backup
 //                                every 4 batches, resumed from its newest backup when there is one;
 //                                interrupted after STOP steps of this process (0: never); each batch
-//                                loaded DELAY_MS ms late (default 0). Each rank
+//                                loaded DELAY_MS ms late (default 0). DATA: `memory` (default: example
+//                                i's first value is i), `folder:DIR` (an image folder of 8x8 gray
+//                                PNGs, image i's first two pixels i % 256 and i / 256) or
+//                                `tfrecord:GLOB` (shards of tf.train.Examples, feature x 64 floats,
+//                                x[0] = i, y its class), a stream shuffled in a buffer of 16. Each rank
 //                                appends the index of every example it trains on to
 //                                RECORDS/w<WORLD>-r<RANK>.txt, a line each
+//   dist_worker elastic-data folder|tfrecord DIR
+//                                writes `elastic`'s DATA of 960 examples into DIR: the folder's PNGs
+//                                under class_<i % 10>/, or 8 shards part-<k>.tfrecord of 120 records
 // .bin files hold the model's parameters as float32, concatenated.
 
 #include <ATen/ATen.h>
@@ -31,6 +38,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "data/formats/image_codec.hpp"
 #include "fitscope/fitscope.hpp"
 
 namespace {
@@ -109,10 +117,14 @@ TORCH_MODULE(DelayedMlp);
 
 /// The MLP, which appends the index of every example it trains on (its input's first feature) to a file.
 struct RecordingMlpImpl : torch::nn::Module {
-  explicit RecordingMlpImpl(std::string path) : mlp(register_module("mlp", models::Mlp(64, 10))), records(path, std::ios::app) {}
+  /// `pixels`: the index is in the first two pixels of an image read as bytes / 255.
+  RecordingMlpImpl(std::string path, bool pixels)
+      : mlp(register_module("mlp", models::Mlp(64, 10))), records(path, std::ios::app), pixels(pixels) {}
   at::Tensor forward(const at::Tensor& x) {
     if (is_training()) {
-      const at::Tensor index = x.flatten(1).select(1, 0).to(at::kLong);
+      const at::Tensor flat = x.flatten(1);
+      const at::Tensor index = pixels ? (flat.select(1, 0) * 255).round().to(at::kLong) + (flat.select(1, 1) * 255).round().to(at::kLong) * 256
+                                      : flat.select(1, 0).to(at::kLong);
       for (int64_t i = 0; i < index.size(0); ++i) records << index[i].item<int64_t>() << '\n';
       records.flush();
     }
@@ -120,6 +132,7 @@ struct RecordingMlpImpl : torch::nn::Module {
   }
   models::Mlp mlp;
   std::ofstream records;
+  bool pixels;
 };
 TORCH_MODULE(RecordingMlp);
 
@@ -166,14 +179,67 @@ FitOptions two_epochs(int64_t batch) {
   return fit;
 }
 
+/// `dist_worker elastic-data`: example i numbered in its first values, with a mark to learn by.
+void write_elastic_data(const std::string& kind, const std::string& dir) {
+  if (kind == "folder") {
+    for (int64_t i = 0; i < 960; ++i) {
+      fitscope::detail::Pixels pixels{8, 8, 1, std::vector<uint8_t>(64, 0)};
+      pixels.data[0] = static_cast<uint8_t>(i % 256);
+      pixels.data[1] = static_cast<uint8_t>(i / 256);
+      pixels.data[static_cast<std::size_t>(2 + i % 60)] = 255;
+      const std::string folder = dir + "/class_" + std::to_string(i % 10);
+      std::filesystem::create_directories(folder);
+      std::ofstream(folder + "/" + std::to_string(i) + ".png", std::ios::binary) << fitscope::detail::encode(pixels, fitscope::detail::ImageFormat::png);
+    }
+    return;
+  }
+  for (int64_t shard = 0; shard < 8; ++shard) {
+    std::ofstream out(dir + "/part-" + std::to_string(shard) + ".tfrecord", std::ios::binary);
+    for (int64_t i = shard * 120; i < (shard + 1) * 120; ++i) {
+      std::vector<float> x(64, 0.0f);
+      x[0] = static_cast<float>(i);
+      x[static_cast<std::size_t>(1 + i % 63)] = 1.0f;
+      ExampleFeatures example;
+      example.features["x"] = x;
+      example.features["y"] = std::vector<int64_t>{i % 10};
+      write_tfrecord(out, serialize_example(example));
+    }
+  }
+}
+
+/// `dist_worker elastic`'s DATA.
+std::shared_ptr<const Dataset> elastic_data(const std::string& data, const distributed::Context& context) {
+  if (data.rfind("folder:", 0) == 0) {
+    ImageFolderOptions o;
+    o.channels = 1;
+    return std::make_shared<ImageFolderDataset>(data.substr(7), o);
+  }
+  if (data.rfind("tfrecord:", 0) == 0) {
+    StreamDatasetOptions o;
+    o.decoder.features = RecordFeatures::parse("x,y");
+    o.shuffle_buffer = 16;
+    o.seed = 5;
+    o.rank = context.rank();
+    o.world_size = context.world_size();
+    return std::make_shared<StreamDataset>(data.substr(9), o);
+  }
+  auto memory = std::make_shared<TensorDataset>(examples(960, 5));
+  memory->inputs().flatten(1).select(1, 0).copy_(at::arange(960, at::kFloat));  // each example's index, exact in float
+  return memory;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: dist_worker step OUT BATCH | train OUT | straggle OUT MS | fail OUT STEP | elastic OUT RECORDS STOP [DELAY_MS]\n";
+    std::cerr << "usage: dist_worker step OUT BATCH | train OUT | straggle OUT MS | fail OUT STEP | elastic OUT RECORDS STOP [DELAY_MS] [DATA] | elastic-data folder|tfrecord DIR\n";
     return 2;
   }
   const std::string mode = argv[1], out = argv[2];
+  if (mode == "elastic-data" && argc > 3) {
+    write_elastic_data(out, argv[3]);
+    return 0;
+  }
   auto context = distributed::context_from_environment(std::chrono::seconds(30));
   at::set_num_threads(1);
   torch::manual_seed(7);
@@ -227,14 +293,14 @@ int main(int argc, char** argv) {
     run_options.backup_every_batches = 4;
     run_options.resume = std::filesystem::exists(out + "/backup");
     Run run(run_options);
-    Trainer trainer(RecordingMlp(records + "/w" + std::to_string(context->world_size()) + "-r" + std::to_string(context->rank()) + ".txt"),
+    const std::string data = argc > 6 ? argv[6] : "memory";
+    Trainer trainer(RecordingMlp(records + "/w" + std::to_string(context->world_size()) + "-r" + std::to_string(context->rank()) + ".txt",
+                                 data.rfind("folder:", 0) == 0),
                     options);
-    TensorDataset data = examples(960, 5);
-    data.inputs().flatten(1).select(1, 0).copy_(at::arange(960, at::kFloat));  // each example's index, exact in float
     FitOptions fit = two_epochs(8);
     fit.loader.delay_ms = argc > 5 ? std::stod(argv[5]) : 0.0;
     if (stop > 0) fit.callbacks.push_back(std::make_shared<InterruptAfter>(stop));
-    run.fit(trainer, data, fit);
+    run.fit(trainer, elastic_data(data, *context), fit);
     return 0;
   }
   // train: lr so small that the weights stay put, so the epoch's training accuracy is the accuracy

@@ -231,25 +231,25 @@ int64_t newest_backup_step(const std::string& run) {
   return newest;
 }
 
-/// A job that loses hosts goes on with the ranks it has: 4 ranks train two epochs of 960 examples in
-/// batches of 8 and are interrupted after 12 steps; 2 ranks resume from the newest backup and are
-/// interrupted after 8 steps, twice (the second resumes a pass the first split anew); 3 ranks resume
-/// and finish. The steps after a backup are lost with the
-/// interruption, as a lost host's are; counting each rank's examples up to the backup the next
-/// ranks resumed from, every example is trained on once in each epoch (the interrupted epoch split
-/// among 4, 2 and 3 ranks by the examples done), but for the pads of 3 ranks' uneven split.
-TEST(Distributed, ABackupOfFourRanksResumesOnTwoAndThenOnThreeTrainingEachExampleOnceAnEpoch) {
+/// Runs `dist_worker elastic` on `data` as a job that loses hosts and gains them: on the ranks of each
+/// of `stops` in turn, interrupted after that many steps of its own, each resuming from the newest
+/// backup, then on `last` ranks to the end. The steps after a backup are lost with the interruption,
+/// as a lost host's are; counting each rank's examples up to the backup the next ranks resumed from,
+/// every example is trained on once in each epoch (the interrupted epoch split among the ranks by the
+/// examples done), but for the pads of an uneven split.
+void expect_an_elastic_job_to_train_each_example_once_an_epoch(const std::string& data, const std::vector<std::pair<int, int>>& stops,
+                                                               int last) {
   TempDir dir;
   const std::string run = dir.path() + "/run", records = dir.path() + "/records";
   std::filesystem::create_directories(records);
   std::vector<int64_t> first_epoch;
   int64_t backup = 0;  // the step the ranks start from
   std::map<std::pair<int, int>, int64_t> earlier;  // (world, rank): the examples its file held before
-  for (const auto& [world, stop] : {std::pair{4, "12"}, std::pair{2, "8"}, std::pair{2, "8"}}) {
-    const ProcessResult r = run_process(launch(world, {DIST_WORKER, "elastic", run, records, stop}));
+  for (const auto& [world, stop] : stops) {
+    const ProcessResult r = run_process(launch(world, {DIST_WORKER, "elastic", run, records, std::to_string(stop), "0", data}));
     ASSERT_EQ(r.exit_code, 0) << world << " ranks:\n" << r.out << r.err;
     const int64_t next = newest_backup_step(run);
-    ASSERT_GE(next, backup + std::stoll(stop)) << world << " ranks";
+    ASSERT_GE(next, backup + stop) << world << " ranks";
     for (int rank = 0; rank < world; ++rank) {  // a rank's file holds its earlier runs' examples first
       const auto mine = trained(records, world, rank);
       int64_t& from = earlier[{world, rank}];
@@ -259,12 +259,41 @@ TEST(Distributed, ABackupOfFourRanksResumesOnTwoAndThenOnThreeTrainingEachExampl
     }
     backup = next;
   }
-  const ProcessResult last = run_process(launch(3, {DIST_WORKER, "elastic", run, records, "0"}));
-  ASSERT_EQ(last.exit_code, 0) << last.out << last.err;
-  expect_each_example_once_an_epoch(first_epoch, {trained(records, 3, 0), trained(records, 3, 1), trained(records, 3, 2)}, 320);
+  const ProcessResult end = run_process(launch(last, {DIST_WORKER, "elastic", run, records, "0", "0", data}));
+  ASSERT_EQ(end.exit_code, 0) << end.out << end.err;
+  std::vector<std::vector<int64_t>> ranks;
+  for (int rank = 0; rank < last; ++rank) {  // the same number of ranks may have run before
+    const auto mine = trained(records, last, rank);
+    ranks.emplace_back(mine.begin() + earlier[{last, rank}], mine.end());
+  }
+  expect_each_example_once_an_epoch(first_epoch, ranks, 960 / last);
   const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
-  EXPECT_EQ(summary["world_size"], 3);
+  EXPECT_EQ(summary["world_size"], last);
   EXPECT_FALSE(summary["interrupted"].get<bool>());
+}
+
+/// 4 ranks train two epochs of 960 examples in batches of 8, interrupted after 12 steps; 2 ranks resume
+/// and are interrupted after 8 steps, twice (the second resumes a pass the first split anew); 3 ranks
+/// resume and finish.
+TEST(Distributed, ABackupOfFourRanksResumesOnTwoAndThenOnThreeTrainingEachExampleOnceAnEpoch) {
+  expect_an_elastic_job_to_train_each_example_once_an_epoch("memory", {{4, 12}, {2, 8}, {2, 8}}, 3);
+}
+
+/// The same with an image folder: 960 PNGs whose first two pixels number them.
+TEST(Distributed, AnImageFolderResumedOnTwoRanksThenOnThreeTrainsEachImageOnceAnEpoch) {
+  TempDir images;
+  ASSERT_EQ(run_process({DIST_WORKER, "elastic-data", "folder", images.path()}).exit_code, 0);
+  expect_an_elastic_job_to_train_each_example_once_an_epoch("folder:" + images.path(), {{4, 12}, {2, 8}}, 3);
+}
+
+/// The same with a stream of 8 TFRecord shards, each rank reading its own and shuffling them in a
+/// buffer: the pass 4 ranks began is ordered by their draws, and the 2 ranks after them, and the 4
+/// after those, read what it has left wherever it lies (4 -> 2 after hosts are lost, 2 -> 4 when they
+/// come back).
+TEST(Distributed, AStreamResumedOnTwoRanksThenOnFourTrainsEachRecordOnceAnEpoch) {
+  TempDir shards;
+  ASSERT_EQ(run_process({DIST_WORKER, "elastic-data", "tfrecord", shards.path()}).exit_code, 0);
+  expect_an_elastic_job_to_train_each_example_once_an_epoch("tfrecord:" + shards.path() + "/*.tfrecord", {{4, 12}, {2, 8}, {2, 8}}, 4);
 }
 
 /// Two ranks accumulating two batches of 8 each make the update of one rank's batch of 32, and sum the
@@ -979,6 +1008,26 @@ TEST(Distributed, AnElasticJobOfThreeHostsThatLosesOneFinishesOnTheTwoLeft) {
   lose_one_of_three_machines([&](int node, const std::string& flags, const std::vector<std::string>& command) {
     return std::vector<std::string>{"/bin/sh", "-c", hosts.launch(node, flags, command)};
   });
+}
+
+/// An elastic job of two to three hosts started on two: node 0 waits for the fewest (2), then the join
+/// wait without another, and the job trains on the two from the start, each example once an epoch.
+TEST(Distributed, AnElasticJobOfUpToThreeHostsStartedOnTwoTrainsOnTheTwo) {
+  Hosts hosts(3);
+  SKIP_WITHOUT(hosts);
+  TempDir dir;
+  const std::string run = dir.path() + "/run", records = dir.path() + "/records";
+  std::filesystem::create_directories(records);
+  const std::vector<std::string> command = {DIST_WORKER, "elastic", run, records, "0"};
+  const std::string flags = "--nnodes 2:3 --max-restarts 1 --join-wait 2";
+  LiveLaunch a({"/bin/sh", "-c", hosts.launch(0, flags, command)}), b({"/bin/sh", "-c", hosts.launch(1, flags, command)});
+  ASSERT_EQ(a.wait_exit(std::chrono::seconds(120)), 0) << a.text();
+  ASSERT_EQ(b.wait_exit(std::chrono::seconds(30)), 0) << b.text();
+  EXPECT_NE(a.text().find("attempt 0: 2 of 3 nodes (node ranks 0 1)"), std::string::npos) << a.text();
+  expect_each_example_once_an_epoch({}, {trained(records, 2, 0), trained(records, 2, 1)}, 480);
+  const auto summary = nlohmann::json::parse(read_file(run + "/summary.json"));
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_EQ(summary["restarts"]["count"], 0);
 }
 
 /// srun's variables alone, one task on each of two hosts: the tasks meet at the first host of the

@@ -27,6 +27,10 @@ struct TrainingState {
   /// another number of ranks can split the rest anew (DistributedSampler::indices_after); -1 = not
   /// recorded (a file of an older fitscope: cursor x batch_size x world_size).
   int64_t pass_examples = -1;
+  /// For a stream, the ranks whose streams order that pass (their draws interleaved:
+  /// StreamDataset::rest_of_pass): world_size, unless the pass was resumed on another number of ranks;
+  /// 0 = not recorded (world_size).
+  int64_t pass_ranks = 0;
   int64_t global_step = 0;
   double learning_rate = 0;
   std::vector<std::pair<std::string, at::Tensor>> model;  ///< named_state, on the CPU

@@ -9,6 +9,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -33,6 +35,7 @@ struct Loader::Stream {
   std::mutex mutex;
   std::condition_variable read;        // a batch's records were read
   ShardStream reader;
+  std::optional<ListedRecords> listed;  // a pass resumed on another number of ranks: its rest, in place of the reader
   int64_t next_read = 0;               // the batch whose records are read next
   std::map<int64_t, StreamPosition> after;  // the position after batch b, until b is handed out
   // the consumer's
@@ -197,6 +200,7 @@ void Loader::set_epoch(int64_t epoch, int64_t first_batch, const std::string& st
   if (stream_) {
     Stream& s = *stream_;
     s.after.clear();
+    s.listed.reset();
     if (!stream_position.empty()) {
       const StreamPosition position = StreamPosition::decode(stream_position);
       if (position.epoch != epoch) {
@@ -224,19 +228,23 @@ void Loader::set_epoch(int64_t epoch, int64_t first_batch, const std::string& st
   start_pass(epoch, first_batch);
 }
 
-void Loader::continue_epoch(int64_t epoch, int64_t first_batch, std::vector<int64_t> rest) {
+void Loader::check_rest(int64_t epoch, int64_t first_batch, int64_t n) const {
   check_first_batch(first_batch);
-  if (stream_) {
-    throw std::invalid_argument(data_->source() + " is a stream: its ranks read shards of their own, which a pass "
-                                "resumed on another number of ranks cannot split anew (expected the same number of ranks)");
-  }
-  const int64_t b = options_.batch_size, left = num_batches() - first_batch, n = static_cast<int64_t>(rest.size());
+  const int64_t b = options_.batch_size, left = num_batches() - first_batch;
   if (n > left * b || (left > 0 && n <= (left - 1) * b)) {
     throw std::invalid_argument("the rest of epoch " + std::to_string(epoch) + " from batch " + std::to_string(first_batch) +
                                 " holds " + std::to_string(n) + " examples: " + std::to_string(left) + " batches of " +
                                 std::to_string(b) + " take " + (left > 0 ? "more than " + std::to_string((left - 1) * b) + " and " : "") +
                                 "at most " + std::to_string(left * b));
   }
+}
+
+void Loader::continue_epoch(int64_t epoch, int64_t first_batch, std::vector<int64_t> rest) {
+  if (stream_) {
+    throw std::invalid_argument(data_->source() + " is a stream, whose rest is records where they lie (expected "
+                                "continue_stream_epoch with StreamDataset::rest_of_pass's records)");
+  }
+  check_rest(epoch, first_batch, static_cast<int64_t>(rest.size()));
   for (int64_t i : rest) {
     if (i < 0 || i >= data_->size()) {
       throw std::invalid_argument("the rest of epoch " + std::to_string(epoch) + " holds example " + std::to_string(i) +
@@ -246,7 +254,26 @@ void Loader::continue_epoch(int64_t epoch, int64_t first_batch, std::vector<int6
   if (prefetcher_) prefetcher_->cancel();  // nothing may read order_ while it changes
   options_.sampler->set_epoch(epoch);
   order_ = std::move(rest);
-  order_offset_ = first_batch * b;
+  order_offset_ = first_batch * options_.batch_size;
+  start_pass(epoch, first_batch);
+}
+
+void Loader::continue_stream_epoch(int64_t epoch, int64_t first_batch, std::vector<RecordAt> rest) {
+  if (!stream_) {
+    throw std::invalid_argument(data_->source() + " is not a stream: its rest is examples by index (expected "
+                                "DistributedSampler::indices_after's examples, not records)");
+  }
+  check_rest(epoch, first_batch, static_cast<int64_t>(rest.size()));
+  if (prefetcher_) prefetcher_->cancel();  // nothing may read the stream while it changes
+  Stream& s = *stream_;
+  s.after.clear();
+  s.reader.set_epoch(epoch);
+  s.listed.emplace(s.data.open_listed(std::move(rest)));
+  s.next_read = first_batch;
+  options_.sampler->set_epoch(epoch);
+  order_.resize(static_cast<std::size_t>(s.listed->size()));  // the rest's places, 0..n-1
+  std::iota(order_.begin(), order_.end(), int64_t{0});
+  order_offset_ = first_batch * options_.batch_size;
   start_pass(epoch, first_batch);
 }
 
@@ -289,7 +316,7 @@ Batch Loader::build(int64_t batch, const StopToken* stop) const {
   const std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
   Batch out;
   try {
-    out = stream_ ? build_from_stream(batch, stop) : data_->get_batch(indices);
+    out = stream_ ? build_from_stream(batch, end - begin, stop) : data_->get_batch(indices);
   } catch (...) {
     detail::rethrow_with_context("batch " + std::to_string(batch) + ": ");
   }
@@ -311,9 +338,8 @@ Batch Loader::build(int64_t batch, const StopToken* stop) const {
   return out;
 }
 
-Batch Loader::build_from_stream(int64_t batch, const StopToken* stop) const {
+Batch Loader::build_from_stream(int64_t batch, int64_t count, const StopToken* stop) const {
   Stream& s = *stream_;
-  const int64_t count = std::min(options_.batch_size, samples_per_epoch_ - batch * options_.batch_size);
   std::vector<ShardRecord> records(static_cast<std::size_t>(count));
   {
     std::unique_lock<std::mutex> lock(s.mutex);
@@ -330,7 +356,7 @@ Batch Loader::build_from_stream(int64_t batch, const StopToken* stop) const {
     };
     try {
       for (ShardRecord& record : records) {
-        if (!s.data.next_record(s.reader, record)) {
+        if (!(s.listed ? s.listed->next(record) : s.data.next_record(s.reader, record))) {
           throw std::logic_error(data_->source() + ": the stream ended after " + std::to_string(s.reader.position().draws) +
                                  " records of epoch " + std::to_string(epoch_) + ", before the " +
                                  std::to_string(samples_per_epoch_) + " counted (did a shard change?)");
@@ -393,7 +419,10 @@ Batch Loader::build_from_stream(int64_t batch, const StopToken* stop) const {
   return out;
 }
 
-std::string Loader::stream_position() const { return stream_ ? stream_->handed.encode() : std::string(); }
+std::string Loader::stream_position() const {
+  // a pass's listed rest has no stream position: its backups resume by the examples the job took
+  return stream_ && !stream_->listed ? stream_->handed.encode() : std::string();
+}
 
 Batch Loader::next() {
   const auto note_stream_position = [this](int64_t handed) {

@@ -61,7 +61,7 @@ StreamDataset::StreamDataset(std::string pattern, StreamDatasetOptions options)
       } catch (const std::invalid_argument& e) {
         if (!options_.skip_bad_records) throw;
         skipped_.note(e.what());
-        bad_records_.insert({record.shard, record.offset});
+        bad_records_.insert({shard_indices_[s], record.offset});
         continue;
       }
       ++records_;
@@ -123,9 +123,62 @@ ShardStream StreamDataset::open_stream() const {
 
 bool StreamDataset::next_record(ShardStream& stream, ShardRecord& record) const {
   while (stream.next(record)) {
+    record.shard = shard_indices_[static_cast<std::size_t>(record.shard)];  // the stream's own index: into shards_
     if (bad_records_.empty() || bad_records_.count({record.shard, record.offset}) == 0) return true;
   }
   return false;
+}
+
+std::vector<RecordAt> StreamDataset::rest_of_pass(int64_t pass, int64_t pass_ranks, int64_t done) const {
+  const auto shards = static_cast<int64_t>(all_shards_.size());
+  if (pass_ranks < 1 || pass_ranks > shards) {
+    throw std::invalid_argument(source() + ": a pass of " + std::to_string(pass_ranks) + " ranks' streams (expected 1 to " +
+                                std::to_string(shards) + " ranks: one shard or more each)");
+  }
+  // the pass's ranks, counted as the fit counted them: each drew as many records as the fewest held
+  std::vector<StreamDataset> ranks;
+  int64_t per_rank = 0;
+  for (int64_t q = 0; q < pass_ranks; ++q) {
+    StreamDatasetOptions o = options_;
+    o.rank = q;
+    o.world_size = pass_ranks;
+    ranks.emplace_back(pattern_, o);
+    if (ranks.back().all_shards() != all_shards_) {
+      throw std::invalid_argument(source() + " matches other files than it did when this run started (expected the same shards)");
+    }
+    per_rank = q == 0 ? ranks.back().records() : std::min(per_rank, ranks.back().records());
+  }
+  const int64_t total = per_rank * pass_ranks;
+  if (done < 0 || done > total) {
+    throw std::invalid_argument(source() + ": " + std::to_string(done) + " records of pass " + std::to_string(pass) + " done, which " +
+                                std::to_string(pass_ranks) + " ranks' streams of " + std::to_string(per_rank) +
+                                " records each make (expected 0 to " + std::to_string(total) + ")");
+  }
+  const int64_t rest = total - done, world = options_.world_size, rank = options_.rank;
+  if (rest == 0) return {};
+  const int64_t share = (rest + world - 1) / world;
+  std::vector<RecordAt> mine(static_cast<std::size_t>(share));
+  ShardRecord record;
+  for (int64_t q = 0; q < pass_ranks; ++q) {
+    const StreamDataset& old = ranks[static_cast<std::size_t>(q)];
+    ShardStream stream = old.open_stream();
+    stream.set_epoch(pass);
+    for (int64_t j = 0; j < per_rank; ++j) {
+      if (!old.next_record(stream, record)) throw std::logic_error(source() + ": a stream ended before the records it counted");
+      const int64_t k = j * pass_ranks + q - done;  // the record's place in the rest: its pass order less what was done
+      if (k < 0) continue;
+      if (k % world == rank) mine[static_cast<std::size_t>(k / world)] = {record.shard, record.offset};
+      // the shortest shares are padded with the rest's first records, as DistributedSampler pads
+      if (const int64_t padded = k + rest; padded % world == rank && padded / world < share) {
+        mine[static_cast<std::size_t>(padded / world)] = {record.shard, record.offset};
+      }
+    }
+  }
+  return mine;
+}
+
+ListedRecords StreamDataset::open_listed(std::vector<RecordAt> records) const {
+  return ListedRecords(all_shards_, reader_options(options_, *decoder_), std::move(records));
 }
 
 Example StreamDataset::decode(const ShardRecord& record, const at::Tensor& into) const {

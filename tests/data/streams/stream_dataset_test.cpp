@@ -286,3 +286,111 @@ TEST_F(StreamDatasetTest, ImagesOfOtherSizesInOneBatchAreNamedByTheirRecord) {
   same.set_epoch(0);
   EXPECT_EQ(same.next().inputs.sizes(), (std::vector<int64_t>{4, 3, 12, 12}));
 }
+
+namespace {
+
+/// What the `world` ranks of a stream drew in `epoch`, interleaved (each rank's first record by rank,
+/// then each one's second, ...), each record with its decoded example.
+struct DrawnPass {
+  std::vector<RecordAt> records;
+  std::vector<Example> examples;
+};
+DrawnPass drawn(const std::string& glob, StreamDatasetOptions o, int64_t world, int64_t epoch, int64_t per_rank) {
+  DrawnPass pass;
+  pass.records.resize(static_cast<std::size_t>(per_rank * world));
+  pass.examples.resize(pass.records.size());
+  o.world_size = world;
+  for (o.rank = 0; o.rank < world; ++o.rank) {
+    const StreamDataset data(glob, o);
+    ShardStream stream = data.open_stream();
+    stream.set_epoch(epoch);
+    ShardRecord record;
+    for (int64_t j = 0; j < per_rank; ++j) {
+      EXPECT_TRUE(data.next_record(stream, record));
+      const auto at = static_cast<std::size_t>(j * world + o.rank);
+      pass.records[at] = {record.shard, record.offset};
+      pass.examples[at] = data.decode(record);
+    }
+  }
+  return pass;
+}
+
+}  // namespace
+
+TEST_F(StreamDatasetTest, APassResumedOnAnotherNumberOfRanksReadsTheRecordsItsRanksLeftSplitAnew) {
+  const std::string glob = write_shards(96, 8);  // 12 records a shard
+  StreamDatasetOptions o;
+  o.shuffle_buffer = 10;
+  o.seed = 3;
+  // 4 ranks drew 24 records each in pass 2; the job took the first 22 of their interleaved order
+  const DrawnPass pass = drawn(glob, o, 4, 2, 24);
+  const int64_t done = 22, rest = 96 - done;
+  std::vector<std::vector<RecordAt>> shares;
+  o.world_size = 3;
+  for (o.rank = 0; o.rank < 3; ++o.rank) {
+    const StreamDataset data(glob, o);
+    shares.push_back(data.rest_of_pass(2, 4, done));
+    // split as DistributedSampler splits: places rank, rank + 3, ... of the rest, the short share padded
+    ASSERT_EQ(shares.back().size(), 25u) << "rank " << o.rank;
+    for (int64_t k = 0; k < 25; ++k) {
+      EXPECT_EQ(shares.back()[static_cast<std::size_t>(k)], pass.records[static_cast<std::size_t>(done + (o.rank + 3 * k) % rest)])
+          << "rank " << o.rank << ", record " << k;
+    }
+    // a loader continuing the pass from its batch 0 hands out those records' examples, in that order
+    Loader loader(data.limited_to(24), loader_options(2));
+    loader.continue_stream_epoch(2, 0, std::vector<RecordAt>(shares.back().begin(), shares.back().begin() + 24));
+    int64_t k = 0;
+    for (int64_t b = 0; b < loader.num_batches(); ++b) {
+      const Batch batch = loader.next();
+      for (int64_t i = 0; i < batch.size(); ++i, ++k) {
+        const Example& expected = pass.examples[static_cast<std::size_t>(done + (o.rank + 3 * k) % rest)];
+        EXPECT_TRUE(at::equal(batch.inputs[i], expected.data)) << "rank " << o.rank << ", record " << k;
+        EXPECT_EQ(batch.targets[i].item<int64_t>(), expected.target.item<int64_t>());
+      }
+    }
+    EXPECT_EQ(k, 24);
+    EXPECT_EQ(loader.stream_position(), "");  // a listed rest has no stream position: backups count examples
+  }
+  // taken and split anew, every record of the pass once (but for the pad)
+  std::vector<RecordAt> all(pass.records.begin(), pass.records.begin() + done);
+  for (const auto& share : shares) all.insert(all.end(), share.begin(), share.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  std::vector<RecordAt> expected = pass.records;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(all, expected);
+  // the 3 ranks took 4 records each; 2 ranks split what is left of the same order again
+  std::vector<RecordAt> left, again;
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t k = 4; r + 3 * k < rest; ++k) left.push_back(shares[static_cast<std::size_t>(r)][static_cast<std::size_t>(k)]);
+  }
+  o.world_size = 2;
+  for (o.rank = 0; o.rank < 2; ++o.rank) {
+    const auto share = StreamDataset(glob, o).rest_of_pass(2, 4, done + 12);
+    EXPECT_EQ(share.size(), 31u);
+    again.insert(again.end(), share.begin(), share.end());
+  }
+  std::sort(left.begin(), left.end());
+  left.erase(std::unique(left.begin(), left.end()), left.end());
+  std::sort(again.begin(), again.end());
+  again.erase(std::unique(again.begin(), again.end()), again.end());
+  EXPECT_EQ(again, left);
+  // what a pass of 4 ranks cannot have done is refused, naming the counts
+  o.rank = 0;
+  const std::string message = error_of([&] { StreamDataset(glob, o).rest_of_pass(2, 4, 97); });
+  EXPECT_NE(message.find("97 records of pass 2 done, which 4 ranks' streams of 24 records each make (expected 0 to 96)"),
+            std::string::npos) << message;
+}
+
+TEST_F(StreamDatasetTest, AListedRecordThatNoLongerStartsWhereItDidIsNamedByItsFileAndOffset) {
+  const std::string glob = write_shards(12, 1);
+  const StreamDataset data(glob, {});
+  ListedRecords listed = data.open_listed({{0, 3}});
+  ShardRecord record;
+  const std::string message = error_of([&] { listed.next(record); });
+  EXPECT_NE(message.find(data.all_shards()[0]), std::string::npos) << message;
+  EXPECT_NE(message.find("offset 3"), std::string::npos) << message;
+  // examples by index are not a stream's rest, nor records another data set's
+  Loader loader(std::make_shared<StreamDataset>(data), loader_options(0));
+  EXPECT_NE(error_of([&] { loader.continue_epoch(0, 0, std::vector<int64_t>{0}); }).find("whose rest is records"), std::string::npos);
+}

@@ -42,6 +42,7 @@
 #include "fitscope/data/sources/dataset.hpp"
 #include "fitscope/data/loading/detail/prefetcher.hpp"
 #include "fitscope/data/sources/sampler.hpp"
+#include "fitscope/data/streams/listed_records.hpp"
 #include "fitscope/data/loading/transforms.hpp"
 #include "fitscope/timing/loader_stats.hpp"
 
@@ -96,8 +97,12 @@ class Loader {
   /// examples: rest holds more than (num_batches() - first_batch - 1) * batch_size of them and at most
   /// (num_batches() - first_batch) * batch_size (none with first_batch == num_batches()); the last
   /// may be short. Throws std::invalid_argument otherwise, for an index outside the data set, or for a
-  /// stream (its ranks read shards of their own).
+  /// stream (its rest is records: continue_stream_epoch).
   void continue_epoch(int64_t epoch, int64_t first_batch, std::vector<int64_t> rest);
+  /// The same for a stream: its records `rest` (StreamDataset::rest_of_pass's, this rank's share of
+  /// a pass another number of ranks began) are read in their order for the rest of the pass. Throws as
+  /// above, and for data that is not a stream.
+  void continue_stream_epoch(int64_t epoch, int64_t first_batch, std::vector<RecordAt> rest);
   /// Batches per epoch.
   int64_t num_batches() const;
   /// The epoch set_epoch chose last.
@@ -127,7 +132,7 @@ class Loader {
   Batch build(int64_t batch, const StopToken* stop) const;
   /// A stream's batch: waits until the batches before it are read, reads its records, then decodes
   /// them. An empty batch when the pass was abandoned meanwhile.
-  Batch build_from_stream(int64_t batch, const StopToken* stop) const;
+  Batch build_from_stream(int64_t batch, int64_t count, const StopToken* stop) const;
   /// With a tuner: counts a batch handed out at `now_ns` and, at the end of a window, applies the
   /// tuner's answer.
   void tune(int64_t wait_ns, int64_t now_ns, const Batch& batch);
@@ -146,6 +151,8 @@ class Loader {
   int64_t samples_per_epoch_ = 0;
   int64_t cursor_ = 0;           // the next batch next() hands out
   void check_first_batch(int64_t first_batch) const;
+  // continue_epoch's checks: a valid first batch and a rest of `n` that fills the batches from it
+  void check_rest(int64_t epoch, int64_t first_batch, int64_t n) const;
   void start_pass(int64_t epoch, int64_t first_batch);  // set_epoch's and continue_epoch's end
   int64_t handed_out_ = 0;
   // what the workers record: declared before them, so destroyed after they are joined

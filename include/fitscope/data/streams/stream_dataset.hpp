@@ -9,11 +9,14 @@
 /// A Loader given a StreamDataset opens its own ShardStream (open_stream) and reads the records of a
 /// batch in order on one thread at a time, while its workers decode the records of the batches
 /// (decode) in parallel; it records the stream's position after every batch it hands out, so a
-/// backup resumes exactly (Loader::stream_position). get() is not available: a stream has no random
-/// access, and FitOptions::validation_split, caching and samplers are refused for it.
+/// backup resumes exactly (Loader::stream_position). A pass resumed on another number of ranks is
+/// read from the records its ranks had left, wherever they lie (rest_of_pass, open_listed). get() is
+/// not available: a stream has no random access, and FitOptions::validation_split, caching and
+/// samplers are refused for it.
 ///
 /// Immutable after construction: one StreamDataset serves several loaders. No per-record state is kept,
-/// so memory is the shuffle buffer plus the batches in flight, whatever the data set's size.
+/// so memory is the shuffle buffer plus the batches in flight, whatever the data set's size (and, for
+/// a pass resumed on another number of ranks, 16 bytes per record of this rank's share of its rest).
 
 #include <cstdint>
 #include <memory>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "fitscope/data/sources/dataset.hpp"
+#include "fitscope/data/streams/listed_records.hpp"
 #include "fitscope/data/streams/record_decoder.hpp"
 #include "fitscope/data/streams/shard_stream.hpp"
 
@@ -92,12 +96,25 @@ class StreamDataset : public Dataset {
   /// A stream over this rank's shards at epoch 0, for one loader.
   ShardStream open_stream() const;
   /// The next record of `stream` (open_stream()'s) that is not one the count found bad and skipped;
-  /// false at the end of the epoch.
+  /// false at the end of the epoch. Its shard is an index into all_shards().
   bool next_record(ShardStream& stream, ShardRecord& record) const;
-  /// The file of a record of open_stream()'s.
-  const std::string& shard_path(const ShardRecord& record) const { return shards_.at(static_cast<std::size_t>(record.shard)); }
-  /// A record of open_stream()'s as an Example (its input decoded into `into` when that has its shape:
-  /// RecordDecoder::decode). Thread-safe.
+  /// This rank's share of what a pass of `pass_ranks` ranks' streams has left after the job took `done`
+  /// of its records, for a pass resumed on another number of ranks (options().world_size). The pass's
+  /// order is its ranks' draws interleaved: each rank's first record by rank, then each one's second,
+  /// and so on (so the job's steps take a prefix of it, and `done` counts one), each rank drawing as
+  /// many as the fewest any of them holds (what the fit reads). The rest is split as DistributedSampler
+  /// splits a pass: this rank takes its places rank, rank + W, ... of it, the shorter shares padded
+  /// with the rest's first records, so each rank holds ceil(rest / W). Reads the data set twice (the
+  /// old ranks' records counted, then their draws replayed). Throws std::invalid_argument for
+  /// pass_ranks outside [1, shards], for `done` outside [0, the pass's records], or when the glob
+  /// matches other files than it did.
+  std::vector<RecordAt> rest_of_pass(int64_t pass, int64_t pass_ranks, int64_t done) const;
+  /// Reads `records` (rest_of_pass's: shards by their index into all_shards()), in that order.
+  ListedRecords open_listed(std::vector<RecordAt> records) const;
+  /// The file of a record of next_record's or of open_listed's.
+  const std::string& shard_path(const ShardRecord& record) const { return all_shards_.at(static_cast<std::size_t>(record.shard)); }
+  /// A record of next_record's or of open_listed's as an Example (its input decoded into `into` when
+  /// that has its shape: RecordDecoder::decode). Thread-safe.
   Example decode(const ShardRecord& record, const at::Tensor& into = {}) const;
 
  private:
