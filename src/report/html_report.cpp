@@ -74,8 +74,9 @@ std::string settings_table(const RunSummary& s) {
   };
   row("model", s.model);
   row("device", s.device);
-  row("threads", "intra-op " + std::to_string(s.threads.setting.intra_op) + ", BLAS " +
-                     std::to_string(s.threads.setting.blas) + " (" + s.threads.chosen_by + ")");
+  const std::size_t rechecks = s.threads.rechecks.size();  // each said in the verdict's thread sentence
+  row("threads", "intra-op " + std::to_string(s.threads.setting.intra_op) + ", BLAS " + std::to_string(s.threads.setting.blas) +
+                     " (" + s.threads.chosen_by + (rechecks ? ", re-checked mid-run at step " + std::to_string(s.threads.rechecks.back().step) : "") + ")");
   row("world_size", std::to_string(s.world_size));
   row("batch_size", std::to_string(s.batch_size));
   row("epochs", std::to_string(s.epochs) + (s.interrupted ? " (interrupted by a signal)" : ""));

@@ -111,6 +111,19 @@ std::string RunSummary::to_json() const {
   for (const ThreadCandidate& c : threads.candidates) {
     candidates.push_back({{"intra_op", c.setting.intra_op}, {"blas", c.setting.blas}, {"step_ms", c.step_ms}});
   }
+  json rechecks = json::array();
+  for (const ThreadRecheck& r : threads.rechecks) {
+    json measured = json::array();
+    for (const ThreadCandidate& c : r.candidates) {
+      measured.push_back({{"intra_op", c.setting.intra_op}, {"blas", c.setting.blas}, {"step_ms", c.step_ms}});
+    }
+    rechecks.push_back({{"step", r.step},
+                        {"before_ms", r.before_ms},
+                        {"moved_ms", r.moved_ms},
+                        {"was", {{"intra_op", r.was.intra_op}, {"blas", r.was.blas}}},
+                        {"chosen", {{"intra_op", r.chosen.intra_op}, {"blas", r.chosen.blas}}},
+                        {"candidates", measured}});
+  }
   json pools = json::object();
   for (const PoolCpu& p : cpu.pools) pools[p.pool] = {{"threads", p.threads}, {"cores", p.cores}};
   json actions_json = json::array();
@@ -162,7 +175,8 @@ std::string RunSummary::to_json() const {
         {"chosen_by", threads.chosen_by},
         {"search_steps", threads.search_steps},
         {"search_needs_steps", threads.search_needs_steps},
-        {"candidates", candidates}}},
+        {"candidates", candidates},
+        {"rechecks", rechecks}}},
       {"logs", logs_json},
       {"world_size", world_size},
       {"batch_size", batch_size},
@@ -284,10 +298,25 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
   s.threads.chosen_by = threads.get<std::string>("chosen_by");
   s.threads.search_steps = threads.get<int64_t>("search_steps");
   if (threads.raw().contains("search_needs_steps")) s.threads.search_needs_steps = threads.get<int64_t>("search_needs_steps");
-  const json& candidates = threads.array("candidates");
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const Reader c = threads.element(candidates[i], i, "candidates");
-    s.threads.candidates.push_back({{c.get<int64_t>("intra_op"), c.get<int64_t>("blas")}, c.get<double>("step_ms")});
+  const auto read_candidates = [](const Reader& from, std::vector<ThreadCandidate>& into) {
+    const json& candidates = from.array("candidates");
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const Reader c = from.element(candidates[i], i, "candidates");
+      into.push_back({{c.get<int64_t>("intra_op"), c.get<int64_t>("blas")}, c.get<double>("step_ms")});
+    }
+  };
+  read_candidates(threads, s.threads.candidates);
+  if (threads.raw().contains("rechecks")) {  // older files have none
+    const json& rechecks = threads.array("rechecks");
+    for (std::size_t i = 0; i < rechecks.size(); ++i) {
+      const Reader r = threads.element(rechecks[i], i, "rechecks");
+      const Reader was = r.object("was"), chosen = r.object("chosen");
+      ThreadRecheck recheck{r.get<int64_t>("step"), r.get<double>("before_ms"), r.get<double>("moved_ms"),
+                            {was.get<int64_t>("intra_op"), was.get<int64_t>("blas")},
+                            {chosen.get<int64_t>("intra_op"), chosen.get<int64_t>("blas")}, {}};
+      read_candidates(r, recheck.candidates);
+      s.threads.rechecks.push_back(std::move(recheck));
+    }
   }
   const Reader logs = r.object("logs");
   for (const auto& item : logs.raw().items()) {

@@ -83,8 +83,8 @@ std::string format_threads(const RunSummary& s) {
                   static_cast<long long>(c.setting.intra_op), static_cast<long long>(c.setting.blas), c.step_ms);
     out += part;
   }
-  const std::string reason = detail::kept_reason(t);
-  out += (reason.empty() ? "" : "; " + reason) + "\n";
+  const std::string reason = detail::kept_reason(t), rechecks = detail::rechecks_text(t);
+  out += (reason.empty() ? "" : "; " + reason) + (rechecks.empty() ? "" : "; " + rechecks) + "\n";
   if (s.cpu.pools.empty()) return out;
   std::snprintf(part, sizeof part, "CPU: %.2f of %lld cores busy:", s.cpu.process_cores, static_cast<long long>(s.cpu.cores));
   out += part;

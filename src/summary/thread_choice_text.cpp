@@ -23,9 +23,11 @@ std::string kept_reason(const ThreadChoice& t) {
   const ThreadCandidate* kept = nullptr;
   const ThreadCandidate* fastest = nullptr;
   const ThreadCandidate* single = nullptr;
+  // the warm-up's choice: the setting before the first re-check, if one changed it since
+  const ThreadSetting& searched = t.rechecks.empty() ? t.setting : t.rechecks.front().was;
   for (const ThreadCandidate& c : t.candidates) {
     if (c.step_ms <= 0) continue;
-    if (c.setting == t.setting) kept = &c;
+    if (c.setting == searched) kept = &c;
     if (!fastest || c.step_ms < fastest->step_ms) fastest = &c;
     if (c.setting == ThreadSetting{1, 1}) single = &c;
   }
@@ -41,6 +43,23 @@ std::string kept_reason(const ThreadChoice& t) {
   char ratio[32];
   std::snprintf(ratio, sizeof ratio, "%.2fx", single->step_ms / kept->step_ms);
   return out + ": the fastest, " + ratio + " faster than " + words(single->setting);
+}
+
+std::string rechecks_text(const ThreadChoice& t) {
+  std::string out;
+  for (const ThreadRecheck& r : t.rechecks) {
+    out += (out.empty() ? "" : "; ") + std::string("re-checked at step ") + std::to_string(r.step) +
+           ", the step (less its data wait) having moved from " + ms(r.before_ms) + " to " + ms(r.moved_ms) + " at the median:";
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+      if (r.candidates[i].step_ms <= 0) continue;
+      char part[64];
+      std::snprintf(part, sizeof part, " %lldx%lld %s", static_cast<long long>(r.candidates[i].setting.intra_op),
+                    static_cast<long long>(r.candidates[i].setting.blas), ms(r.candidates[i].step_ms).c_str());
+      out += (i == 0 ? "" : ",") + std::string(part);
+    }
+    out += (r.chosen == r.was ? "; kept " : "; switched to ") + words(r.chosen);
+  }
+  return out;
 }
 
 }  // namespace fitscope::detail

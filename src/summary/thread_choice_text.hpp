@@ -13,4 +13,9 @@ namespace fitscope::detail {
 /// earlier one only when 5% faster". Empty where nothing was measured.
 std::string kept_reason(const ThreadChoice& t);
 
+/// The re-checks mid-run, "; " apart: "re-checked at step 412, the step (less its data wait) having moved
+/// from 4.100 ms to 9.800 ms at the median: 1x2 12.000 ms, 1x1 6.100 ms; switched to intra-op 1, BLAS 1"
+/// (or "kept intra-op 2, BLAS 1"). Empty without one.
+std::string rechecks_text(const ThreadChoice& t);
+
 }  // namespace fitscope::detail

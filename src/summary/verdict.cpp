@@ -30,9 +30,10 @@ const ThreadCandidate* measured(const ThreadChoice& t, const ThreadSetting& sett
 std::string how_chosen(const ThreadChoice& t) {
   if (t.chosen_by != "auto") return "set by ThreadOptions::intra_op";
   if (t.search_needs_steps > 0) return "the default: the run was too short to measure others";
-  const std::string reason = detail::kept_reason(t);
-  if (reason.empty()) return "chosen by measuring " + std::to_string(t.candidates.size()) + " settings in warm-up";
-  return "measured in warm-up, " + reason;
+  const std::string reason = detail::kept_reason(t), rechecks = detail::rechecks_text(t);
+  const std::string warmup = reason.empty() ? "chosen by measuring " + std::to_string(t.candidates.size()) + " settings in warm-up"
+                                            : "measured in warm-up, " + reason;
+  return rechecks.empty() ? warmup : warmup + "; " + rechecks;
 }
 
 std::string cores_text(double cores) {

@@ -28,6 +28,8 @@ TrainerThreads::TrainerThreads(const ThreadOptions& t, int64_t cores, int64_t ra
     if (std::find(candidates.begin(), candidates.end(), s) == candidates.end()) candidates.push_back(s);
   }
   choice_.chosen_by = "auto";
+  candidates_ = candidates;
+  steps_per_candidate_ = t.steps_per_candidate;
   tuner_.emplace(candidates, t.steps_per_candidate);
   choice_.setting = tuner_->current();
   if (!tuner_->searching()) tuner_.reset();  // one candidate: nothing to measure
@@ -38,6 +40,18 @@ void TrainerThreads::plan(int64_t fit_steps) {
   fit_steps_ = fit_steps;
   postponed_ = false;
   choice_.search_needs_steps = 0;
+  choice_.rechecks.clear();
+  if (recheck_) {  // the last fit ended in a re-check: the setting before it stays
+    choice_.setting = recheck_->was;
+    recheck_.reset();
+    tuner_.reset();
+    apply();
+  }
+  if (!tuner_ && choice_.chosen_by == "auto") {  // the search chose in an earlier fit: watch this one
+    const auto chosen = std::find_if(choice_.candidates.begin(), choice_.candidates.end(),
+                                     [&](const ThreadCandidate& c) { return c.setting == choice_.setting; });
+    start_watch(chosen != choice_.candidates.end() ? chosen->step_ms / static_cast<double>(ranks_) : 0, 0);
+  }
   if (!tuner_ || tuner_->steps_run() > 0) return;  // none to run, or one under way: it goes on
   const int64_t smallest = tuner_->remaining_steps_if_sized(kMinMeasuredSteps, 1);
   if (static_cast<double>(smallest) <= kSearchShare * static_cast<double>(fit_steps)) return;
@@ -89,8 +103,8 @@ int64_t TrainerThreads::after_step(double step_ms, int64_t steps_left,
       std::vector<double> means = tuner_->means();
       sum_across_ranks(means);
       tuner_->choose(means);
-      choice_.candidates = tuner_->candidates();
-      const auto chosen = std::find_if(choice_.candidates.begin(), choice_.candidates.end(),
+      const std::vector<ThreadCandidate>& measured = tuner_->candidates();
+      const auto chosen = std::find_if(measured.begin(), measured.end(),
                                        [&](const ThreadCandidate& c) { return c.setting == tuner_->current(); });
       const double step = chosen->step_ms / static_cast<double>(ranks_);  // the same on every rank
       const bool fewer = tuner_->current().intra_op < was.intra_op || tuner_->current().blas < was.blas;
@@ -98,7 +112,15 @@ int64_t TrainerThreads::after_step(double step_ms, int64_t steps_left,
       if (fewer && step > 0) {
         more_warmup = std::min({steps_covering(kCooldownMs, step, kMaxCooldownSteps), cooldown_cap, steps_left});
       }
-      choice_.search_steps = tuner_->steps_run() + more_warmup;
+      if (recheck_) {
+        recheck_->chosen = tuner_->current();
+        recheck_->candidates = measured;
+        choice_.rechecks.push_back(std::move(*recheck_));
+      } else {
+        choice_.candidates = measured;
+        choice_.search_steps = tuner_->steps_run() + more_warmup;
+      }
+      start_watch(step, more_warmup);
       break;
     }
   }
@@ -106,7 +128,48 @@ int64_t TrainerThreads::after_step(double step_ms, int64_t steps_left,
   more_warmup += tuner_->remaining_steps() - planned;
   if (!(tuner_->current() == was)) apply();
   if (!tuner_->searching()) tuner_.reset();
+  if (recheck_) {  // a re-check's steps are the run's measured steps, each with its setting: no warm-up
+    if (!tuner_) recheck_.reset();
+    return 0;
+  }
   return more_warmup;
+}
+
+void TrainerThreads::start_watch(double step_ms, int64_t skip) {
+  watching_ = ranks_ == 1 && candidates_.size() > 1;
+  skip_ = skip;
+  window_steps_ = std::max(kMinWatchSteps, steps_covering(kWatchWindowMs, step_ms, kMaxCandidateSteps));
+  window_.clear();
+  window_.reserve(static_cast<std::size_t>(window_steps_));
+  baseline_ms_ = 0;
+  moved_windows_ = 0;
+}
+
+bool TrainerThreads::watch(double step_ms, int64_t fit_step) {
+  if (!watching_ || searching()) return false;
+  if (skip_ > 0) {
+    --skip_;
+    return false;
+  }
+  window_.push_back(step_ms);
+  if (static_cast<int64_t>(window_.size()) < window_steps_) return false;
+  const auto middle = window_.begin() + static_cast<std::ptrdiff_t>(window_.size() / 2);
+  std::nth_element(window_.begin(), middle, window_.end());
+  const double median = *middle;
+  window_.clear();
+  if (baseline_ms_ <= 0) {
+    baseline_ms_ = median;
+    return false;
+  }
+  const double ratio = median / baseline_ms_;
+  moved_windows_ = ratio >= kShiftRatio || ratio <= 1 / kShiftRatio ? moved_windows_ + 1 : 0;
+  if (moved_windows_ < kShiftedWindows || static_cast<int64_t>(choice_.rechecks.size()) >= kMaxRechecks) return false;
+  recheck_ = ThreadRecheck{fit_step + 1, baseline_ms_, median, choice_.setting, {}, {}};
+  watching_ = false;
+  tuner_.emplace(candidates_, steps_per_candidate_);
+  tuner_->abandon_slower(kAbandonRatio);
+  apply();
+  return true;
 }
 
 }  // namespace fitscope

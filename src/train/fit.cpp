@@ -417,6 +417,8 @@ void Trainer::Fit::record_step(const StepRecord& record, int64_t epoch, int64_t 
     // the search grew to cover its time, or its last pools still spin: warm-up too
     extend_warmup(t.threads_.after_step(static_cast<double>(record.step_ns) * 1e-6, steps_left,
                                         [&](std::vector<double>& v) { ranks->sum(v); }));
+  } else if (!record.probed) {  // the setting chosen, watched: what the threads run, not the wait for data
+    t.threads_.watch(static_cast<double>(record.step_ns - record.phase(Phase::data_wait)) * 1e-6, recorded);
   }
   if (graph->trial_step()) extend_warmup(1);  // the CUDA-graph trial's steps are warm-up too
   const int64_t measured_index = recorded++ - t.measured_.stats.warmup_steps();

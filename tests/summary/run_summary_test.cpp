@@ -31,6 +31,7 @@ RunSummary filled() {
   m.threads.setting = {2, 1};
   m.threads.chosen_by = "auto";
   m.threads.candidates = {{{1, 2}, 6.5}, {{2, 1}, 2.7}};
+  m.threads.rechecks = {{412, 2.7, 9.5, {2, 1}, {1, 2}, {{{2, 1}, 12.0}, {{1, 2}, 6.1}}}};
   m.cpu.pools = {{"training", 1, 0.99}, {"loader", 2, 0.01}};
   m.loader = {1, 8, 40, 6.5};
   m.warnings = {"a warning"};
@@ -76,6 +77,10 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
   EXPECT_DOUBLE_EQ(back.run.validation, 2);
   EXPECT_EQ(back.logs.get("my_metric"), 3.0);
   EXPECT_EQ(back.threads.candidates.size(), 2u);
+  ASSERT_EQ(back.threads.rechecks.size(), 1u);
+  EXPECT_EQ(back.threads.rechecks[0].step, 412);
+  EXPECT_EQ(back.threads.rechecks[0].chosen, (ThreadSetting{1, 2}));
+  EXPECT_EQ(back.threads.rechecks[0].candidates.size(), 2u);
   EXPECT_EQ(back.measured_steps, 3);
   ASSERT_TRUE(back.restarts);
   ASSERT_EQ(back.restarts->events.size(), 2u);

@@ -31,6 +31,16 @@ struct ThreadCandidate {
   double step_ms = 0;  ///< mean measured step (summed over ranks in a data-parallel run); 0 = not run
 };
 
+/// The setting searched again mid-run (TrainerThreads::watch): the step's median had moved away from
+/// what it was after the search before, and the candidates ran again.
+struct ThreadRecheck {
+  int64_t step = 0;           ///< the fit's step the re-check began at (0-based, counted from the fit's start)
+  double before_ms = 0;       ///< the step's median (its data wait left out) after the search before
+  double moved_ms = 0;        ///< the median of the window that moved last
+  ThreadSetting was, chosen;  ///< the setting before and after
+  std::vector<ThreadCandidate> candidates;  ///< measured as the search measures them
+};
+
 /// What runs, and how it was chosen (summary.json's `threads`).
 struct ThreadChoice {
   ThreadSetting setting;             ///< the setting in force after the search (or the flag's)
@@ -43,6 +53,7 @@ struct ThreadChoice {
   /// Under auto, when the last fit was too short for the search to pay for itself: the steps a fit needs
   /// (it ran the default setting, the first candidate); 0 otherwise.
   int64_t search_needs_steps = 0;
+  std::vector<ThreadRecheck> rechecks;  ///< under auto in one process, the last fit's, in order
 };
 
 class ThreadTuner {
