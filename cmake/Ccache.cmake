@@ -4,15 +4,17 @@
 # a checkout filled.
 find_program(FITSCOPE_CCACHE ccache)
 if(FITSCOPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  set(CMAKE_CXX_COMPILER_LAUNCHER
-      ${CMAKE_COMMAND} -E env "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
-      "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" CCACHE_NOHASHDIR=1
-      ${FITSCOPE_CCACHE})
+  set(FITSCOPE_CCACHE_ENV "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
+      "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" CCACHE_NOHASHDIR=1)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-    # a clang PCH keeps no timestamp of its headers, so a unit that uses it hashes the same everywhere
+    # a clang PCH keeps no timestamp of its headers, but its folder's paths: a unit that uses it hashes
+    # the .pch.sum beside it instead (TorchPch.cmake writes it), the same in every clone
     add_compile_options("SHELL:$<$<COMPILE_LANGUAGE:CXX>:-Xclang -fno-pch-timestamp>")
+    list(APPEND FITSCOPE_CCACHE_ENV CCACHE_PCH_EXTSUM=1)
+    set(FITSCOPE_PCH_SUM ON)
   else()
     add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fpch-preprocess>)
   endif()
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env ${FITSCOPE_CCACHE_ENV} ${FITSCOPE_CCACHE})
   message(STATUS "fitscope: compiling through ccache (${FITSCOPE_CCACHE})")
 endif()

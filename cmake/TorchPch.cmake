@@ -7,6 +7,11 @@ target_precompile_headers(fitscope_pch PRIVATE
   <torch/script.h>
   <nlohmann/json.hpp>
   <string> <vector> <map> <memory> <functional> <chrono> <optional>)
+if(FITSCOPE_PCH_SUM)
+  # the .pch.sum beside the .pch that ccache hashes instead (Ccache.cmake; pch_checksum.sh says why)
+  set_target_properties(fitscope_pch PROPERTIES CXX_COMPILER_LAUNCHER
+    "sh;${PROJECT_SOURCE_DIR}/cmake/pch_checksum.sh;${PROJECT_SOURCE_DIR};${PROJECT_BINARY_DIR};${CMAKE_CXX_COMPILER};${CMAKE_CXX_COMPILER_LAUNCHER}")
+endif()
 
 # fitscope_use_pch(target): reuse the shared precompiled header.
 function(fitscope_use_pch target)
