@@ -1,7 +1,8 @@
 # Use ccache when it is installed. The precompiled torch header is passed with -include, which ccache
-# handles only with these sloppiness settings and, under GCC, -fpch-preprocess. Paths under the source tree are hashed
-# relative to it, the working directory not at all, so a clone in another folder (CI's) hits the cache
-# a checkout filled.
+# handles only with these sloppiness settings and, under GCC, -fpch-preprocess. Paths under the source
+# tree are hashed relative to it, the working directory not at all, the unity files and the PCH's
+# header by relative paths (ccache_launcher.sh), the PCH by its .pch.sum under clang (pch_checksum.sh),
+# so a clone in another folder (CI's) hits the cache a checkout filled.
 find_program(FITSCOPE_CCACHE ccache)
 if(FITSCOPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   set(FITSCOPE_CCACHE_ENV "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
@@ -15,6 +16,8 @@ if(FITSCOPE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   else()
     add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fpch-preprocess>)
   endif()
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env ${FITSCOPE_CCACHE_ENV} ${FITSCOPE_CCACHE})
+  # ccache_launcher.sh makes the command and the unity files name no clone (it says how)
+  set(CMAKE_CXX_COMPILER_LAUNCHER sh ${PROJECT_SOURCE_DIR}/cmake/ccache_launcher.sh ${PROJECT_BINARY_DIR}
+      ${CMAKE_COMMAND} -E env ${FITSCOPE_CCACHE_ENV} ${FITSCOPE_CCACHE})
   message(STATUS "fitscope: compiling through ccache (${FITSCOPE_CCACHE})")
 endif()
