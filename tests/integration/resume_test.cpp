@@ -176,7 +176,7 @@ TEST(Resume, ATorchScriptModelResumesLikeACppOne) {
   TempDir tmp;
   const std::string model = tmp.path() + "/mlp.pt";
   const ProcessResult made =
-      run_process({FITSCOPE_PYTHON, FITSCOPE_SOURCE_DIR "/examples/python_model/make_model.py", model, "mlp"});
+      run_process({FITSCOPE_PYTHON, std::string(FITSCOPE_SOURCE_DIR) + "/examples/python_model/make_model.py", model, "mlp"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
   kill_mid_write_and_resume(model);
 }

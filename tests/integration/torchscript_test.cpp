@@ -31,7 +31,7 @@ ProcessResult python_code(const std::string& code) { return python({"-c", code})
 
 /// Scripts the example's seed model of `kind` into `path` with Python.
 void script_model(const std::string& path, const std::string& kind) {
-  const ProcessResult r = python({FITSCOPE_SOURCE_DIR "/examples/python_model/make_model.py", path, kind});
+  const ProcessResult r = python({std::string(FITSCOPE_SOURCE_DIR) + "/examples/python_model/make_model.py", path, kind});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
@@ -106,7 +106,7 @@ TEST_F(TorchScript, TheCppSeedModelsWeightsLoadWithWeightsOnlyIntoThePythonSeedM
                             "--verbose", "2"}).exit_code, 0);
     const ProcessResult r = python_code(
         "import sys, torch\n"
-        "sys.path.insert(0, '" FITSCOPE_SOURCE_DIR "/examples/python_model')\n"
+        "sys.path.insert(0, '" + std::string(FITSCOPE_SOURCE_DIR) + "/examples/python_model')\n"
         "from make_model import Cnn, Mlp\n"
         "w = torch.load('" + dir + "/model.weights.pt', weights_only=True)\n"
         "print(sorted((k, tuple(v.shape)) for k, v in w.items()))\n"
