@@ -4,7 +4,7 @@
 # the .pch.sum that ccache hashes instead of the .pch (CCACHE_PCH_EXTSUM). A clang PCH holds the
 # absolute paths of its build folder, so the same headers give another .pch in every clone and no unit
 # that uses it would hit the cache across clones; the .sum is a digest of what the PCH was made of: its
-# options and its input files' bytes (clang -cc1 -module-file-info), the folders' paths left out. The
+# options and its input files' bytes (clang -module-file-info), the folders' paths left out. The
 # old .sum goes first, so that a failed compile leaves none to stand for a .pch it did not make. The
 # .pch itself is not taken from the cache: one made in another clone names that clone's files, which
 # clang then looks for (and, when they are gone, calls the PCH malformed).
@@ -25,7 +25,8 @@ if [ -n "$pch" ]; then
 fi
 "$@"
 [ -n "$pch" ] || exit 0
-info=$("$compiler" -cc1 -module-file-info "$pch")
+# (a clang without -module-file-info leaves no .sum: ccache then hashes the .pch, as without this)
+info=$("$compiler" -module-file-info "$pch" 2> /dev/null) || exit 0
 {
   printf '%s\n' "$info" | sed "s|$binary_dir|@build|g; s|$source_dir|@source|g"
   printf '%s\n' "$info" | sed -n 's/^  Input file: \(.*\) \[System\]$/\1/p; t; s/^  Input file: \(.*\)$/\1/p' |
