@@ -11,18 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "fitscope/data/streams/shard_stream.hpp"
+#include "fitscope/data/streams/shard_stream.hpp"  // ShardReader, RecordAt
 
 namespace fitscope {
-
-/// A record by where it lies: the index of its shard (in the list its reader was given) and its byte
-/// offset there (ShardRecord::offset).
-struct RecordAt {
-  int64_t shard = 0;
-  int64_t offset = 0;
-  bool operator==(const RecordAt& o) const { return shard == o.shard && offset == o.offset; }
-  bool operator<(const RecordAt& o) const { return shard != o.shard ? shard < o.shard : offset < o.offset; }
-};
 
 class ListedRecords {
  public:
@@ -39,9 +30,8 @@ class ListedRecords {
   /// after the last. Throws std::invalid_argument naming the file and the offset when no record starts
   /// there any more (the file changed), and the reader's errors.
   bool next(ShardRecord& record);
-  /// Records listed, and read so far.
+  /// Records listed.
   int64_t size() const { return static_cast<int64_t>(records_.size()); }
-  int64_t taken() const { return static_cast<int64_t>(next_); }
 
  private:
   struct Open;

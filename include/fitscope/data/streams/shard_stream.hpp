@@ -38,6 +38,15 @@ enum class ShardFormat {
   kTar,       ///< a tar archive of WebDataset samples
 };
 
+/// A record by where it lies: the index of its shard (in the list its reader was given) and its byte
+/// offset there (ShardRecord::offset).
+struct RecordAt {
+  int64_t shard = 0;
+  int64_t offset = 0;
+  bool operator==(const RecordAt& o) const { return shard == o.shard && offset == o.offset; }
+  bool operator<(const RecordAt& o) const { return shard != o.shard ? shard < o.shard : offset < o.offset; }
+};
+
 /// One record of a shard, whichever the format.
 struct ShardRecord {
   std::string bytes;                          ///< TFRecord: the record's data; tar: empty
@@ -120,10 +129,7 @@ std::vector<std::string> assign_shards(const std::vector<std::string>& shards, i
 /// Where a ShardStream stands, exactly: with the stream's shards and options, enough to restore it.
 struct StreamPosition {
   static constexpr int64_t kVersion = 1;
-  struct BufferedRecord {
-    int64_t shard = 0;   ///< an index into ShardStream::shards()
-    int64_t offset = 0;  ///< the record's ShardRecord::offset
-  };
+  using BufferedRecord = RecordAt;  ///< its shard an index into ShardStream::shards()
   // the stream it was taken from: restore() refuses another
   uint64_t seed = 0;
   int64_t shards = 0;
