@@ -1,8 +1,11 @@
 #!/bin/bash
 # Does `fitscope compare` find a slowdown planted in one part of run B, name the right part, and keep
 # quiet about identical runs? Pairs of short runs of the seed CNN (batch 32, --workers 0, 200 steps, 195 measured
-# steps), run A then run B, each pair compared; per kind and size the share of pairs found and
-# attributed right. Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback
+# steps), run A (REPEATS runs of A's settings, default 1: `fitscope compare A1 A2 A3 B` judges B by their
+# spread) then run B, each pair compared; per kind and size the share of pairs found and attributed right.
+# Pair i's runs of A are made once and compared with each kind's and size's run B (a loader's, a
+# callback's, the identical one), so the kinds' i-th pairs share their A; each kind's pairs are
+# independent of one another. Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback
 # (--slow-callback-ms: callbacks), a delayed rank (two ranks under `fitscope launch`, rank 1 alone with a
 # load delay: "rank 1"), fewer threads (--threads 2 against 1: forward or backward, and
 # threads.intra_op among the settings that differ; one size, the one the machine gives), and identical
@@ -10,7 +13,7 @@
 # overshoots by some tens of microseconds; the measured change is printed beside the planted one).
 # The goal: at 5 % and above, found and attributed in >= 95 % of pairs; identical pairs called changed
 # in <= 5 %.
-#   bench/compare_attribution.sh build/tools/fitscope/fitscope [pairs, default 20] [kinds, default all]
+#   [REPEATS=3] bench/compare_attribution.sh build/tools/fitscope/fitscope [pairs, default 20] [kinds, default all]
 # KEEP_JSON=DIR keeps each pair's `compare --json` file there.
 set -euo pipefail
 fitscope=$(realpath "$1")
@@ -32,13 +35,15 @@ run_ranks() {
     'extra=""; [ "$RANK" = 1 ] && extra="--load-delay-ms $0"; exec "$@" $extra' "$delay" \
     "$fitscope" "${common[@]}" --threads 1 --run-dir "$out" > /dev/null
 }
-# judge A B EXPECTED: "found" when the part compare finds grew the most is EXPECTED (a planted slowdown is
-# named even where another run's noise made the compute faster), "quiet" when identical runs are no
+# judge EXPECTED B A...: "found" when the part compare finds grew the most is EXPECTED (a planted slowdown
+# is named even where another run's noise made the compute faster), "quiet" when identical runs are no
 # significant change; else what it said
 judge() {
-  "$fitscope" compare "$1" "$2" --json "$dir/compare.json" > /dev/null
+  local expected=$1 b=$2
+  shift 2
+  "$fitscope" compare "$@" "$b" --json "$dir/compare.json" > /dev/null
   [ -z "${KEEP_JSON:-}" ] || cp "$dir/compare.json" "$KEEP_JSON/$kind-$size-$i.json"
-  python3 - "$dir/compare.json" "$3" <<'PY'
+  python3 - "$dir/compare.json" "$expected" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 expected, direction, part = sys.argv[2], c["direction"], c["attributed_to"]
@@ -57,31 +62,44 @@ else:
 PY
 }
 
+repeats=${REPEATS:-1}
 run "$dir/base"
 step_ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_ms"]["mean"])' "$dir/base/summary.json")
 run_ranks "$dir/base-ranks" 0
 rank_step_ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_ms"]["mean"])' "$dir/base-ranks/summary.json")
-printf 'baseline: the seed CNN, batch 32, --threads 1, --workers 0: mean step %.3f ms (two ranks: %.3f ms)\n' "$step_ms" "$rank_step_ms"
+printf 'baseline: the seed CNN, batch 32, --threads 1, --workers 0: mean step %.3f ms (two ranks: %.3f ms); %d run(s) of A a pair\n' \
+  "$step_ms" "$rank_step_ms" "$repeats"
 results=$dir/results
 : > "$results"
-for kind in $kinds; do
-  case $kind in identical | threads) sizes="-" ;; *) sizes=${SIZES:-"0.02 0.05 0.20"} ;; esac
-  for size in $sizes; do
-    for i in $(seq "$pairs"); do
+# runs_of_a PREFIX COMMAND...: `repeats` runs into PREFIX1, PREFIX2, ...; their directories in $a_runs
+runs_of_a() {
+  local prefix=$1 r
+  shift
+  a_runs=()
+  for r in $(seq "$repeats"); do
+    "$@" "$prefix$r"
+    a_runs+=("$prefix$r")
+  done
+}
+run_a() { run "$1"; }
+run_a_threads() { "$fitscope" "${common[@]}" --threads 2 --run-dir "$1" > /dev/null; }
+run_a_ranks() { run_ranks "$1" 0; }
+for i in $(seq "$pairs"); do
+  runs_of_a "$dir/a" run_a
+  base_a=("${a_runs[@]}")
+  for kind in $kinds; do
+    case $kind in identical | threads) sizes="-" ;; *) sizes=${SIZES:-"0.02 0.05 0.20"} ;; esac
+    case $kind in threads) runs_of_a "$dir/t" run_a_threads ;; rank) runs_of_a "$dir/r" run_a_ranks ;; *) a_runs=("${base_a[@]}") ;; esac
+    for size in $sizes; do
       case $kind in
-        identical) run "$dir/a"; run "$dir/b"; verdict=$(judge "$dir/a" "$dir/b" none) ;;
+        identical) run "$dir/b"; verdict=$(judge none "$dir/b" "${a_runs[@]}") ;;
         loader)
-          delay=$(python3 -c "print($size * $step_ms)")
-          run "$dir/a"; run "$dir/b" --load-delay-ms "$delay"; verdict=$(judge "$dir/a" "$dir/b" data_wait) ;;
+          run "$dir/b" --load-delay-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge data_wait "$dir/b" "${a_runs[@]}") ;;
         callback)
-          delay=$(python3 -c "print($size * $step_ms)")
-          run "$dir/a"; run "$dir/b" --slow-callback-ms "$delay"; verdict=$(judge "$dir/a" "$dir/b" callbacks) ;;
-        threads)
-          "$fitscope" "${common[@]}" --threads 2 --run-dir "$dir/a" > /dev/null
-          run "$dir/b"; verdict=$(judge "$dir/a" "$dir/b" compute) ;;
+          run "$dir/b" --slow-callback-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge callbacks "$dir/b" "${a_runs[@]}") ;;
+        threads) run "$dir/b"; verdict=$(judge compute "$dir/b" "${a_runs[@]}") ;;
         rank)
-          delay=$(python3 -c "print($size * $rank_step_ms)")
-          run_ranks "$dir/a" 0; run_ranks "$dir/b" "$delay"; verdict=$(judge "$dir/a" "$dir/b" "rank 1") ;;
+          run_ranks "$dir/b" "$(python3 -c "print($size * $rank_step_ms)")"; verdict=$(judge "rank 1" "$dir/b" "${a_runs[@]}") ;;
         *) echo "unknown kind $kind (expected identical, loader, callback, threads or rank)" >&2; exit 2 ;;
       esac
       echo "$kind $size $verdict" >> "$results"

@@ -26,7 +26,7 @@ std::string headline(const Comparison& c) {
       << fixed(c.step.a) << " ms to " << fixed(c.step.b) << " ms a step (" << (c.change_fraction() >= 0 ? "+" : "")
       << report::percent(c.change_fraction()) << ", " << level << " interval " << (low >= 0 ? "+" : "") << report::percent(low)
       << " to " << (high >= 0 ? "+" : "") << report::percent(high) << ")";
-  if (!c.step.significant) out << ", within the noise floor of +-" << fixed(c.noise_floor_ms) << " ms";
+  if (!c.step.significant) out << ", within " << c.noise_text();
   const std::string cause = c.attributed_to();
   if (!cause.empty()) out << ", attributed to " << cause;
   out << ".";
@@ -37,7 +37,9 @@ std::string headline(const Comparison& c) {
 
 std::string comparison_html(const Comparison& c) {
   std::ostringstream body;
-  body << "<h1>fitscope compare</h1><p class=\"note\">A: " << escape(c.a.directory) << " &middot; B: " << escape(c.b.directory)
+  body << "<h1>fitscope compare</h1><p class=\"note\">A: " << escape(c.a.directory);
+  for (const ComparedRun& r : c.repeats_of_a) body << ", " << escape(r.directory);
+  body << " &middot; B: " << escape(c.b.directory)
        << "</p><div class=\"verdict headline\"><b>" << escape(headline(c)) << "</b></div>";
   std::vector<svg::Interval> rows{{"step", c.step.change, c.step.low, c.step.high, c.step.significant}};
   for (const PartChange& p : c.parts) {
@@ -55,9 +57,8 @@ std::string comparison_html(const Comparison& c) {
   };
   row("step", c.step);
   for (const PartChange& p : c.parts) row(p.part, p.difference);
-  body << "</table><p class=\"note\">A change is called one when its interval lies beyond the noise floor, +-"
-       << fixed(c.noise_floor_ms) << " ms (" << detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1)
-       << " of A's step: two runs of the same settings differ by more than either run's steps show). The step's interval at "
+  body << "</table><p class=\"note\">A change is called one beyond " << escape(c.noise_text())
+       << " (the method below). The step's interval at "
        << detail::format_percent(c.confidence, 0) << "; each part's at "
        << detail::format_percent(c.part_confidence, 2) << ", " << detail::format_percent(c.confidence, 0) << " jointly over the " << c.parts.size()
        << " parts.</p>";

@@ -115,19 +115,40 @@ RunSeries read_run_series(const std::string& directory, int segments) {
 }
 
 Comparison compare_runs(const std::string& a, const std::string& b, const CompareOptions& options) {
-  const RunSeries first = read_run_series(a, options.comparison.segments);
+  return compare_runs(std::vector<std::string>{a}, b, options);
+}
+
+Comparison compare_runs(const std::vector<std::string>& a, const std::string& b, const CompareOptions& options) {
+  if (a.empty()) throw std::invalid_argument("compare_runs: no run of A (expected one or more run directories)");
+  std::vector<RunSeries> runs_of_a;
+  for (const std::string& directory : a) runs_of_a.push_back(read_run_series(directory, options.comparison.segments));
   const RunSeries second = read_run_series(b, options.comparison.segments);
   if (!options.force) {
+    const RunSeries& first = runs_of_a.front();
     for (const auto& [what, in_a, in_b] : {std::make_tuple("models", first.run.model, second.run.model),
                                            std::make_tuple("data", first.run.data, second.run.data)}) {
       if (in_a != in_b) {
-        throw std::invalid_argument(std::string("the runs trained different ") + what + ": " + a + " " + in_a + ", " + b + " " +
-                                    in_b + " (their step times differ for reasons no part of the step names; "
+        throw std::invalid_argument(std::string("the runs trained different ") + what + ": " + a.front() + " " + in_a + ", " + b +
+                                    " " + in_b + " (their step times differ for reasons no part of the step names; "
                                     "CompareOptions::force compares them all the same)");
       }
     }
   }
-  return compare(first, second, options.comparison);
+  // A's runs are repeats of one setting: their spread is the noise B is judged against
+  for (std::size_t i = 1; i < runs_of_a.size(); ++i) {
+    for (const RunSetting& s : runs_of_a[0].settings) {
+      if (s.source != "config.toml") continue;
+      const auto same = std::find_if(runs_of_a[i].settings.begin(), runs_of_a[i].settings.end(),
+                                     [&](const RunSetting& o) { return o.name == s.name && o.source == s.source; });
+      const std::string other = same != runs_of_a[i].settings.end() ? same->value : "-";
+      if (other != s.value) {
+        throw std::invalid_argument("the runs of A are not repeats of one setting: " + s.name + " is " + s.value + " in " + a[0] +
+                                    ", " + other + " in " + a[i] + " (runs of A are compared as runs of the same settings; "
+                                    "compare different settings as A and B)");
+      }
+    }
+  }
+  return compare(runs_of_a, second, options.comparison);
 }
 
 }  // namespace fitscope

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -115,17 +117,30 @@ double student_t_quantile(double p, double df) {
   return (lo + hi) / 2;
 }
 
-Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence) {
+namespace {
+
+// One part's figures in one run: its mean and its stretches' means.
+struct PartValues {
+  double mean = 0;
+  std::vector<double> segments;
+};
+
+PartValues values_of(const SegmentedSeries& s) { return {s.mean(), s.segment_means()}; }
+
+Difference unbounded(Difference d) {
+  d.low = -std::numeric_limits<double>::infinity();
+  d.high = std::numeric_limits<double>::infinity();
+  return d;
+}
+
+// Welch's interval of the difference of two runs' means over their stretches' means
+Difference welch(const PartValues& a, const PartValues& b, double confidence) {
   Difference d;
-  d.a = a.mean();
-  d.b = b.mean();
+  d.a = a.mean;
+  d.b = b.mean;
   d.change = d.b - d.a;
-  const std::vector<double> sa = a.segment_means(), sb = b.segment_means();
-  if (sa.size() < 2 || sb.size() < 2) {
-    d.low = -std::numeric_limits<double>::infinity();
-    d.high = std::numeric_limits<double>::infinity();
-    return d;
-  }
+  const std::vector<double>&sa = a.segments, &sb = b.segments;
+  if (sa.size() < 2 || sb.size() < 2) return unbounded(d);
   const double na = static_cast<double>(sa.size()), nb = static_cast<double>(sb.size());
   const double wa = sample_variance(sa, average(sa)) / na, wb = sample_variance(sb, average(sb)) / nb;
   const double se = std::sqrt(wa + wb);
@@ -141,6 +156,26 @@ Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, do
   return d;
 }
 
+}  // namespace
+
+Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence) {
+  return welch(values_of(a), values_of(b), confidence);
+}
+
+Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence) {
+  Difference d;
+  d.a = average(a_run_means);
+  d.b = b_mean;
+  d.change = d.b - d.a;
+  if (a_run_means.size() < 2) return unbounded(d);
+  const double n = static_cast<double>(a_run_means.size());
+  const double half = student_t_quantile(1 - (1 - confidence) / 2, n - 1) * std::sqrt(sample_variance(a_run_means, d.a) * (1 + 1 / n));
+  d.low = d.change - half;
+  d.high = d.change + half;
+  d.significant = d.low > 0 || d.high < 0;
+  return d;
+}
+
 std::string Comparison::direction() const {
   if (!step.significant) return "no significant change";
   return step.change > 0 ? "slower" : "faster";
@@ -149,23 +184,19 @@ std::string Comparison::direction() const {
 namespace {
 
 // The part of `parts` that changed the most in the direction of `sign` (+1 grew, -1 shrank), among those
-// whose change is significant: a rank whose own work changed while another rank's did not made the others
-// wait for it in `comm`, so it is named before any phase; "" when none changed that way.
+// whose change is significant: a rank's part is its own work against the other ranks', so a rank that
+// changed that way made the others wait for it in `comm` (or stopped doing so) and is named before any
+// phase; "" when none changed that way.
 std::string largest_change(const std::vector<PartChange>& parts, int sign) {
   const auto along = [&](const PartChange& p) { return p.difference.significant && p.difference.change * sign > 0; };
-  const PartChange* rank = nullptr;
-  bool some_rank_unchanged = false;
-  for (const PartChange& p : parts) {
-    if (p.kind != "rank") continue;
-    if (!p.difference.significant) some_rank_unchanged = true;
-    if (along(p) && (rank == nullptr || std::fabs(p.difference.change) > std::fabs(rank->difference.change))) rank = &p;
-  }
-  if (rank != nullptr && some_rank_unchanged) return rank->part;
   const PartChange* best = nullptr;
-  for (const PartChange& p : parts) {
-    if (p.kind == "phase" && along(p) && (best == nullptr || std::fabs(p.difference.change) > std::fabs(best->difference.change))) best = &p;
+  for (const char* kind : {"rank", "phase"}) {
+    for (const PartChange& p : parts) {
+      if (p.kind == kind && along(p) && (best == nullptr || std::fabs(p.difference.change) > std::fabs(best->difference.change))) best = &p;
+    }
+    if (best != nullptr) return best->part;
   }
-  return best != nullptr ? best->part : "";
+  return "";
 }
 
 }  // namespace
@@ -175,13 +206,27 @@ std::string Comparison::attributed_to() const { return step.significant ? larges
 std::string Comparison::largest_increase() const { return largest_change(parts, 1); }
 
 std::string Comparison::method() const {
+  const std::string ranks = " A rank's part is its own work (its step less its comm wait) less the other ranks' mean own work, "
+                            "so that load slowing every rank alike cancels.";
+  if (!repeats_of_a.empty()) {
+    return "A is " + std::to_string(runs_of_a()) + " runs of the same settings; a part's change is B's mean less the mean of A's runs' "
+           "means, its interval the prediction interval of one more run of A's settings (t with " + std::to_string(runs_of_a() - 1) +
+           " degrees of freedom x the standard deviation of A's runs' means x sqrt(1 + 1/" + std::to_string(runs_of_a()) +
+           ")): a change is called one when B's mean lies beyond where a run of A's settings lands, so each part is judged "
+           "against its own run-to-run spread, measured." + ranks;
+  }
   return "each run's measured steps (after warm-up: A " + std::to_string(a.measured_steps) + ", B " +
          std::to_string(b.measured_steps) + ") in " + std::to_string(segments) +
          " consecutive stretches; a part's change is the difference of the runs' means, its interval Welch's t over "
          "the stretches' means (batch means: step times are skewed and autocorrelated, the stretches' means nearly normal "
          "and independent, and they carry the run's drift). A change is called one when its interval lies beyond the "
          "noise floor, +-" + ms(noise_floor_ms) + " ms (ComparisonOptions::noise_floor of A's step: two runs of the same "
-         "settings differ by more than either run's own steps show).";
+         "settings differ by more than either run's own steps show; repeat A to measure that spread instead)." + ranks;
+}
+
+std::string Comparison::noise_text() const {
+  if (!repeats_of_a.empty()) return "the spread of A's " + std::to_string(runs_of_a()) + " runs";
+  return "the noise floor of +-" + ms(noise_floor_ms) + " ms";
 }
 
 std::vector<const CallbackChange*> Comparison::changed_callbacks() const {
@@ -220,7 +265,10 @@ std::string Comparison::to_json() const {
   nlohmann::json j;
   j["a"] = run_json(a);
   j["b"] = run_json(b);
-  j["method"] = {{"name", "batch means, Welch's t"}, {"segments", segments}, {"confidence", confidence},
+  j["repeats_of_a"] = nlohmann::json::array();
+  for (const ComparedRun& r : repeats_of_a) j["repeats_of_a"].push_back(run_json(r));
+  j["method"] = {{"name", repeats_of_a.empty() ? "batch means, Welch's t" : "repeats of A, prediction interval"},
+                 {"runs_of_a", runs_of_a()}, {"segments", segments}, {"confidence", confidence},
                  {"part_confidence", part_confidence}, {"noise_floor_ms", noise_floor_ms}};
   j["step"] = difference_json(step);
   j["step"]["change_fraction"] = change_fraction();
@@ -246,43 +294,105 @@ std::string Comparison::to_json() const {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+const SegmentedSeries* phase_of(const RunSeries& r, const std::string& name) {
+  for (const auto& [phase, series] : r.phases) {
+    if (phase == name) return &series;
+  }
+  return nullptr;
+}
+
+// rank `rank`'s own work less the other ranks' mean own work, stretch by stretch (each rank has a row
+// for every step, so the ranks' stretches line up; where their counts differ, less the others' means);
+// nullopt for a run of one rank or without that rank
+std::optional<PartValues> rank_part(const RunSeries& r, int64_t rank) {
+  if (r.ranks.size() < 2) return std::nullopt;
+  const auto own = std::find_if(r.ranks.begin(), r.ranks.end(), [&](const auto& x) { return x.first == rank; });
+  if (own == r.ranks.end()) return std::nullopt;
+  PartValues v = values_of(own->second);
+  const double others = static_cast<double>(r.ranks.size() - 1);
+  std::vector<double> others_segments(v.segments.size(), 0.0);
+  double others_mean = 0;
+  bool aligned = true;
+  for (const auto& [other_rank, series] : r.ranks) {
+    if (other_rank == rank) continue;
+    others_mean += series.mean() / others;
+    const std::vector<double> segments = series.segment_means();
+    aligned = aligned && segments.size() == others_segments.size();
+    for (std::size_t i = 0; aligned && i < segments.size(); ++i) others_segments[i] += segments[i] / others;
+  }
+  v.mean -= others_mean;
+  for (std::size_t i = 0; i < v.segments.size(); ++i) v.segments[i] -= aligned ? others_segments[i] : others_mean;
+  return v;
+}
+
+}  // namespace
+
 Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptions& options) {
+  return compare(std::vector<RunSeries>{a}, b, options);
+}
+
+Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const ComparisonOptions& options) {
+  if (a.empty()) throw std::invalid_argument("compare: no run of A (expected one or more)");
   if (!(options.confidence > 0 && options.confidence < 1)) {
     throw std::invalid_argument("ComparisonOptions::confidence " + std::to_string(options.confidence) + " (expected between 0 and 1)");
   }
   if (!(options.noise_floor >= 0 && options.noise_floor < 1)) {
     throw std::invalid_argument("ComparisonOptions::noise_floor " + std::to_string(options.noise_floor) + " (expected 0 to 1)");
   }
+  const bool repeated = a.size() > 1;
   Comparison c;
-  c.a = a.run;
+  c.a = a[0].run;
+  for (std::size_t i = 1; i < a.size(); ++i) c.repeats_of_a.push_back(a[i].run);
   c.b = b.run;
   c.confidence = options.confidence;
-  c.segments = static_cast<int>(std::min(a.step.segment_means().size(), b.step.segment_means().size()));
-  c.step = compare_series(a.step, b.step, options.confidence);
-  c.noise_floor_ms = options.noise_floor * c.step.a;
+  // one part judged: B against A's one run (batch means) or against A's runs (their spread)
+  const auto judge = [&](const std::vector<PartValues>& in_a, const PartValues& in_b, double confidence) {
+    if (!repeated) return welch(in_a[0], in_b, confidence);
+    std::vector<double> means;
+    for (const PartValues& v : in_a) means.push_back(v.mean);
+    return compare_to_repeats(means, in_b.mean, confidence);
+  };
+  std::vector<PartValues> steps;
+  c.segments = static_cast<int>(b.step.segment_means().size());
+  for (const RunSeries& r : a) {
+    steps.push_back(values_of(r.step));
+    c.segments = std::min(c.segments, static_cast<int>(steps.back().segments.size()));
+  }
+  c.step = judge(steps, values_of(b.step), options.confidence);
+  c.noise_floor_ms = repeated ? 0.0 : options.noise_floor * c.step.a;
   // a change within the machine's run-to-run noise is not called one, whatever its interval
   const auto beyond_noise = [&](Difference& d) { d.significant = d.low > c.noise_floor_ms || d.high < -c.noise_floor_ms; };
   beyond_noise(c.step);
 
-  // the parts both runs have, and that ran in either
-  std::vector<std::pair<PartChange, std::pair<const SegmentedSeries*, const SegmentedSeries*>>> compared;
-  for (const auto& [name, series] : a.phases) {
-    for (const auto& [other_name, other] : b.phases) {
-      if (other_name == name && std::max(series.mean(), other.mean()) >= options.min_part_ms) {
-        compared.push_back({PartChange{name, "phase", {}, 0}, {&series, &other}});
+  // the parts every run has, and that ran in one of them
+  std::vector<std::tuple<PartChange, std::vector<PartValues>, PartValues>> compared;
+  for (const auto& [name, first] : a[0].phases) {
+    const SegmentedSeries* in_b = phase_of(b, name);
+    std::vector<PartValues> in_a;
+    double most = in_b != nullptr ? in_b->mean() : 0.0;
+    for (const RunSeries& r : a) {
+      if (const SegmentedSeries* s = phase_of(r, name)) {
+        in_a.push_back(values_of(*s));
+        most = std::max(most, s->mean());
       }
+    }
+    if (in_a.size() == a.size() && in_b != nullptr && most >= options.min_part_ms) {
+      compared.emplace_back(PartChange{name, "phase", {}, 0}, std::move(in_a), values_of(*in_b));
     }
   }
-  if (a.ranks.size() > 1 || b.ranks.size() > 1) {
-    for (const auto& [rank, series] : a.ranks) {
-      for (const auto& [other_rank, other] : b.ranks) {
-        if (other_rank == rank) compared.push_back({PartChange{"rank " + std::to_string(rank), "rank", {}, 0}, {&series, &other}});
-      }
+  for (const auto& [rank, first] : a[0].ranks) {
+    std::vector<PartValues> in_a;
+    for (const RunSeries& r : a) {
+      if (auto v = rank_part(r, rank)) in_a.push_back(std::move(*v));
     }
+    const std::optional<PartValues> in_b = rank_part(b, rank);
+    if (in_a.size() == a.size() && in_b) compared.emplace_back(PartChange{"rank " + std::to_string(rank), "rank", {}, 0}, std::move(in_a), *in_b);
   }
   c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(std::max<std::size_t>(compared.size(), 1));
-  for (auto& [part, pair] : compared) {
-    part.difference = compare_series(*pair.first, *pair.second, c.part_confidence);
+  for (auto& [part, in_a, in_b] : compared) {
+    part.difference = judge(in_a, in_b, c.part_confidence);
     beyond_noise(part.difference);
     if (part.kind == "phase" && c.step.change != 0) part.share_of_change = part.difference.change / c.step.change;
     c.parts.push_back(part);
@@ -293,7 +403,14 @@ Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptio
   });
 
   std::map<std::pair<std::string, std::string>, CallbackChange> hooks;
-  for (const CallbackCost& h : a.callbacks) hooks[{h.name, h.hook}] = {h.name, h.hook, h.ms_per_step, 0};
+  for (const RunSeries& r : a) {  // A's cost: the mean over its runs (0 in a run without the hook)
+    for (const CallbackCost& h : r.callbacks) {
+      CallbackChange& into = hooks[{h.name, h.hook}];
+      into.name = h.name;
+      into.hook = h.hook;
+      into.a_ms_per_step += h.ms_per_step / static_cast<double>(a.size());
+    }
+  }
   for (const CallbackCost& h : b.callbacks) {
     CallbackChange& into = hooks[{h.name, h.hook}];
     into.name = h.name;
@@ -306,7 +423,7 @@ Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptio
   });
 
   std::map<std::string, std::pair<const RunSetting*, const RunSetting*>> settings;
-  for (const RunSetting& s : a.settings) settings[s.name].first = &s;
+  for (const RunSetting& s : a[0].settings) settings[s.name].first = &s;
   for (const RunSetting& s : b.settings) settings[s.name].second = &s;
   for (const auto& [name, pair] : settings) {
     const std::string in_a = pair.first ? pair.first->value : "-", in_b = pair.second ? pair.second->value : "-";
@@ -321,7 +438,9 @@ std::string format_comparison(const Comparison& c) {
     return std::string(label) + " " + r.directory + " (" + r.model + " on " + r.data + ", " + std::to_string(r.measured_steps) +
            " measured steps, step p50 " + ms(r.step_p50_ms) + " ms)";
   };
-  out << describe("A:", c.a) << "\n" << describe("B:", c.b) << "\n\n";
+  out << describe("A:", c.a) << "\n";
+  for (const ComparedRun& r : c.repeats_of_a) out << describe("   ", r) << "\n";
+  out << describe("B:", c.b) << "\n\n";
   const std::string level = detail::format_percent(c.confidence, 0);
   out << "Step time: A " << ms(c.step.a) << " ms, B " << ms(c.step.b) << " ms a step (means): ";
   if (!std::isfinite(c.step.low)) {
@@ -333,8 +452,10 @@ std::string format_comparison(const Comparison& c) {
           << ", " << level << " interval " << signed_percent(low) << " to " << signed_percent(high) << ").\n";
     } else {
       out << "no significant change (" << signed_percent(c.change_fraction()) << ", " << level << " interval "
-          << signed_percent(low) << " to " << signed_percent(high) << ", the noise floor +-"
-          << detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1) << ").\n";
+          << signed_percent(low) << " to " << signed_percent(high) << ", "
+          << (c.repeats_of_a.empty() ? "the noise floor +-" + detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1)
+                                     : "from " + c.noise_text())
+          << ").\n";
     }
   }
   const std::string cause = c.attributed_to();
@@ -343,7 +464,7 @@ std::string format_comparison(const Comparison& c) {
       if (p.part != cause) continue;
       out << "Attributed to " << cause << ": " << ms(p.difference.change, true) << " ms a step";
       if (p.kind == "rank") {
-        out << " of its own work (the other ranks waited for it in comm).\n";
+        out << " of its own work beyond the other ranks' (they waited for it in comm).\n";
       } else {
         out << " (" << detail::format_percent(p.share_of_change, 0) << " of the change).\n";
       }
@@ -368,7 +489,8 @@ std::string format_comparison(const Comparison& c) {
                   ms(d.change, true).c_str(), interval.c_str(), d.significant ? "*" : "");
     out << row;
   }
-  out << "* changed: beyond the noise floor (" << detail::format_percent(c.part_confidence, 2) << " each, " << level
+  out << "* changed: beyond " << (c.repeats_of_a.empty() ? std::string("the noise floor") : c.noise_text()) << " ("
+      << detail::format_percent(c.part_confidence, 2) << " each, " << level
       << " jointly over " << c.parts.size() << " parts)\n";
   const std::vector<const CallbackChange*> changed = c.changed_callbacks();
   if (!changed.empty()) out << "\nCallbacks that changed, ms per step (no interval: their calls are not kept one by one):\n";

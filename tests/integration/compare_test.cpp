@@ -86,4 +86,32 @@ TEST(CompareCommand, NamesTheDelayedLoaderWithItsIntervalAndTheSettingThatDiffer
   // not a run directory; a bad flag value
   expect_usage_error({"compare", a, tmp.path() + "/none"}, tmp.path() + "/none/summary.json");
   expect_usage_error({"compare", a, b, "--fail-above", "-1"}, "--fail-above: expected a percentage in [0, 1000], got '-1'");
+  expect_usage_error({"compare", a}, "1 run directory given (expected RUN_A [RUN_A ...] RUN_B");
+}
+
+// Several runs of A's settings: B is judged against their measured spread, part by part; runs of A that
+// differ in a setting are not repeats and are refused.
+TEST(CompareCommand, AgainstThreeRunsOfASettingJudgesBByTheirSpread) {
+  TempDir tmp;
+  const std::string a1 = tmp.path() + "/a1", a2 = tmp.path() + "/a2", a3 = tmp.path() + "/a3", b = tmp.path() + "/b";
+  for (const std::string& a : {a1, a2, a3}) compare_test::train_into(a);
+  compare_test::train_into(b, {"--load-delay-ms", "2"});
+  const std::string json = tmp.path() + "/compare.json";
+  const ProcessResult r = run_fitscope({"compare", a1, a2, a3, b, "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Attributed to data_wait: +"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("A is 3 runs of the same settings"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j.at("method").at("runs_of_a"), 3);
+  EXPECT_EQ(j.at("method").at("noise_floor_ms"), 0.0);
+  ASSERT_EQ(j.at("repeats_of_a").size(), 2u);
+  EXPECT_EQ(j.at("repeats_of_a")[1].at("directory"), a3);
+  // the third run of A against the first two: its loader is not the 2 ms slower one
+  ASSERT_EQ(run_fitscope({"compare", a1, a2, a3, "--json", json}).exit_code, 0);
+  const nlohmann::json same = nlohmann::json::parse(read_file(json));
+  EXPECT_NE(same.at("attributed_to"), "data_wait") << same.dump();
+  for (const auto& part : same.at("parts")) {
+    if (part.at("part") == "data_wait") EXPECT_LT(part.at("change_ms").get<double>(), 1.0) << part.dump();
+  }
+  expect_usage_error({"compare", a1, b, a2}, "the runs of A are not repeats of one setting: load-delay-ms is 0 in " + a1 + ", 2 in " + b);
 }

@@ -217,3 +217,114 @@ TEST(Comparison, ThePrintoutsTablesFitEightyColumnsAndTheJsonSaysWhatTheTextSays
   EXPECT_NE(json.find("\"direction\": \"slower\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"segments\": 10"), std::string::npos) << json;
 }
+
+TEST(Comparison, AgainstRepeatsOfAnIntervalIsThePredictionIntervalOfOneMoreRun) {
+  const fitscope::Difference d = fitscope::compare_to_repeats({1, 2, 3}, 5, 0.95);
+  EXPECT_DOUBLE_EQ(d.a, 2);
+  EXPECT_DOUBLE_EQ(d.change, 3);
+  const double half = 4.302653 * 1.0 * std::sqrt(1 + 1.0 / 3);  // t(0.975, 2) x sd x sqrt(1 + 1/n)
+  EXPECT_NEAR(d.low, 3 - half, 1e-5);
+  EXPECT_NEAR(d.high, 3 + half, 1e-5);
+  EXPECT_FALSE(d.significant);
+  EXPECT_TRUE(fitscope::compare_to_repeats({1, 2, 3}, 8.5, 0.95).significant);
+  const fitscope::Difference one = fitscope::compare_to_repeats({2}, 5, 0.95);
+  EXPECT_FALSE(one.significant);
+  EXPECT_TRUE(std::isinf(one.high));
+}
+
+namespace {
+namespace comparison_test {
+
+// A run whose compute (forward) drifts from run to run by a factor of its own (another run's memory
+// layout, clock and neighbours: sd `run_noise`), beside a quiet data_wait; 400 steps, 10 stretches
+fitscope::RunSeries drifting_run(std::mt19937_64& rng, double data_wait, double run_noise) {
+  std::normal_distribution<double> factor(0, run_noise);
+  const double forward = 4.0 * std::exp(factor(rng));
+  fitscope::RunSeries r;
+  const int n = 400;
+  r.step = SegmentedSeries(n, 10);
+  r.phases = {{"data_wait", SegmentedSeries(n, 10)}, {"forward", SegmentedSeries(n, 10)}};
+  const std::vector<double> w = steps(rng, n, data_wait, 0.5), f = steps(rng, n, forward, 0.5);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    r.step.push(w[i] + f[i]);
+    r.phases[0].second.push(w[i]);
+    r.phases[1].second.push(f[i]);
+  }
+  return r;
+}
+
+}  // namespace comparison_test
+}  // namespace
+
+// Runs of one setting differ by more than their steps show. Against one run of A, batch means without
+// a floor call most identical runs changed; against three runs of A, each part is judged by its own
+// measured spread: identical runs are quiet about as often as the confidence says, and a 5 % slower
+// loader is named though the compute's run-to-run noise is twice that.
+TEST(Comparison, RepeatsOfAJudgeEachPartAgainstItsOwnRunToRunSpread) {
+  std::mt19937_64 rng(11);
+  fitscope::ComparisonOptions no_floor;
+  no_floor.noise_floor = 0;
+  constexpr int kTrials = 200;
+  int one_run_alarms = 0, repeat_alarms = 0, part_alarms = 0, found = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    const std::vector<fitscope::RunSeries> a = {drifting_run(rng, 0.5, 0.1), drifting_run(rng, 0.5, 0.1), drifting_run(rng, 0.5, 0.1)};
+    const fitscope::RunSeries same = drifting_run(rng, 0.5, 0.1), slower = drifting_run(rng, 0.75, 0.1);  // +0.25 ms: 5 % of 4.5
+    one_run_alarms += fitscope::compare(a[0], same, no_floor).direction() != "no significant change";
+    const fitscope::Comparison quiet = fitscope::compare(a, same);
+    repeat_alarms += quiet.direction() != "no significant change";
+    part_alarms += !quiet.largest_increase().empty();
+    found += fitscope::compare(a, slower).largest_increase() == "data_wait";
+  }
+  EXPECT_GT(one_run_alarms, kTrials / 2) << "one run of A and no floor: most identical runs called changed";
+  EXPECT_LE(repeat_alarms, kTrials * 9 / 100) << "identical runs against three runs of A";
+  EXPECT_LE(part_alarms, kTrials * 9 / 100) << "a part called grown in identical runs";
+  EXPECT_GE(found, kTrials * 90 / 100) << "a 5 % slower loader named against three runs of A";
+
+  const std::vector<fitscope::RunSeries> a = {drifting_run(rng, 0.5, 0.1), drifting_run(rng, 0.5, 0.1)};
+  const fitscope::Comparison c = fitscope::compare(a, drifting_run(rng, 0.5, 0.1));
+  EXPECT_EQ(c.runs_of_a(), 2);
+  EXPECT_EQ(c.noise_floor_ms, 0.0);
+  EXPECT_EQ(c.noise_text(), "the spread of A's 2 runs");
+  EXPECT_NE(c.method().find("t with 1 degrees of freedom"), std::string::npos) << c.method();
+  EXPECT_NE(c.to_json().find("\"runs_of_a\": 2"), std::string::npos);
+  EXPECT_NE(fitscope::format_comparison(c).find("from the spread of A's 2 runs"), std::string::npos) << fitscope::format_comparison(c);
+  EXPECT_THROW(fitscope::compare(std::vector<fitscope::RunSeries>{}, a[0]), std::invalid_argument);
+}
+
+// Two ranks on a busy machine: load that slows both alike swamps a rank's own work from run to run, but
+// not the difference between the ranks in the same stretch, which is what a delayed rank changes.
+TEST(Comparison, ADelayedRankIsFoundByItsOwnWorkAgainstTheOtherRanksInTheSameStretches) {
+  std::mt19937_64 rng(13);
+  const auto two_ranks = [&](double delay_of_rank_1) {
+    std::normal_distribution<double> load(0, 1.0);  // ms a step both ranks lose, per stretch of 40 steps
+    fitscope::RunSeries r;
+    const int n = 400;
+    r.step = SegmentedSeries(n, 10);
+    r.phases = {{"forward", SegmentedSeries(n, 10)}, {"comm", SegmentedSeries(n, 10)}};
+    r.ranks = {{0, SegmentedSeries(n, 10)}, {1, SegmentedSeries(n, 10)}};
+    const double run_load = std::fabs(load(rng)) * 2;  // the run's own neighbours
+    double common = 0;
+    for (int i = 0; i < n; ++i) {
+      if (i % 40 == 0) common = std::fabs(load(rng)) + run_load;
+      const std::vector<double> own = steps(rng, 2, 5.0, 0);
+      const double work0 = own[0] + common, work1 = own[1] + common + delay_of_rank_1;
+      const double step = std::max(work0, work1) + 0.2;
+      r.ranks[0].second.push(work0);
+      r.ranks[1].second.push(work1);
+      r.phases[0].second.push(common + 5.0);
+      r.phases[1].second.push(step - common - 5.0);
+      r.step.push(step);
+    }
+    return r;
+  };
+  int found = 0, alarms = 0;
+  constexpr int kTrials = 100;
+  for (int t = 0; t < kTrials; ++t) {
+    const fitscope::RunSeries a = two_ranks(0);
+    found += fitscope::compare(a, two_ranks(0.5)).largest_increase() == "rank 1";  // 0.5 ms: 5 % of the step
+    const std::string quiet = fitscope::compare(a, two_ranks(0)).largest_increase();
+    alarms += quiet.rfind("rank", 0) == 0;
+  }
+  EXPECT_GE(found, kTrials * 90 / 100) << "a rank delayed by 5 % of the step";
+  EXPECT_LE(alarms, kTrials * 10 / 100) << "a rank named in identical runs";
+}

@@ -1,6 +1,7 @@
 #include "compare_command.hpp"
 
 #include <ostream>
+#include <stdexcept>
 
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/io/terminal.hpp"
@@ -12,7 +13,11 @@
 namespace fitscope::cli {
 
 int run_compare(const CompareCommandOptions& o, std::ostream& out, std::ostream& err) {
-  const Comparison c = compare_runs(o.a, o.b, o.compare);
+  if (o.runs.size() < 2) {
+    throw std::invalid_argument("fitscope compare: " + std::to_string(o.runs.size()) +
+                                " run directory given (expected RUN_A [RUN_A ...] RUN_B: A, or several runs of A's settings, then B)");
+  }
+  const Comparison c = compare_runs(std::vector<std::string>(o.runs.begin(), o.runs.end() - 1), o.runs.back(), o.compare);
   const std::string printout = in_flags(format_comparison(c));
   const int columns = output_columns();
   out << (columns > 0 ? wrap_to_width(printout, static_cast<std::size_t>(columns)) : printout);

@@ -201,11 +201,12 @@ int main(int argc, char** argv) {
   fitscope::cli::CompareCommandOptions compare_options;
   int compare_status = 0;
   CLI::App* compare = app.add_subcommand(
-      "compare", "Where run B's step time differs from run A's: each phase, rank and callback with its confidence interval, "
+      "compare", "Where run B's step time differs from run A's (or from several runs of A's settings): each phase, rank and callback with its confidence interval, "
                  "the settings that differ, the verdicts side by side");
-  compare->add_option("RUN_A", compare_options.a, "The run compared against (summary.json, steps.csv, config.toml)")
+  compare->add_option("RUNS", compare_options.runs,
+                      "RUN_A [RUN_A ...] RUN_B: the run compared against (summary.json, steps.csv, config.toml), or several "
+                      "runs of its settings to measure their spread, then the run whose change is measured")
       ->required()->type_name("DIR");
-  compare->add_option("RUN_B", compare_options.b, "The run whose change is measured")->required()->type_name("DIR");
   compare->add_option("--json", compare_options.json, "Also write the comparison as JSON to FILE")->type_name("FILE");
   compare->add_option("--html", compare_options.html, "Also write the comparison as a page (report.html's style) to FILE")->type_name("FILE");
   compare->add_option_function<double>("--fail-above", [&](double v) { compare_options.fail_above = v; },
@@ -217,8 +218,8 @@ int main(int argc, char** argv) {
       ->check(number_above(0.5, true, "a number in [0.5, 0.999]", 0.999));
   compare->add_option_function<double>("--noise-floor", [&](double v) { compare_options.compare.comparison.noise_floor = v / 100; },
                                        "The machine's run-to-run noise in percent of A's step: a change is called one only "
-                                       "beyond it (default 3; compare two runs of the same settings to see yours; 0: the "
-                                       "intervals alone)")
+                                       "beyond it (default 3; 0: the intervals alone; not used when A is several runs, whose "
+                                       "spread is measured)")
       ->type_name("PCT")->check(number_above(0, true, "a percentage in [0, 99]", 99));
   compare->add_flag("--force", compare_options.compare.force, "Compare runs of different models or data as well");
   compare->callback([&] { compare_status = fitscope::cli::run_compare(compare_options, std::cout, std::cerr); });

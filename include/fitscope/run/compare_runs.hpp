@@ -1,11 +1,12 @@
 #pragma once
-/// compare_runs: two finished run directories read into a Comparison (summary/comparison.hpp, which
-/// says the method): steps.csv's measured steps (after each rank's warm-up rows: the chief's rows for
+/// compare_runs: finished run directories (A, or several runs of A's settings, and B) read into a
+/// Comparison (summary/comparison.hpp, which says the method): steps.csv's measured steps (after each rank's warm-up rows: the chief's rows for
 /// the step and its phases, every rank's own work, its step less its `comm` wait), summary.json's
 /// callbacks, choices and verdict, config.toml's settings. Reads each file once, streaming steps.csv:
 /// memory independent of the runs' length. Thread-safe.
 
 #include <string>
+#include <vector>
 
 #include "fitscope/summary/comparison.hpp"
 
@@ -25,5 +26,11 @@ RunSeries read_run_series(const std::string& directory, int segments);
 /// Run B (`b`) against run A (`a`). Throws as read_run_series, and std::invalid_argument naming both
 /// runs' values when they trained different models or on different data, unless `options.force`.
 Comparison compare_runs(const std::string& a, const std::string& b, const CompareOptions& options = {});
+
+/// Run B against several runs of A's settings (`a`: one or more directories; with two or more, each
+/// part's interval comes from the spread of A's runs, summary/comparison.hpp). Throws as above, and
+/// std::invalid_argument naming the setting and both directories when A's runs differ in a setting of
+/// their config.toml (they are not repeats of one setting, whatever `options.force` says).
+Comparison compare_runs(const std::vector<std::string>& a, const std::string& b, const CompareOptions& options = {});
 
 }  // namespace fitscope

@@ -3,16 +3,30 @@
 /// work, the callbacks by name and hook), each difference with a confidence interval, so that "no
 /// significant change" is a possible answer; the settings that differ and the two verdicts beside it.
 ///
-/// The method, batch means: each run's measured steps (after warm-up) are cut into `segments`
-/// consecutive stretches of equal length, and a part is summarised by the mean of each stretch. Step
-/// times are skewed (rare long steps) and autocorrelated (a busy machine slows many steps in a row), so
-/// single steps are neither normal nor independent, and a bootstrap over single steps understates the
-/// spread; the means of long stretches are close to normal and close to independent, and they carry
-/// the run's slow drift (other load coming and going) into the interval. A part's change is the
-/// difference of the two runs' means; its interval is Welch's t over the stretches' means. The step's
-/// change is judged at `confidence`; the parts at a joint confidence (Bonferroni over the parts
-/// compared), so that the attribution is not a lottery over a dozen columns. Means, unlike medians,
-/// add up: the phases' changes sum to the step's. Values; pure functions; thread-safe.
+/// The method when A is one run, batch means: each run's measured steps (after warm-up) are cut into
+/// `segments` consecutive stretches of equal length, and a part is summarised by the mean of each
+/// stretch. Step times are skewed (rare long steps) and autocorrelated (a busy machine slows many steps
+/// in a row), so single steps are neither normal nor independent, and a bootstrap over single steps
+/// understates the spread; the means of long stretches are close to normal and close to independent,
+/// and they carry the run's slow drift (other load coming and going) into the interval. A part's change
+/// is the difference of the two runs' means; its interval is Welch's t over the stretches' means. Two
+/// runs of the same settings still differ by more than either run's steps say, so a change is called
+/// one only beyond a noise floor (ComparisonOptions::noise_floor).
+///
+/// The method when A is repeated (several runs of A's settings): the spread between runs is measured
+/// instead of assumed. A part's change is B's mean less the mean of A's runs' means; its interval is
+/// the prediction interval of one more run of A's settings, t with n - 1 degrees of freedom times the
+/// standard deviation of A's n runs' means times sqrt(1 + 1/n): B is called changed when its mean lies
+/// where a run of A's settings would land only 1 - confidence of the time. Each part gets its own
+/// spread, so a quiet part (data_wait, callbacks) shows a small change that a noisy one (forward on a
+/// busy machine) would hide.
+///
+/// A rank's part, in a data-parallel run, is its own work (its step less its `comm` wait) less the
+/// other ranks' mean own work in the same stretch: load that slows every rank alike cancels, and a
+/// rank the others waited for stands out. The step's change is judged at `confidence`; the parts at a
+/// joint confidence (Bonferroni over the parts compared), so that the attribution is not a lottery over
+/// a dozen columns. Means, unlike medians, add up: the phases' changes sum to the step's. Values; pure
+/// functions; thread-safe.
 
 #include <cstdint>
 #include <string>
@@ -56,7 +70,13 @@ struct Difference {
 /// `confidence`. Too few stretches (under 2 in either) leave the interval unbounded and not significant.
 Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence);
 
-/// A part of the step compared: a phase, or a rank's own work (its step less its `comm` wait).
+/// B's mean against the means of n runs of A's settings: the change from their mean, with the prediction
+/// interval of one more such run at `confidence` (t with n - 1 degrees of freedom x their standard
+/// deviation x sqrt(1 + 1/n)). Fewer than 2 runs leave the interval unbounded and not significant.
+Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence);
+
+/// A part of the step compared: a phase, or a rank's own work (its step less its `comm` wait) less the
+/// other ranks' mean own work.
 struct PartChange {
   std::string part;  ///< "data_wait", "rank 1"
   std::string kind;  ///< "phase" | "rank"
@@ -119,16 +139,17 @@ struct ComparisonOptions {
   /// process's memory layout change from run to run, and within one run they do not): on the 2-core
   /// machine this was measured on, identical runs of the seed CNN differed by up to ~5 % of the step
   /// (docs/benchmarks.md, "Comparing two runs"). Compare two runs of the same settings to see yours;
-  /// 0 judges by the intervals alone.
+  /// 0 judges by the intervals alone. Not used when A is repeated: the spread of A's runs is measured.
   double noise_floor = 0.03;
 };
 
 struct Comparison {
-  ComparedRun a, b;
+  ComparedRun a, b;               ///< A: its first run when A is repeated
+  std::vector<ComparedRun> repeats_of_a;  ///< A's other runs of the same settings (empty: A is one run)
   double confidence = 0.95;       ///< of the step's interval
   double part_confidence = 0.95;  ///< of each part's, joint over the parts compared
   int segments = 0;               ///< stretches per run
-  double noise_floor_ms = 0;      ///< ComparisonOptions::noise_floor of A's mean step
+  double noise_floor_ms = 0;      ///< ComparisonOptions::noise_floor of A's mean step (0 when A is repeated)
   Difference step;
   std::vector<PartChange> parts;  ///< significant ones first, the largest change first
   std::vector<CallbackChange> callbacks;  ///< the largest change first
@@ -150,14 +171,23 @@ struct Comparison {
   /// The callbacks whose cost per step changed by 0.005 ms or more, the largest change first, at most 8:
   /// the ones the printout and the page list.
   std::vector<const CallbackChange*> changed_callbacks() const;
+  /// How many runs A is: 1 + repeats_of_a.
+  int runs_of_a() const { return 1 + static_cast<int>(repeats_of_a.size()); }
   /// How the intervals were made and when a change is called one, in words (the printout's and the page's).
   std::string method() const;
+  /// What a change must exceed to be called one, in words: "the noise floor of +-0.150 ms" or "the spread
+  /// of A's 3 runs".
+  std::string noise_text() const;
   /// The comparison as JSON (the `fitscope compare --json` file).
   std::string to_json() const;
 };
 
 /// Compares two runs' series; the settings that differ are those whose values are not the same.
 Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptions& options = {});
+/// Compares run B with runs of A's settings (`a`, one or more; with two or more, the intervals come from
+/// the spread of their means, and the first is the A whose settings and verdict are shown). Throws
+/// std::invalid_argument when `a` is empty.
+Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const ComparisonOptions& options = {});
 
 /// The comparison in words and tables: tables within 80 columns, each sentence one line, for
 /// wrap_to_width (summary/summary_printout.hpp) to fit a terminal.
