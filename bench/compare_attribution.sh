@@ -14,23 +14,33 @@
 # The goal: at 5 % and above, found and attributed in >= 95 % of pairs; identical pairs called changed
 # in <= 5 %.
 #   [REPEATS=3] bench/compare_attribution.sh build/tools/fitscope/fitscope [pairs, default 20] [kinds, default all]
-# KEEP_JSON=DIR keeps each pair's `compare --json` file there.
+# KEEP_JSON=DIR keeps each pair's `compare --json` file there; KEEP_RUNS=DIR keeps every run directory
+# there (DIR/pN/...), and with REUSE=1 a second call judges the kept runs again instead of training.
 set -euo pipefail
 fitscope=$(realpath "$1")
 pairs=${2:-20}
 kinds=${3:-"identical loader callback threads rank"}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+if [ -n "${KEEP_RUNS:-}" ]; then
+  mkdir -p "$KEEP_RUNS"
+  dir=$(realpath "$KEEP_RUNS")
+else
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+fi
+# kept: DIR is a finished run kept from an earlier call, to be judged again (REUSE=1)
+kept() { [ -n "${REUSE:-}" ] && [ -f "$1/summary.json" ]; }
 common=(train --model cnn --synthetic-size 8000 --epochs 1 --batch-size 32 --workers 0 --verbose 0 --overwrite)
 # run DIR [FLAGS...]: one training run into DIR
 run() {
   local out=$1
   shift
+  kept "$out" && return
   "$fitscope" "${common[@]}" --threads 1 --run-dir "$out" "$@" > /dev/null
 }
 # run_ranks DIR DELAY: two ranks, rank 1 alone with --load-delay-ms DELAY
 run_ranks() {
   local out=$1 delay=$2
+  kept "$out" && return
   "$fitscope" launch --nproc-per-node 2 --master-port $((29600 + RANDOM % 300)) -- /bin/sh -c \
     'extra=""; [ "$RANK" = 1 ] && extra="--load-delay-ms $0"; exec "$@" $extra' "$delay" \
     "$fitscope" "${common[@]}" --threads 1 --run-dir "$out" > /dev/null
@@ -82,30 +92,31 @@ runs_of_a() {
   done
 }
 run_a() { run "$1"; }
-run_a_threads() { "$fitscope" "${common[@]}" --threads 2 --run-dir "$1" > /dev/null; }
+run_a_threads() { kept "$1" || "$fitscope" "${common[@]}" --threads 2 --run-dir "$1" > /dev/null; }
 run_a_ranks() { run_ranks "$1" 0; }
 for i in $(seq "$pairs"); do
-  runs_of_a "$dir/a" run_a
+  p=$dir/p$i
+  mkdir -p "$p"
+  runs_of_a "$p/a" run_a
   base_a=("${a_runs[@]}")
   for kind in $kinds; do
     case $kind in identical | threads) sizes="-" ;; *) sizes=${SIZES:-"0.02 0.05 0.20"} ;; esac
-    case $kind in threads) runs_of_a "$dir/t" run_a_threads ;; rank) runs_of_a "$dir/r" run_a_ranks ;; *) a_runs=("${base_a[@]}") ;; esac
+    case $kind in threads) runs_of_a "$p/t" run_a_threads ;; rank) runs_of_a "$p/r" run_a_ranks ;; *) a_runs=("${base_a[@]}") ;; esac
     for size in $sizes; do
+      b=$p/b-$kind-$size
       case $kind in
-        identical) run "$dir/b"; verdict=$(judge none "$dir/b" "${a_runs[@]}") ;;
-        loader)
-          run "$dir/b" --load-delay-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge data_wait "$dir/b" "${a_runs[@]}") ;;
-        callback)
-          run "$dir/b" --slow-callback-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge callbacks "$dir/b" "${a_runs[@]}") ;;
-        threads) run "$dir/b"; verdict=$(judge compute "$dir/b" "${a_runs[@]}") ;;
-        rank)
-          run_ranks "$dir/b" "$(python3 -c "print($size * $rank_step_ms)")"; verdict=$(judge "rank 1" "$dir/b" "${a_runs[@]}") ;;
+        identical) run "$b"; verdict=$(judge none "$b" "${a_runs[@]}") ;;
+        loader) run "$b" --load-delay-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge data_wait "$b" "${a_runs[@]}") ;;
+        callback) run "$b" --slow-callback-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge callbacks "$b" "${a_runs[@]}") ;;
+        threads) run "$b"; verdict=$(judge compute "$b" "${a_runs[@]}") ;;
+        rank) run_ranks "$b" "$(python3 -c "print($size * $rank_step_ms)")"; verdict=$(judge "rank 1" "$b" "${a_runs[@]}") ;;
         *) echo "unknown kind $kind (expected identical, loader, callback, threads or rank)" >&2; exit 2 ;;
       esac
       echo "$kind $size $verdict" >> "$results"
       printf '%s %s pair %d: %s\n' "$kind" "$size" "$i" "$verdict"
     done
   done
+  [ -n "${KEEP_RUNS:-}" ] || rm -rf "$p"
 done
 python3 - "$results" "$step_ms" "$rank_step_ms" <<'PY'
 import collections, statistics, sys

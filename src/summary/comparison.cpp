@@ -119,14 +119,6 @@ double student_t_quantile(double p, double df) {
 
 namespace {
 
-// One part's figures in one run: its mean and its stretches' means.
-struct PartValues {
-  double mean = 0;
-  std::vector<double> segments;
-};
-
-PartValues values_of(const SegmentedSeries& s) { return {s.mean(), s.segment_means()}; }
-
 Difference unbounded(Difference d) {
   d.low = -std::numeric_limits<double>::infinity();
   d.high = std::numeric_limits<double>::infinity();
@@ -134,12 +126,12 @@ Difference unbounded(Difference d) {
 }
 
 // Welch's interval of the difference of two runs' means over their stretches' means
-Difference welch(const PartValues& a, const PartValues& b, double confidence) {
+Difference welch(const PartSummary& a, const PartSummary& b, double confidence) {
   Difference d;
   d.a = a.mean;
   d.b = b.mean;
   d.change = d.b - d.a;
-  const std::vector<double>&sa = a.segments, &sb = b.segments;
+  const std::vector<double>&sa = a.segment_means, &sb = b.segment_means;
   if (sa.size() < 2 || sb.size() < 2) return unbounded(d);
   const double na = static_cast<double>(sa.size()), nb = static_cast<double>(sb.size());
   const double wa = sample_variance(sa, average(sa)) / na, wb = sample_variance(sb, average(sb)) / nb;
@@ -159,19 +151,41 @@ Difference welch(const PartValues& a, const PartValues& b, double confidence) {
 }  // namespace
 
 Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence) {
-  return welch(values_of(a), values_of(b), confidence);
+  return welch(a.summary(), b.summary(), confidence);
 }
 
-Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence) {
+PartSummary SegmentedSeries::summary() const { return {mean(), segment_means()}; }
+
+Difference compare_to_repeats(const std::vector<PartSummary>& a_runs, const PartSummary& b, double confidence) {
   Difference d;
-  d.a = average(a_run_means);
-  d.b = b_mean;
+  std::vector<double> means;
+  for (const PartSummary& r : a_runs) means.push_back(r.mean);
+  d.a = average(means);
+  d.b = b.mean;
   d.change = d.b - d.a;
-  if (a_run_means.size() < 2) return unbounded(d);
-  const double n = static_cast<double>(a_run_means.size());
-  const double half = student_t_quantile(1 - (1 - confidence) / 2, n - 1) * std::sqrt(sample_variance(a_run_means, d.a) * (1 + 1 / n));
-  d.low = d.change - half;
-  d.high = d.change + half;
+  if (a_runs.size() < 2) return unbounded(d);
+  const double n = static_cast<double>(a_runs.size());
+  // a run's own variance of its mean, from its stretches (0 where it has fewer than two)
+  const auto own = [](const PartSummary& p) {
+    const std::vector<double>& s = p.segment_means;
+    return s.size() > 1 ? sample_variance(s, average(s)) / static_cast<double>(s.size()) : 0.0;
+  };
+  double within = 0;
+  for (const PartSummary& r : a_runs) within += own(r) / n;
+  const double spread = sample_variance(means, d.a);     // of A's runs' means: between runs and within each
+  const double between = std::max(0.0, spread - within);  // what runs differ by beyond their own steps
+  // B's mean less A's mean: A's mean varies by spread / n; B's by the runs' difference and by its own steps
+  const double runs_part = spread / n + between, b_part = own(b);
+  const double variance = runs_part + b_part;
+  if (variance == 0) {  // A's runs alike and B's stretches alike: the change is exact
+    d.low = d.high = d.change;
+  } else {
+    const double b_df = static_cast<double>(b.segment_means.size()) - 1;
+    const double df = variance * variance / (runs_part * runs_part / (n - 1) + (b_df > 0 ? b_part * b_part / b_df : 0.0));
+    const double half = student_t_quantile(1 - (1 - confidence) / 2, df) * std::sqrt(variance);
+    d.low = d.change - half;
+    d.high = d.change + half;
+  }
   d.significant = d.low > 0 || d.high < 0;
   return d;
 }
@@ -210,10 +224,10 @@ std::string Comparison::method() const {
                             "so that load slowing every rank alike cancels.";
   if (!repeats_of_a.empty()) {
     return "A is " + std::to_string(runs_of_a()) + " runs of the same settings; a part's change is B's mean less the mean of A's runs' "
-           "means, its interval the prediction interval of one more run of A's settings (t with " + std::to_string(runs_of_a() - 1) +
-           " degrees of freedom x the standard deviation of A's runs' means x sqrt(1 + 1/" + std::to_string(runs_of_a()) +
-           ")): a change is called one when B's mean lies beyond where a run of A's settings lands, so each part is judged "
-           "against its own run-to-run spread, measured." + ranks;
+           "means, its interval where one more run of A's settings would land: the variance of A's runs' means over " +
+           std::to_string(runs_of_a()) + ", plus what the runs differ by beyond their own steps, plus B's own steps' variance of its "
+           "mean (t's degrees of freedom by Satterthwaite, " + std::to_string(runs_of_a() - 1) + " for the runs' part). A change is "
+           "called one when B's mean lies beyond it, so each part is judged against its own run-to-run spread, measured." + ranks;
   }
   return "each run's measured steps (after warm-up: A " + std::to_string(a.measured_steps) + ", B " +
          std::to_string(b.measured_steps) + ") in " + std::to_string(segments) +
@@ -306,13 +320,13 @@ const SegmentedSeries* phase_of(const RunSeries& r, const std::string& name) {
 // rank `rank`'s own work less the other ranks' mean own work, stretch by stretch (each rank has a row
 // for every step, so the ranks' stretches line up; where their counts differ, less the others' means);
 // nullopt for a run of one rank or without that rank
-std::optional<PartValues> rank_part(const RunSeries& r, int64_t rank) {
+std::optional<PartSummary> rank_part(const RunSeries& r, int64_t rank) {
   if (r.ranks.size() < 2) return std::nullopt;
   const auto own = std::find_if(r.ranks.begin(), r.ranks.end(), [&](const auto& x) { return x.first == rank; });
   if (own == r.ranks.end()) return std::nullopt;
-  PartValues v = values_of(own->second);
+  PartSummary v = own->second.summary();
   const double others = static_cast<double>(r.ranks.size() - 1);
-  std::vector<double> others_segments(v.segments.size(), 0.0);
+  std::vector<double> others_segments(v.segment_means.size(), 0.0);
   double others_mean = 0;
   bool aligned = true;
   for (const auto& [other_rank, series] : r.ranks) {
@@ -323,7 +337,7 @@ std::optional<PartValues> rank_part(const RunSeries& r, int64_t rank) {
     for (std::size_t i = 0; aligned && i < segments.size(); ++i) others_segments[i] += segments[i] / others;
   }
   v.mean -= others_mean;
-  for (std::size_t i = 0; i < v.segments.size(); ++i) v.segments[i] -= aligned ? others_segments[i] : others_mean;
+  for (std::size_t i = 0; i < v.segment_means.size(); ++i) v.segment_means[i] -= aligned ? others_segments[i] : others_mean;
   return v;
 }
 
@@ -348,46 +362,44 @@ Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const Co
   c.b = b.run;
   c.confidence = options.confidence;
   // one part judged: B against A's one run (batch means) or against A's runs (their spread)
-  const auto judge = [&](const std::vector<PartValues>& in_a, const PartValues& in_b, double confidence) {
+  const auto judge = [&](const std::vector<PartSummary>& in_a, const PartSummary& in_b, double confidence) {
     if (!repeated) return welch(in_a[0], in_b, confidence);
-    std::vector<double> means;
-    for (const PartValues& v : in_a) means.push_back(v.mean);
-    return compare_to_repeats(means, in_b.mean, confidence);
+    return compare_to_repeats(in_a, in_b, confidence);
   };
-  std::vector<PartValues> steps;
+  std::vector<PartSummary> steps;
   c.segments = static_cast<int>(b.step.segment_means().size());
   for (const RunSeries& r : a) {
-    steps.push_back(values_of(r.step));
-    c.segments = std::min(c.segments, static_cast<int>(steps.back().segments.size()));
+    steps.push_back(r.step.summary());
+    c.segments = std::min(c.segments, static_cast<int>(steps.back().segment_means.size()));
   }
-  c.step = judge(steps, values_of(b.step), options.confidence);
+  c.step = judge(steps, b.step.summary(), options.confidence);
   c.noise_floor_ms = repeated ? 0.0 : options.noise_floor * c.step.a;
   // a change within the machine's run-to-run noise is not called one, whatever its interval
   const auto beyond_noise = [&](Difference& d) { d.significant = d.low > c.noise_floor_ms || d.high < -c.noise_floor_ms; };
   beyond_noise(c.step);
 
   // the parts every run has, and that ran in one of them
-  std::vector<std::tuple<PartChange, std::vector<PartValues>, PartValues>> compared;
+  std::vector<std::tuple<PartChange, std::vector<PartSummary>, PartSummary>> compared;
   for (const auto& [name, first] : a[0].phases) {
     const SegmentedSeries* in_b = phase_of(b, name);
-    std::vector<PartValues> in_a;
+    std::vector<PartSummary> in_a;
     double most = in_b != nullptr ? in_b->mean() : 0.0;
     for (const RunSeries& r : a) {
       if (const SegmentedSeries* s = phase_of(r, name)) {
-        in_a.push_back(values_of(*s));
+        in_a.push_back(s->summary());
         most = std::max(most, s->mean());
       }
     }
     if (in_a.size() == a.size() && in_b != nullptr && most >= options.min_part_ms) {
-      compared.emplace_back(PartChange{name, "phase", {}, 0}, std::move(in_a), values_of(*in_b));
+      compared.emplace_back(PartChange{name, "phase", {}, 0}, std::move(in_a), in_b->summary());
     }
   }
   for (const auto& [rank, first] : a[0].ranks) {
-    std::vector<PartValues> in_a;
+    std::vector<PartSummary> in_a;
     for (const RunSeries& r : a) {
       if (auto v = rank_part(r, rank)) in_a.push_back(std::move(*v));
     }
-    const std::optional<PartValues> in_b = rank_part(b, rank);
+    const std::optional<PartSummary> in_b = rank_part(b, rank);
     if (in_a.size() == a.size() && in_b) compared.emplace_back(PartChange{"rank " + std::to_string(rank), "rank", {}, 0}, std::move(in_a), *in_b);
   }
   c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(std::max<std::size_t>(compared.size(), 1));

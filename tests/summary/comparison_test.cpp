@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <sstream>
 
@@ -218,18 +219,44 @@ TEST(Comparison, ThePrintoutsTablesFitEightyColumnsAndTheJsonSaysWhatTheTextSays
   EXPECT_NE(json.find("\"segments\": 10"), std::string::npos) << json;
 }
 
-TEST(Comparison, AgainstRepeatsOfAnIntervalIsThePredictionIntervalOfOneMoreRun) {
-  const fitscope::Difference d = fitscope::compare_to_repeats({1, 2, 3}, 5, 0.95);
+// Runs whose stretches say nothing of their own noise: the prediction interval of one more run. Runs that
+// agree within their own steps: close to Welch's over the stretches, with its degrees of freedom, so a
+// change the runs' means alone (t with 2 degrees of freedom) would miss is found.
+TEST(Comparison, AgainstRepeatsOfAnIntervalIsWhereOneMoreRunOfASettingsWouldLand) {
+  using fitscope::PartSummary;
+  const fitscope::Difference d = fitscope::compare_to_repeats({{1, {}}, {2, {}}, {3, {}}}, {5, {}}, 0.95);
   EXPECT_DOUBLE_EQ(d.a, 2);
   EXPECT_DOUBLE_EQ(d.change, 3);
   const double half = 4.302653 * 1.0 * std::sqrt(1 + 1.0 / 3);  // t(0.975, 2) x sd x sqrt(1 + 1/n)
   EXPECT_NEAR(d.low, 3 - half, 1e-5);
   EXPECT_NEAR(d.high, 3 + half, 1e-5);
   EXPECT_FALSE(d.significant);
-  EXPECT_TRUE(fitscope::compare_to_repeats({1, 2, 3}, 8.5, 0.95).significant);
-  const fitscope::Difference one = fitscope::compare_to_repeats({2}, 5, 0.95);
+  EXPECT_TRUE(fitscope::compare_to_repeats({{1, {}}, {2, {}}, {3, {}}}, {8.5, {}}, 0.95).significant);
+  const fitscope::Difference one = fitscope::compare_to_repeats({{2, {}}}, {5, {}}, 0.95);
   EXPECT_FALSE(one.significant);
   EXPECT_TRUE(std::isinf(one.high));
+
+  // three runs of 10 stretches each, their means as far apart as their stretches make them
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> stretch(0, 0.1);
+  const auto run = [&](double mean) {
+    PartSummary p;
+    for (int i = 0; i < 10; ++i) p.segment_means.push_back(mean + stretch(rng));
+    p.mean = 0;
+    for (double v : p.segment_means) p.mean += v / 10;
+    return p;
+  };
+  int found = 0, found_by_means = 0, alarms = 0;
+  for (int t = 0; t < 200; ++t) {
+    const std::vector<PartSummary> a = {run(1.0), run(1.0), run(1.0)};
+    const PartSummary b = run(1.15);  // 0.15 above: 4.7 x the sd of a run's mean (0.1 / sqrt(10))
+    found += fitscope::compare_to_repeats(a, b, 0.95).significant;
+    found_by_means += fitscope::compare_to_repeats({{a[0].mean, {}}, {a[1].mean, {}}, {a[2].mean, {}}}, {b.mean, {}}, 0.95).significant;
+    alarms += fitscope::compare_to_repeats(a, run(1.0), 0.95).significant;
+  }
+  EXPECT_GE(found, 160) << "found with the runs' own steps";
+  EXPECT_LT(found_by_means, found - 40) << "the runs' means alone";
+  EXPECT_LE(alarms, 200 * 9 / 100) << "identical runs";
 }
 
 namespace {
@@ -285,7 +312,7 @@ TEST(Comparison, RepeatsOfAJudgeEachPartAgainstItsOwnRunToRunSpread) {
   EXPECT_EQ(c.runs_of_a(), 2);
   EXPECT_EQ(c.noise_floor_ms, 0.0);
   EXPECT_EQ(c.noise_text(), "the spread of A's 2 runs");
-  EXPECT_NE(c.method().find("t with 1 degrees of freedom"), std::string::npos) << c.method();
+  EXPECT_NE(c.method().find("Satterthwaite, 1 for the runs' part"), std::string::npos) << c.method();
   EXPECT_NE(c.to_json().find("\"runs_of_a\": 2"), std::string::npos);
   EXPECT_NE(fitscope::format_comparison(c).find("from the spread of A's 2 runs"), std::string::npos) << fitscope::format_comparison(c);
   EXPECT_THROW(fitscope::compare(std::vector<fitscope::RunSeries>{}, a[0]), std::invalid_argument);

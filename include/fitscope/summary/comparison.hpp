@@ -15,11 +15,11 @@
 ///
 /// The method when A is repeated (several runs of A's settings): the spread between runs is measured
 /// instead of assumed. A part's change is B's mean less the mean of A's runs' means; its interval is
-/// the prediction interval of one more run of A's settings, t with n - 1 degrees of freedom times the
-/// standard deviation of A's n runs' means times sqrt(1 + 1/n): B is called changed when its mean lies
-/// where a run of A's settings would land only 1 - confidence of the time. Each part gets its own
-/// spread, so a quiet part (data_wait, callbacks) shows a small change that a noisy one (forward on a
-/// busy machine) would hide.
+/// where one more run of A's settings would land (compare_to_repeats: A's runs' spread, what they
+/// differ by beyond their own steps, and B's own steps): B is called changed when its mean lies where
+/// a run of A's settings would land only 1 - confidence of the time. Each part gets its own spread, so
+/// a quiet part (data_wait, callbacks) shows a small change that a noisy one (forward on a busy
+/// machine) would hide.
 ///
 /// A rank's part, in a data-parallel run, is its own work (its step less its `comm` wait) less the
 /// other ranks' mean own work in the same stretch: load that slows every rank alike cancels, and a
@@ -35,6 +35,12 @@
 
 namespace fitscope {
 
+/// One part's figures in one run: its mean over the measured steps and its stretches' means.
+struct PartSummary {
+  double mean = 0;
+  std::vector<double> segment_means;
+};
+
 /// One part's per-step values over a run's measured steps, kept as the means of consecutive stretches:
 /// memory independent of the run's length.
 class SegmentedSeries {
@@ -47,6 +53,7 @@ class SegmentedSeries {
   double mean() const;
   /// The stretches' means (those that got a value).
   std::vector<double> segment_means() const;
+  PartSummary summary() const;
 
  private:
   int64_t rows_;
@@ -70,10 +77,15 @@ struct Difference {
 /// `confidence`. Too few stretches (under 2 in either) leave the interval unbounded and not significant.
 Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence);
 
-/// B's mean against the means of n runs of A's settings: the change from their mean, with the prediction
-/// interval of one more such run at `confidence` (t with n - 1 degrees of freedom x their standard
-/// deviation x sqrt(1 + 1/n)). Fewer than 2 runs leave the interval unbounded and not significant.
-Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence);
+/// B's mean against n runs of A's settings: the change from their runs' mean, with the interval where
+/// one more run of A's settings would land at `confidence`. The variance of B's mean less A's is A's
+/// runs' spread S² / n, plus what runs differ by beyond their own steps, max(0, S² - w) (w: the runs'
+/// own variance of their means, from their stretches), plus B's own variance of its mean; t's degrees
+/// of freedom by Satterthwaite, n - 1 for the runs' part. With runs whose stretches say nothing (fewer
+/// than two), it is the prediction interval, t(n - 1) x S x sqrt(1 + 1/n); with runs that agree within
+/// their own steps, close to Welch's over the stretches, with as many degrees of freedom. Fewer than 2
+/// runs leave the interval unbounded and not significant.
+Difference compare_to_repeats(const std::vector<PartSummary>& a_runs, const PartSummary& b, double confidence);
 
 /// A part of the step compared: a phase, or a rank's own work (its step less its `comm` wait) less the
 /// other ranks' mean own work.
