@@ -7,7 +7,7 @@
 # callback's, the identical one), so the kinds' i-th pairs share their A; each kind's pairs are
 # independent of one another. Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback
 # (--slow-callback-ms: callbacks), a delayed rank (two ranks under `fitscope launch`, rank 1 alone with a
-# load delay: "rank 1"), fewer threads (--threads 2 against 1: forward or backward, and
+# load delay: "rank 1 data_wait"), fewer threads (--threads 2 against 1: forward or backward, and
 # threads.intra_op among the settings that differ; one size, the one the machine gives), and identical
 # runs (no significant change). The delays are the size times the baseline's mean step (a sleep
 # overshoots by some tens of microseconds; the measured change is printed beside the planted one).
@@ -109,7 +109,7 @@ for i in $(seq "$pairs"); do
         loader) run "$b" --load-delay-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge data_wait "$b" "${a_runs[@]}") ;;
         callback) run "$b" --slow-callback-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge callbacks "$b" "${a_runs[@]}") ;;
         threads) run "$b"; verdict=$(judge compute "$b" "${a_runs[@]}") ;;
-        rank) run_ranks "$b" "$(python3 -c "print($size * $rank_step_ms)")"; verdict=$(judge "rank 1" "$b" "${a_runs[@]}") ;;
+        rank) run_ranks "$b" "$(python3 -c "print($size * $rank_step_ms)")"; verdict=$(judge "rank 1 data_wait" "$b" "${a_runs[@]}") ;;
         *) echo "unknown kind $kind (expected identical, loader, callback, threads or rank)" >&2; exit 2 ;;
       esac
       echo "$kind $size $verdict" >> "$results"

@@ -25,13 +25,17 @@ std::string setting_of(const RunSummary& s, const std::string& name) {
   return "";
 }
 
-// steps.csv's measured rows: the chief's step and phases, every rank's own work
+// steps.csv's measured rows: the chief's step and phases, every rank's phases
 void read_steps(const std::string& path, const RunSummary& summary, int segments, RunSeries& out) {
-  int rank_column = -1, step_column = -1, comm_column = -1, probed_column = -1;
+  int rank_column = -1, step_column = -1, probed_column = -1;
   std::vector<std::pair<int, std::string>> phase_columns;
   std::map<int64_t, int64_t> rows_seen;  // by rank
   int64_t chief = -1;
   const int64_t warmup = summary.warmup_steps, measured = summary.measured_steps;
+  const auto value = [](const std::vector<double>& row, int column) {
+    const double v = row[static_cast<std::size_t>(column)];
+    return std::isfinite(v) ? v : 0.0;
+  };
   detail::for_each_csv_row(
       path,
       [&](const std::vector<std::string>& columns) {
@@ -41,40 +45,32 @@ void read_steps(const std::string& path, const RunSummary& summary, int segments
           if (c == "rank") rank_column = index;
           else if (c == "step_ms") step_column = index;
           else if (c == "probed") probed_column = index;
-          else if (c.size() > 3 && c.compare(c.size() - 3, 3, "_ms") == 0) {
-            if (c == "comm_ms") comm_column = index;
-            phase_columns.emplace_back(index, c.substr(0, c.size() - 3));
-          }
+          else if (c.size() > 3 && c.compare(c.size() - 3, 3, "_ms") == 0) phase_columns.emplace_back(index, c.substr(0, c.size() - 3));
         }
         if (step_column < 0) throw std::invalid_argument(path + ": no step_ms column (expected the steps.csv a run wrote)");
         out.step = SegmentedSeries(measured, segments);
         for (const auto& [index, name] : phase_columns) out.phases.emplace_back(name, SegmentedSeries(measured, segments));
       },
       [&](const std::vector<double>& row) {
-        const int64_t rank = rank_column >= 0 && std::isfinite(row[static_cast<std::size_t>(rank_column)])
-                                 ? static_cast<int64_t>(row[static_cast<std::size_t>(rank_column)])
-                                 : 0;
+        const int64_t rank = rank_column >= 0 ? static_cast<int64_t>(value(row, rank_column)) : 0;
         if (rows_seen[rank]++ < warmup) return;
         // a probed step is left out of the distributions summary.json's counts hold
         if (probed_column >= 0 && row[static_cast<std::size_t>(probed_column)] == 1) return;
         const double step = row[static_cast<std::size_t>(step_column)];
         if (!std::isfinite(step)) throw std::invalid_argument(path + ": a step_ms that is not a number");
-        const double comm = comm_column >= 0 ? row[static_cast<std::size_t>(comm_column)] : 0.0;
-        auto own = std::find_if(out.ranks.begin(), out.ranks.end(), [&](const auto& r) { return r.first == rank; });
+        auto own = std::find_if(out.ranks.begin(), out.ranks.end(), [&](const RunSeries::Rank& r) { return r.rank == rank; });
         if (own == out.ranks.end()) {
-          out.ranks.emplace_back(rank, SegmentedSeries(measured, segments));
+          out.ranks.push_back({rank, {}});
           own = out.ranks.end() - 1;
+          for (const auto& [index, name] : phase_columns) own->phases.emplace_back(name, SegmentedSeries(measured, segments));
         }
-        own->second.push(step - (std::isfinite(comm) ? comm : 0.0));
+        for (std::size_t p = 0; p < phase_columns.size(); ++p) own->phases[p].second.push(value(row, phase_columns[p].first));
         if (chief < 0) chief = rank;
         if (rank != chief) return;
         out.step.push(step);
-        for (std::size_t p = 0; p < phase_columns.size(); ++p) {
-          const double v = row[static_cast<std::size_t>(phase_columns[p].first)];
-          out.phases[p].second.push(std::isfinite(v) ? v : 0.0);
-        }
+        for (std::size_t p = 0; p < phase_columns.size(); ++p) out.phases[p].second.push(value(row, phase_columns[p].first));
       });
-  std::sort(out.ranks.begin(), out.ranks.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::sort(out.ranks.begin(), out.ranks.end(), [](const RunSeries::Rank& x, const RunSeries::Rank& y) { return x.rank < y.rank; });
 }
 
 }  // namespace

@@ -119,6 +119,14 @@ double student_t_quantile(double p, double df) {
 
 namespace {
 
+// One part's figures in one run: its mean over the measured steps and its stretches' means.
+struct PartSummary {
+  double mean = 0;
+  std::vector<double> segment_means;
+};
+
+PartSummary summary_of(const SegmentedSeries& s) { return {s.mean(), s.segment_means()}; }
+
 Difference unbounded(Difference d) {
   d.low = -std::numeric_limits<double>::infinity();
   d.high = std::numeric_limits<double>::infinity();
@@ -151,41 +159,19 @@ Difference welch(const PartSummary& a, const PartSummary& b, double confidence) 
 }  // namespace
 
 Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence) {
-  return welch(a.summary(), b.summary(), confidence);
+  return welch(summary_of(a), summary_of(b), confidence);
 }
 
-PartSummary SegmentedSeries::summary() const { return {mean(), segment_means()}; }
-
-Difference compare_to_repeats(const std::vector<PartSummary>& a_runs, const PartSummary& b, double confidence) {
+Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence) {
   Difference d;
-  std::vector<double> means;
-  for (const PartSummary& r : a_runs) means.push_back(r.mean);
-  d.a = average(means);
-  d.b = b.mean;
+  d.a = average(a_run_means);
+  d.b = b_mean;
   d.change = d.b - d.a;
-  if (a_runs.size() < 2) return unbounded(d);
-  const double n = static_cast<double>(a_runs.size());
-  // a run's own variance of its mean, from its stretches (0 where it has fewer than two)
-  const auto own = [](const PartSummary& p) {
-    const std::vector<double>& s = p.segment_means;
-    return s.size() > 1 ? sample_variance(s, average(s)) / static_cast<double>(s.size()) : 0.0;
-  };
-  double within = 0;
-  for (const PartSummary& r : a_runs) within += own(r) / n;
-  const double spread = sample_variance(means, d.a);     // of A's runs' means: between runs and within each
-  const double between = std::max(0.0, spread - within);  // what runs differ by beyond their own steps
-  // B's mean less A's mean: A's mean varies by spread / n; B's by the runs' difference and by its own steps
-  const double runs_part = spread / n + between, b_part = own(b);
-  const double variance = runs_part + b_part;
-  if (variance == 0) {  // A's runs alike and B's stretches alike: the change is exact
-    d.low = d.high = d.change;
-  } else {
-    const double b_df = static_cast<double>(b.segment_means.size()) - 1;
-    const double df = variance * variance / (runs_part * runs_part / (n - 1) + (b_df > 0 ? b_part * b_part / b_df : 0.0));
-    const double half = student_t_quantile(1 - (1 - confidence) / 2, df) * std::sqrt(variance);
-    d.low = d.change - half;
-    d.high = d.change + half;
-  }
+  if (a_run_means.size() < 2) return unbounded(d);
+  const double n = static_cast<double>(a_run_means.size());
+  const double half = student_t_quantile(1 - (1 - confidence) / 2, n - 1) * std::sqrt(sample_variance(a_run_means, d.a) * (1 + 1 / n));
+  d.low = d.change - half;
+  d.high = d.change + half;
   d.significant = d.low > 0 || d.high < 0;
   return d;
 }
@@ -220,14 +206,15 @@ std::string Comparison::attributed_to() const { return step.significant ? larges
 std::string Comparison::largest_increase() const { return largest_change(parts, 1); }
 
 std::string Comparison::method() const {
-  const std::string ranks = " A rank's part is its own work (its step less its comm wait) less the other ranks' mean own work, "
-                            "so that load slowing every rank alike cancels.";
+  const std::string ranks = " A rank's part is a phase of its step less the other ranks' mean of it in the same stretch (comm "
+                            "aside), so that load slowing every rank alike cancels. Parts under " +
+                            detail::format_percent(min_part_share, 0) + " of A's step in every run are not judged.";
   if (!repeats_of_a.empty()) {
     return "A is " + std::to_string(runs_of_a()) + " runs of the same settings; a part's change is B's mean less the mean of A's runs' "
-           "means, its interval where one more run of A's settings would land: the variance of A's runs' means over " +
-           std::to_string(runs_of_a()) + ", plus what the runs differ by beyond their own steps, plus B's own steps' variance of its "
-           "mean (t's degrees of freedom by Satterthwaite, " + std::to_string(runs_of_a() - 1) + " for the runs' part). A change is "
-           "called one when B's mean lies beyond it, so each part is judged against its own run-to-run spread, measured." + ranks;
+           "means, its interval the prediction interval of one more run of A's settings (t with " + std::to_string(runs_of_a() - 1) +
+           " degrees of freedom x the standard deviation of A's runs' means x sqrt(1 + 1/" + std::to_string(runs_of_a()) +
+           ")): a change is called one when B's mean lies beyond where a run of A's settings lands, so each part is judged "
+           "against its own run-to-run spread, measured." + ranks;
   }
   return "each run's measured steps (after warm-up: A " + std::to_string(a.measured_steps) + ", B " +
          std::to_string(b.measured_steps) + ") in " + std::to_string(segments) +
@@ -317,22 +304,30 @@ const SegmentedSeries* phase_of(const RunSeries& r, const std::string& name) {
   return nullptr;
 }
 
-// rank `rank`'s own work less the other ranks' mean own work, stretch by stretch (each rank has a row
+// rank `rank`'s phase `name` less the other ranks' mean of it, stretch by stretch (each rank has a row
 // for every step, so the ranks' stretches line up; where their counts differ, less the others' means);
-// nullopt for a run of one rank or without that rank
-std::optional<PartSummary> rank_part(const RunSeries& r, int64_t rank) {
+// nullopt for a run of one rank, or without that rank or phase
+std::optional<PartSummary> rank_part(const RunSeries& r, int64_t rank, const std::string& name) {
   if (r.ranks.size() < 2) return std::nullopt;
-  const auto own = std::find_if(r.ranks.begin(), r.ranks.end(), [&](const auto& x) { return x.first == rank; });
-  if (own == r.ranks.end()) return std::nullopt;
-  PartSummary v = own->second.summary();
+  const auto phase = [&](const RunSeries::Rank& k) -> const SegmentedSeries* {
+    for (const auto& [n, series] : k.phases) {
+      if (n == name) return &series;
+    }
+    return nullptr;
+  };
+  const auto own = std::find_if(r.ranks.begin(), r.ranks.end(), [&](const RunSeries::Rank& k) { return k.rank == rank; });
+  if (own == r.ranks.end() || phase(*own) == nullptr) return std::nullopt;
+  PartSummary v = summary_of(*phase(*own));
   const double others = static_cast<double>(r.ranks.size() - 1);
   std::vector<double> others_segments(v.segment_means.size(), 0.0);
   double others_mean = 0;
   bool aligned = true;
-  for (const auto& [other_rank, series] : r.ranks) {
-    if (other_rank == rank) continue;
-    others_mean += series.mean() / others;
-    const std::vector<double> segments = series.segment_means();
+  for (const RunSeries::Rank& k : r.ranks) {
+    if (k.rank == rank) continue;
+    const SegmentedSeries* series = phase(k);
+    if (series == nullptr) return std::nullopt;
+    others_mean += series->mean() / others;
+    const std::vector<double> segments = series->segment_means();
     aligned = aligned && segments.size() == others_segments.size();
     for (std::size_t i = 0; aligned && i < segments.size(); ++i) others_segments[i] += segments[i] / others;
   }
@@ -355,52 +350,60 @@ Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const Co
   if (!(options.noise_floor >= 0 && options.noise_floor < 1)) {
     throw std::invalid_argument("ComparisonOptions::noise_floor " + std::to_string(options.noise_floor) + " (expected 0 to 1)");
   }
+  if (!(options.min_part_share >= 0 && options.min_part_share < 1)) {
+    throw std::invalid_argument("ComparisonOptions::min_part_share " + std::to_string(options.min_part_share) + " (expected 0 to 1)");
+  }
   const bool repeated = a.size() > 1;
   Comparison c;
   c.a = a[0].run;
   for (std::size_t i = 1; i < a.size(); ++i) c.repeats_of_a.push_back(a[i].run);
   c.b = b.run;
   c.confidence = options.confidence;
+  c.min_part_share = options.min_part_share;
   // one part judged: B against A's one run (batch means) or against A's runs (their spread)
   const auto judge = [&](const std::vector<PartSummary>& in_a, const PartSummary& in_b, double confidence) {
     if (!repeated) return welch(in_a[0], in_b, confidence);
-    return compare_to_repeats(in_a, in_b, confidence);
+    std::vector<double> means;
+    for (const PartSummary& v : in_a) means.push_back(v.mean);
+    return compare_to_repeats(means, in_b.mean, confidence);
   };
   std::vector<PartSummary> steps;
   c.segments = static_cast<int>(b.step.segment_means().size());
   for (const RunSeries& r : a) {
-    steps.push_back(r.step.summary());
+    steps.push_back(summary_of(r.step));
     c.segments = std::min(c.segments, static_cast<int>(steps.back().segment_means.size()));
   }
-  c.step = judge(steps, b.step.summary(), options.confidence);
+  c.step = judge(steps, summary_of(b.step), options.confidence);
   c.noise_floor_ms = repeated ? 0.0 : options.noise_floor * c.step.a;
   // a change within the machine's run-to-run noise is not called one, whatever its interval
   const auto beyond_noise = [&](Difference& d) { d.significant = d.low > c.noise_floor_ms || d.high < -c.noise_floor_ms; };
   beyond_noise(c.step);
 
-  // the parts every run has, and that ran in one of them
+  // the parts every run has, that are large enough in one of them to move the step
   std::vector<std::tuple<PartChange, std::vector<PartSummary>, PartSummary>> compared;
+  const auto consider = [&](PartChange part, std::vector<PartSummary> in_a, std::optional<PartSummary> in_b) {
+    if (in_a.size() != a.size() || !in_b) return;
+    double most = std::fabs(in_b->mean);
+    for (const PartSummary& v : in_a) most = std::max(most, std::fabs(v.mean));
+    if (most >= options.min_part_share * c.step.a) compared.emplace_back(std::move(part), std::move(in_a), std::move(*in_b));
+  };
   for (const auto& [name, first] : a[0].phases) {
+    std::vector<PartSummary> in_a;
+    for (const RunSeries& r : a) {
+      if (const SegmentedSeries* s = phase_of(r, name)) in_a.push_back(summary_of(*s));
+    }
     const SegmentedSeries* in_b = phase_of(b, name);
-    std::vector<PartSummary> in_a;
-    double most = in_b != nullptr ? in_b->mean() : 0.0;
-    for (const RunSeries& r : a) {
-      if (const SegmentedSeries* s = phase_of(r, name)) {
-        in_a.push_back(s->summary());
-        most = std::max(most, s->mean());
-      }
-    }
-    if (in_a.size() == a.size() && in_b != nullptr && most >= options.min_part_ms) {
-      compared.emplace_back(PartChange{name, "phase", {}, 0}, std::move(in_a), in_b->summary());
-    }
+    consider(PartChange{name, "phase", {}, 0}, std::move(in_a), in_b ? std::optional<PartSummary>(summary_of(*in_b)) : std::nullopt);
   }
-  for (const auto& [rank, first] : a[0].ranks) {
-    std::vector<PartSummary> in_a;
-    for (const RunSeries& r : a) {
-      if (auto v = rank_part(r, rank)) in_a.push_back(std::move(*v));
+  for (const RunSeries::Rank& rank : a[0].ranks) {
+    for (const auto& [name, first] : rank.phases) {
+      if (name == "comm") continue;  // where the ranks wait for one another: the others' delay, not this rank's
+      std::vector<PartSummary> in_a;
+      for (const RunSeries& r : a) {
+        if (auto v = rank_part(r, rank.rank, name)) in_a.push_back(std::move(*v));
+      }
+      consider(PartChange{"rank " + std::to_string(rank.rank) + " " + name, "rank", {}, 0}, std::move(in_a), rank_part(b, rank.rank, name));
     }
-    const std::optional<PartSummary> in_b = rank_part(b, rank);
-    if (in_a.size() == a.size() && in_b) compared.emplace_back(PartChange{"rank " + std::to_string(rank), "rank", {}, 0}, std::move(in_a), *in_b);
   }
   c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(std::max<std::size_t>(compared.size(), 1));
   for (auto& [part, in_a, in_b] : compared) {
@@ -476,7 +479,7 @@ std::string format_comparison(const Comparison& c) {
       if (p.part != cause) continue;
       out << "Attributed to " << cause << ": " << ms(p.difference.change, true) << " ms a step";
       if (p.kind == "rank") {
-        out << " of its own work beyond the other ranks' (they waited for it in comm).\n";
+        out << " beyond the other ranks' (they waited for it in comm).\n";
       } else {
         out << " (" << detail::format_percent(p.share_of_change, 0) << " of the change).\n";
       }
@@ -492,12 +495,12 @@ std::string format_comparison(const Comparison& c) {
   }
   out << "\n";
   char row[160];
-  std::snprintf(row, sizeof row, "%-12s %9s %9s %9s  %-21s %s\n", "part", "A ms", "B ms", "change", "interval (joint)", "");
+  std::snprintf(row, sizeof row, "%-18s %9s %9s %9s  %-21s %s\n", "part", "A ms", "B ms", "change", "interval (joint)", "");
   out << row;
   for (const PartChange& p : c.parts) {
     const Difference& d = p.difference;
     const std::string interval = std::isfinite(d.low) ? ms(d.low, true) + " .. " + ms(d.high, true) : "(too few steps)";
-    std::snprintf(row, sizeof row, "%-12s %9s %9s %9s  %-21s %s\n", p.part.c_str(), ms(d.a).c_str(), ms(d.b).c_str(),
+    std::snprintf(row, sizeof row, "%-18s %9s %9s %9s  %-21s %s\n", p.part.c_str(), ms(d.a).c_str(), ms(d.b).c_str(),
                   ms(d.change, true).c_str(), interval.c_str(), d.significant ? "*" : "");
     out << row;
   }

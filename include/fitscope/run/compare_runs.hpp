@@ -1,9 +1,9 @@
 #pragma once
 /// compare_runs: finished run directories (A, or several runs of A's settings, and B) read into a
-/// Comparison (summary/comparison.hpp, which says the method): steps.csv's measured steps (after each rank's warm-up rows: the chief's rows for
-/// the step and its phases, every rank's own work, its step less its `comm` wait), summary.json's
-/// callbacks, choices and verdict, config.toml's settings. Reads each file once, streaming steps.csv:
-/// memory independent of the runs' length. Thread-safe.
+/// Comparison (summary/comparison.hpp, which says the method): steps.csv's measured steps (after each
+/// rank's warm-up rows: the chief's rows for the step and its phases, every rank's phases),
+/// summary.json's callbacks, choices and verdict, config.toml's settings. Reads each file once,
+/// streaming steps.csv: memory independent of the runs' length. Thread-safe.
 
 #include <string>
 #include <vector>

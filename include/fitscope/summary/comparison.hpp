@@ -14,19 +14,19 @@
 /// one only beyond a noise floor (ComparisonOptions::noise_floor).
 ///
 /// The method when A is repeated (several runs of A's settings): the spread between runs is measured
-/// instead of assumed. A part's change is B's mean less the mean of A's runs' means; its interval is
-/// where one more run of A's settings would land (compare_to_repeats: A's runs' spread, what they
-/// differ by beyond their own steps, and B's own steps): B is called changed when its mean lies where
-/// a run of A's settings would land only 1 - confidence of the time. Each part gets its own spread, so
-/// a quiet part (data_wait, callbacks) shows a small change that a noisy one (forward on a busy
-/// machine) would hide.
+/// instead of assumed. A part's change is B's mean less the mean of A's runs' means; its interval is the
+/// prediction interval of one more run of A's settings (compare_to_repeats): B is called changed when
+/// its mean lies where a run of A's settings would land only 1 - confidence of the time. Each part gets
+/// its own spread, so a quiet part (data_wait, callbacks) shows a small change that a noisy one
+/// (forward on a busy machine) would hide.
 ///
-/// A rank's part, in a data-parallel run, is its own work (its step less its `comm` wait) less the
-/// other ranks' mean own work in the same stretch: load that slows every rank alike cancels, and a
-/// rank the others waited for stands out. The step's change is judged at `confidence`; the parts at a
-/// joint confidence (Bonferroni over the parts compared), so that the attribution is not a lottery over
-/// a dozen columns. Means, unlike medians, add up: the phases' changes sum to the step's. Values; pure
-/// functions; thread-safe.
+/// A rank's parts, in a data-parallel run, are its phases less the other ranks' mean of each phase in
+/// the same stretch (`comm` aside, where ranks wait for one another): load that slows every rank alike
+/// cancels, and so does a compute phase's noise where the delay is elsewhere (a rank's slow loader is
+/// its data_wait, quiet in every other run). The step's change is judged at `confidence`; the parts at
+/// a joint confidence (Bonferroni over the parts compared), so that the attribution is not a lottery
+/// over a dozen columns. Means, unlike medians, add up: the phases' changes sum to the step's. Values;
+/// pure functions; thread-safe.
 
 #include <cstdint>
 #include <string>
@@ -34,12 +34,6 @@
 #include <vector>
 
 namespace fitscope {
-
-/// One part's figures in one run: its mean over the measured steps and its stretches' means.
-struct PartSummary {
-  double mean = 0;
-  std::vector<double> segment_means;
-};
 
 /// One part's per-step values over a run's measured steps, kept as the means of consecutive stretches:
 /// memory independent of the run's length.
@@ -53,7 +47,6 @@ class SegmentedSeries {
   double mean() const;
   /// The stretches' means (those that got a value).
   std::vector<double> segment_means() const;
-  PartSummary summary() const;
 
  private:
   int64_t rows_;
@@ -77,20 +70,16 @@ struct Difference {
 /// `confidence`. Too few stretches (under 2 in either) leave the interval unbounded and not significant.
 Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence);
 
-/// B's mean against n runs of A's settings: the change from their runs' mean, with the interval where
-/// one more run of A's settings would land at `confidence`. The variance of B's mean less A's is A's
-/// runs' spread S² / n, plus what runs differ by beyond their own steps, max(0, S² - w) (w: the runs'
-/// own variance of their means, from their stretches), plus B's own variance of its mean; t's degrees
-/// of freedom by Satterthwaite, n - 1 for the runs' part. With runs whose stretches say nothing (fewer
-/// than two), it is the prediction interval, t(n - 1) x S x sqrt(1 + 1/n); with runs that agree within
-/// their own steps, close to Welch's over the stretches, with as many degrees of freedom. Fewer than 2
-/// runs leave the interval unbounded and not significant.
-Difference compare_to_repeats(const std::vector<PartSummary>& a_runs, const PartSummary& b, double confidence);
+/// B's mean against the means of n runs of A's settings: the change from their mean, with the prediction
+/// interval of one more such run at `confidence` (t with n - 1 degrees of freedom x their standard
+/// deviation x sqrt(1 + 1/n)). Fewer than 2 runs leave the interval unbounded and not significant.
+Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence);
 
-/// A part of the step compared: a phase, or a rank's own work (its step less its `comm` wait) less the
-/// other ranks' mean own work.
+/// A part of the step compared: a phase of the chief's step, or a phase of one rank's step less the
+/// other ranks' mean of that phase in the same stretch (data-parallel runs; not `comm`, where ranks
+/// wait for one another).
 struct PartChange {
-  std::string part;  ///< "data_wait", "rank 1"
+  std::string part;  ///< "data_wait", "rank 1 data_wait"
   std::string kind;  ///< "phase" | "rank"
   Difference difference;
   double share_of_change = 0;  ///< change / the step's change (phases only; 0 when the step did not change)
@@ -135,7 +124,12 @@ struct RunSeries {
   ComparedRun run;
   SegmentedSeries step{0, 2};
   std::vector<std::pair<std::string, SegmentedSeries>> phases;  ///< in step order
-  std::vector<std::pair<int64_t, SegmentedSeries>> ranks;       ///< own work by rank (data-parallel runs)
+  /// Each rank's phases (data-parallel runs: every rank's rows of steps.csv), by rank.
+  struct Rank {
+    int64_t rank = 0;
+    std::vector<std::pair<std::string, SegmentedSeries>> phases;
+  };
+  std::vector<Rank> ranks;
   std::vector<CallbackCost> callbacks;
   std::vector<RunSetting> settings;
 };
@@ -143,8 +137,10 @@ struct RunSeries {
 struct ComparisonOptions {
   double confidence = 0.95;
   int segments = 10;
-  /// A part whose mean is below this in both runs is left out (a phase that does not run).
-  double min_part_ms = 1e-4;
+  /// A part whose mean is below this share of A's mean step in every run is not judged: its change could
+  /// not move the step by as much (a phase that does not run, or one of a few microseconds whose steps.csv
+  /// figures are rounded to the same value in every run).
+  double min_part_share = 0.01;
   /// The machine's run-to-run noise, as a share of A's mean step: a change (the step's or a part's) is
   /// called one only when its interval lies beyond +-noise_floor of A's step. Two runs of the same
   /// settings differ by more than either run's own steps say (the machine's load, its clock and the
@@ -162,6 +158,7 @@ struct Comparison {
   double part_confidence = 0.95;  ///< of each part's, joint over the parts compared
   int segments = 0;               ///< stretches per run
   double noise_floor_ms = 0;      ///< ComparisonOptions::noise_floor of A's mean step (0 when A is repeated)
+  double min_part_share = 0;      ///< ComparisonOptions::min_part_share
   Difference step;
   std::vector<PartChange> parts;  ///< significant ones first, the largest change first
   std::vector<CallbackChange> callbacks;  ///< the largest change first
