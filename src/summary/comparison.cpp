@@ -184,9 +184,9 @@ std::string Comparison::direction() const {
 namespace {
 
 // The part of `parts` that changed the most in the direction of `sign` (+1 grew, -1 shrank), among those
-// whose change is significant: a rank's part is its own work against the other ranks', so a rank that
-// changed that way made the others wait for it in `comm` (or stopped doing so) and is named before any
-// phase; "" when none changed that way.
+// whose change is significant: a rank's part is one of its phases against the other ranks', so a rank
+// that changed that way made the others wait for it in `comm` (or stopped doing so) and is named before
+// any phase of the chief's; "" when none changed that way.
 std::string largest_change(const std::vector<PartChange>& parts, int sign) {
   const auto along = [&](const PartChange& p) { return p.difference.significant && p.difference.change * sign > 0; };
   const PartChange* best = nullptr;
@@ -297,8 +297,10 @@ std::string Comparison::to_json() const {
 
 namespace {
 
-const SegmentedSeries* phase_of(const RunSeries& r, const std::string& name) {
-  for (const auto& [phase, series] : r.phases) {
+using Phases = std::vector<std::pair<std::string, SegmentedSeries>>;
+
+const SegmentedSeries* phase_of(const Phases& phases, const std::string& name) {
+  for (const auto& [phase, series] : phases) {
     if (phase == name) return &series;
   }
   return nullptr;
@@ -309,22 +311,16 @@ const SegmentedSeries* phase_of(const RunSeries& r, const std::string& name) {
 // nullopt for a run of one rank, or without that rank or phase
 std::optional<PartSummary> rank_part(const RunSeries& r, int64_t rank, const std::string& name) {
   if (r.ranks.size() < 2) return std::nullopt;
-  const auto phase = [&](const RunSeries::Rank& k) -> const SegmentedSeries* {
-    for (const auto& [n, series] : k.phases) {
-      if (n == name) return &series;
-    }
-    return nullptr;
-  };
   const auto own = std::find_if(r.ranks.begin(), r.ranks.end(), [&](const RunSeries::Rank& k) { return k.rank == rank; });
-  if (own == r.ranks.end() || phase(*own) == nullptr) return std::nullopt;
-  PartSummary v = summary_of(*phase(*own));
+  if (own == r.ranks.end() || phase_of(own->phases, name) == nullptr) return std::nullopt;
+  PartSummary v = summary_of(*phase_of(own->phases, name));
   const double others = static_cast<double>(r.ranks.size() - 1);
   std::vector<double> others_segments(v.segment_means.size(), 0.0);
   double others_mean = 0;
   bool aligned = true;
   for (const RunSeries::Rank& k : r.ranks) {
     if (k.rank == rank) continue;
-    const SegmentedSeries* series = phase(k);
+    const SegmentedSeries* series = phase_of(k.phases, name);
     if (series == nullptr) return std::nullopt;
     others_mean += series->mean() / others;
     const std::vector<double> segments = series->segment_means();
@@ -390,9 +386,9 @@ Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const Co
   for (const auto& [name, first] : a[0].phases) {
     std::vector<PartSummary> in_a;
     for (const RunSeries& r : a) {
-      if (const SegmentedSeries* s = phase_of(r, name)) in_a.push_back(summary_of(*s));
+      if (const SegmentedSeries* s = phase_of(r.phases, name)) in_a.push_back(summary_of(*s));
     }
-    const SegmentedSeries* in_b = phase_of(b, name);
+    const SegmentedSeries* in_b = phase_of(b.phases, name);
     consider(PartChange{name, "phase", {}, 0}, std::move(in_a), in_b ? std::optional<PartSummary>(summary_of(*in_b)) : std::nullopt);
   }
   for (const RunSeries::Rank& rank : a[0].ranks) {

@@ -172,6 +172,32 @@ TEST(Distributed, TheChiefWritesEveryRanksTimingsIntoTheRunDirectory) {
   EXPECT_TRUE(rank1_track);
 }
 
+// `fitscope compare` of two two-rank runs, rank 1's loader 3 ms slower in B: the part named is that
+// rank's data_wait against the other rank's, not the chief's comm where it waited for it.
+TEST(Distributed, CompareNamesTheRankWhoseLoaderWasSlowerByItsPhase) {
+  TempDir dir;
+  const auto run_two = [&](const std::string& run, const std::string& delay) {
+    const std::vector<std::string> train = {FITSCOPE_CLI, "train", "--model", "mlp", "--epochs", "2", "--synthetic-size", "2000",
+                                            "--workers", "0", "--threads", "1", "--verbose", "0", "--run-dir", run, "--dist-timeout", "20"};
+    std::vector<std::string> command = {"/bin/sh", "-c", "extra=''; [ \"$RANK\" = 1 ] && extra=\"--load-delay-ms $0\"; exec \"$@\" $extra",
+                                        delay};
+    command.insert(command.end(), train.begin(), train.end());
+    const ProcessResult r = run_process(launch(2, command));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  };
+  const std::string a = dir.path() + "/a", b = dir.path() + "/b", json = dir.path() + "/compare.json";
+  run_two(a, "0");
+  run_two(b, "3");
+  const ProcessResult r = run_process({FITSCOPE_CLI, "compare", a, b, "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto c = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(c["largest_increase"], "rank 1 data_wait") << r.out;
+  EXPECT_NE(r.out.find("rank 1 data_wait"), std::string::npos) << r.out;
+  bool rank_part = false;
+  for (const auto& p : c["parts"]) rank_part = rank_part || (p["part"] == "rank 1 data_wait" && p["kind"] == "rank");
+  EXPECT_TRUE(rank_part) << c["parts"].dump();
+}
+
 TEST(Distributed, ARankWhoseBackwardIsSlowerIsNamedWithItsBackwardNotCalledCommunication) {
   // rank 1's backward sleeps 15 ms a step: the all-reduce evens out the ranks' steps, rank 0 waits in comm
   TempDir dir;
