@@ -115,36 +115,50 @@ Comparison compare_runs(const std::string& a, const std::string& b, const Compar
 }
 
 Comparison compare_runs(const std::vector<std::string>& a, const std::string& b, const CompareOptions& options) {
-  if (a.empty()) throw std::invalid_argument("compare_runs: no run of A (expected one or more run directories)");
-  std::vector<RunSeries> runs_of_a;
-  for (const std::string& directory : a) runs_of_a.push_back(read_run_series(directory, options.comparison.segments));
-  const RunSeries second = read_run_series(b, options.comparison.segments);
+  return compare_runs(a, std::vector<std::string>{b}, options);
+}
+
+namespace {
+
+// runs of one side are repeats of one setting: their spread is the noise the other side is judged against
+void expect_repeats(const std::vector<RunSeries>& runs, const std::vector<std::string>& directories, const char* side) {
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    for (const RunSetting& s : runs[0].settings) {
+      if (s.source != "config.toml") continue;
+      const auto same = std::find_if(runs[i].settings.begin(), runs[i].settings.end(),
+                                     [&](const RunSetting& o) { return o.name == s.name && o.source == s.source; });
+      const std::string other = same != runs[i].settings.end() ? same->value : "-";
+      if (other != s.value) {
+        throw std::invalid_argument(std::string("the runs of ") + side + " are not repeats of one setting: " + s.name + " is " + s.value +
+                                    " in " + directories[0] + ", " + other + " in " + directories[i] + " (runs of " + side +
+                                    " are compared as runs of the same settings; compare different settings as A and B)");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Comparison compare_runs(const std::vector<std::string>& a, const std::vector<std::string>& b, const CompareOptions& options) {
+  if (a.empty() || b.empty()) throw std::invalid_argument("compare_runs: no run of A or of B (expected one or more run directories each)");
+  std::vector<RunSeries> runs[2];
+  for (int side = 0; side < 2; ++side) {
+    for (const std::string& directory : side == 0 ? a : b) runs[side].push_back(read_run_series(directory, options.comparison.segments));
+  }
   if (!options.force) {
-    const RunSeries& first = runs_of_a.front();
+    const RunSeries &first = runs[0].front(), &second = runs[1].front();
     for (const auto& [what, in_a, in_b] : {std::make_tuple("models", first.run.model, second.run.model),
                                            std::make_tuple("data", first.run.data, second.run.data)}) {
       if (in_a != in_b) {
-        throw std::invalid_argument(std::string("the runs trained different ") + what + ": " + a.front() + " " + in_a + ", " + b +
+        throw std::invalid_argument(std::string("the runs trained different ") + what + ": " + a.front() + " " + in_a + ", " + b.front() +
                                     " " + in_b + " (their step times differ for reasons no part of the step names; "
                                     "CompareOptions::force compares them all the same)");
       }
     }
   }
-  // A's runs are repeats of one setting: their spread is the noise B is judged against
-  for (std::size_t i = 1; i < runs_of_a.size(); ++i) {
-    for (const RunSetting& s : runs_of_a[0].settings) {
-      if (s.source != "config.toml") continue;
-      const auto same = std::find_if(runs_of_a[i].settings.begin(), runs_of_a[i].settings.end(),
-                                     [&](const RunSetting& o) { return o.name == s.name && o.source == s.source; });
-      const std::string other = same != runs_of_a[i].settings.end() ? same->value : "-";
-      if (other != s.value) {
-        throw std::invalid_argument("the runs of A are not repeats of one setting: " + s.name + " is " + s.value + " in " + a[0] +
-                                    ", " + other + " in " + a[i] + " (runs of A are compared as runs of the same settings; "
-                                    "compare different settings as A and B)");
-      }
-    }
-  }
-  return compare(runs_of_a, second, options.comparison);
+  expect_repeats(runs[0], a, "A");
+  expect_repeats(runs[1], b, "B");
+  return compare(runs[0], runs[1], options.comparison);
 }
 
 }  // namespace fitscope

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -133,7 +134,8 @@ Difference unbounded(Difference d) {
   return d;
 }
 
-// Welch's interval of the difference of two runs' means over their stretches' means
+// Welch's interval of the difference of two means over the values they are the mean of (two runs'
+// stretches' means, or two groups of runs' means)
 Difference welch(const PartSummary& a, const PartSummary& b, double confidence) {
   Difference d;
   d.a = a.mean;
@@ -176,6 +178,18 @@ Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_m
   return d;
 }
 
+Difference compare_run_means(const std::vector<double>& a_run_means, const std::vector<double>& b_run_means, double confidence) {
+  if (b_run_means.size() == 1) return compare_to_repeats(a_run_means, b_run_means[0], confidence);
+  if (a_run_means.size() == 1) {  // A against B's spread: the same interval, the other way round
+    Difference d = compare_to_repeats(b_run_means, a_run_means[0], confidence);
+    std::swap(d.a, d.b);
+    d.change = -d.change;
+    std::tie(d.low, d.high) = std::make_pair(-d.high, -d.low);
+    return d;
+  }
+  return welch({average(a_run_means), a_run_means}, {average(b_run_means), b_run_means}, confidence);  // Welch's t over the runs
+}
+
 std::string Comparison::direction() const {
   if (!step.significant) return "no significant change";
   return step.change > 0 ? "slower" : "faster";
@@ -209,6 +223,11 @@ std::string Comparison::method() const {
   const std::string ranks = " A rank's part is a phase of its step less the other ranks' mean of it in the same stretch (comm "
                             "aside), so that load slowing every rank alike cancels. Parts under " +
                             detail::format_percent(min_part_share, 0) + " of A's step in every run are not judged.";
+  if (!repeats_of_b.empty()) {
+    return "A is " + std::to_string(runs_of_a()) + " runs and B " + std::to_string(runs_of_b()) + " runs of their settings; a part's "
+           "change is the difference of the means of their runs' means, its interval Welch's t over the runs' means (each run one "
+           "value: the runs' own spread, measured on both sides); runs of A and B made in turn share the machine's drift." + ranks;
+  }
   if (!repeats_of_a.empty()) {
     return "A is " + std::to_string(runs_of_a()) + " runs of the same settings; a part's change is B's mean less the mean of A's runs' "
            "means, its interval the prediction interval of one more run of A's settings (t with " + std::to_string(runs_of_a() - 1) +
@@ -226,6 +245,7 @@ std::string Comparison::method() const {
 }
 
 std::string Comparison::noise_text() const {
+  if (!repeats_of_b.empty()) return "the spread of A's " + std::to_string(runs_of_a()) + " and B's " + std::to_string(runs_of_b()) + " runs";
   if (!repeats_of_a.empty()) return "the spread of A's " + std::to_string(runs_of_a()) + " runs";
   return "the noise floor of +-" + ms(noise_floor_ms) + " ms";
 }
@@ -268,8 +288,12 @@ std::string Comparison::to_json() const {
   j["b"] = run_json(b);
   j["repeats_of_a"] = nlohmann::json::array();
   for (const ComparedRun& r : repeats_of_a) j["repeats_of_a"].push_back(run_json(r));
-  j["method"] = {{"name", repeats_of_a.empty() ? "batch means, Welch's t" : "repeats of A, prediction interval"},
-                 {"runs_of_a", runs_of_a()}, {"segments", segments}, {"confidence", confidence},
+  j["repeats_of_b"] = nlohmann::json::array();
+  for (const ComparedRun& r : repeats_of_b) j["repeats_of_b"].push_back(run_json(r));
+  const char* name = !repeats_of_b.empty()   ? "repeats of A and B, Welch's t over the runs"
+                     : !repeats_of_a.empty() ? "repeats of A, prediction interval"
+                                             : "batch means, Welch's t";
+  j["method"] = {{"name", name}, {"runs_of_a", runs_of_a()}, {"runs_of_b", runs_of_b()}, {"segments", segments}, {"confidence", confidence},
                  {"part_confidence", part_confidence}, {"noise_floor_ms", noise_floor_ms}};
   j["step"] = difference_json(step);
   j["step"]["change_fraction"] = change_fraction();
@@ -339,7 +363,11 @@ Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptio
 }
 
 Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const ComparisonOptions& options) {
-  if (a.empty()) throw std::invalid_argument("compare: no run of A (expected one or more)");
+  return compare(a, std::vector<RunSeries>{b}, options);
+}
+
+Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>& b, const ComparisonOptions& options) {
+  if (a.empty() || b.empty()) throw std::invalid_argument("compare: no run of A or of B (expected one or more of each)");
   if (!(options.confidence > 0 && options.confidence < 1)) {
     throw std::invalid_argument("ComparisonOptions::confidence " + std::to_string(options.confidence) + " (expected between 0 and 1)");
   }
@@ -349,56 +377,64 @@ Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const Co
   if (!(options.min_part_share >= 0 && options.min_part_share < 1)) {
     throw std::invalid_argument("ComparisonOptions::min_part_share " + std::to_string(options.min_part_share) + " (expected 0 to 1)");
   }
-  const bool repeated = a.size() > 1;
+  const bool repeated = a.size() > 1 || b.size() > 1;
   Comparison c;
   c.a = a[0].run;
   for (std::size_t i = 1; i < a.size(); ++i) c.repeats_of_a.push_back(a[i].run);
-  c.b = b.run;
+  c.b = b[0].run;
+  for (std::size_t i = 1; i < b.size(); ++i) c.repeats_of_b.push_back(b[i].run);
   c.confidence = options.confidence;
   c.min_part_share = options.min_part_share;
-  // one part judged: B against A's one run (batch means) or against A's runs (their spread)
-  const auto judge = [&](const std::vector<PartSummary>& in_a, const PartSummary& in_b, double confidence) {
-    if (!repeated) return welch(in_a[0], in_b, confidence);
-    std::vector<double> means;
-    for (const PartSummary& v : in_a) means.push_back(v.mean);
-    return compare_to_repeats(means, in_b.mean, confidence);
+  // one part judged: one run against one (batch means) or runs against runs (their spread)
+  const auto judge = [&](const std::vector<PartSummary>& in_a, const std::vector<PartSummary>& in_b, double confidence) {
+    if (!repeated) return welch(in_a[0], in_b[0], confidence);
+    const auto means = [](const std::vector<PartSummary>& runs) {
+      std::vector<double> out;
+      for (const PartSummary& v : runs) out.push_back(v.mean);
+      return out;
+    };
+    return compare_run_means(means(in_a), means(in_b), confidence);
   };
-  std::vector<PartSummary> steps;
-  c.segments = static_cast<int>(b.step.segment_means().size());
-  for (const RunSeries& r : a) {
-    steps.push_back(summary_of(r.step));
-    c.segments = std::min(c.segments, static_cast<int>(steps.back().segment_means.size()));
+  std::vector<PartSummary> steps[2];
+  c.segments = std::numeric_limits<int>::max();
+  for (int side = 0; side < 2; ++side) {
+    for (const RunSeries& r : side == 0 ? a : b) {
+      steps[side].push_back(summary_of(r.step));
+      c.segments = std::min(c.segments, static_cast<int>(steps[side].back().segment_means.size()));
+    }
   }
-  c.step = judge(steps, summary_of(b.step), options.confidence);
+  c.step = judge(steps[0], steps[1], options.confidence);
   c.noise_floor_ms = repeated ? 0.0 : options.noise_floor * c.step.a;
   // a change within the machine's run-to-run noise is not called one, whatever its interval
   const auto beyond_noise = [&](Difference& d) { d.significant = d.low > c.noise_floor_ms || d.high < -c.noise_floor_ms; };
   beyond_noise(c.step);
 
   // the parts every run has, that are large enough in one of them to move the step
-  std::vector<std::tuple<PartChange, std::vector<PartSummary>, PartSummary>> compared;
-  const auto consider = [&](PartChange part, std::vector<PartSummary> in_a, std::optional<PartSummary> in_b) {
-    if (in_a.size() != a.size() || !in_b) return;
-    double most = std::fabs(in_b->mean);
-    for (const PartSummary& v : in_a) most = std::max(most, std::fabs(v.mean));
-    if (most >= options.min_part_share * c.step.a) compared.emplace_back(std::move(part), std::move(in_a), std::move(*in_b));
+  std::vector<std::tuple<PartChange, std::vector<PartSummary>, std::vector<PartSummary>>> compared;
+  const auto consider = [&](PartChange part, const std::function<std::optional<PartSummary>(const RunSeries&)>& of) {
+    std::vector<PartSummary> in[2];
+    double most = 0;
+    for (int side = 0; side < 2; ++side) {
+      for (const RunSeries& r : side == 0 ? a : b) {
+        std::optional<PartSummary> v = of(r);
+        if (!v) return;
+        most = std::max(most, std::fabs(v->mean));
+        in[side].push_back(std::move(*v));
+      }
+    }
+    if (most >= options.min_part_share * c.step.a) compared.emplace_back(std::move(part), std::move(in[0]), std::move(in[1]));
   };
   for (const auto& [name, first] : a[0].phases) {
-    std::vector<PartSummary> in_a;
-    for (const RunSeries& r : a) {
-      if (const SegmentedSeries* s = phase_of(r.phases, name)) in_a.push_back(summary_of(*s));
-    }
-    const SegmentedSeries* in_b = phase_of(b.phases, name);
-    consider(PartChange{name, "phase", {}, 0}, std::move(in_a), in_b ? std::optional<PartSummary>(summary_of(*in_b)) : std::nullopt);
+    consider(PartChange{name, "phase", {}, 0}, [&, n = name](const RunSeries& r) -> std::optional<PartSummary> {
+      const SegmentedSeries* s = phase_of(r.phases, n);
+      return s ? std::optional<PartSummary>(summary_of(*s)) : std::nullopt;
+    });
   }
   for (const RunSeries::Rank& rank : a[0].ranks) {
     for (const auto& [name, first] : rank.phases) {
       if (name == "comm") continue;  // where the ranks wait for one another: the others' delay, not this rank's
-      std::vector<PartSummary> in_a;
-      for (const RunSeries& r : a) {
-        if (auto v = rank_part(r, rank.rank, name)) in_a.push_back(std::move(*v));
-      }
-      consider(PartChange{"rank " + std::to_string(rank.rank) + " " + name, "rank", {}, 0}, std::move(in_a), rank_part(b, rank.rank, name));
+      consider(PartChange{"rank " + std::to_string(rank.rank) + " " + name, "rank", {}, 0},
+               [&, k = rank.rank, n = name](const RunSeries& r) { return rank_part(r, k, n); });
     }
   }
   c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(std::max<std::size_t>(compared.size(), 1));
@@ -414,19 +450,16 @@ Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const Co
   });
 
   std::map<std::pair<std::string, std::string>, CallbackChange> hooks;
-  for (const RunSeries& r : a) {  // A's cost: the mean over its runs (0 in a run without the hook)
-    for (const CallbackCost& h : r.callbacks) {
-      CallbackChange& into = hooks[{h.name, h.hook}];
-      into.name = h.name;
-      into.hook = h.hook;
-      into.a_ms_per_step += h.ms_per_step / static_cast<double>(a.size());
+  for (int side = 0; side < 2; ++side) {  // a side's cost: the mean over its runs (0 in a run without the hook)
+    const std::vector<RunSeries>& runs = side == 0 ? a : b;
+    for (const RunSeries& r : runs) {
+      for (const CallbackCost& h : r.callbacks) {
+        CallbackChange& into = hooks[{h.name, h.hook}];
+        into.name = h.name;
+        into.hook = h.hook;
+        (side == 0 ? into.a_ms_per_step : into.b_ms_per_step) += h.ms_per_step / static_cast<double>(runs.size());
+      }
     }
-  }
-  for (const CallbackCost& h : b.callbacks) {
-    CallbackChange& into = hooks[{h.name, h.hook}];
-    into.name = h.name;
-    into.hook = h.hook;
-    into.b_ms_per_step = h.ms_per_step;
   }
   for (const auto& [key, h] : hooks) c.callbacks.push_back(h);
   std::stable_sort(c.callbacks.begin(), c.callbacks.end(), [](const CallbackChange& x, const CallbackChange& y) {
@@ -435,7 +468,7 @@ Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const Co
 
   std::map<std::string, std::pair<const RunSetting*, const RunSetting*>> settings;
   for (const RunSetting& s : a[0].settings) settings[s.name].first = &s;
-  for (const RunSetting& s : b.settings) settings[s.name].second = &s;
+  for (const RunSetting& s : b[0].settings) settings[s.name].second = &s;
   for (const auto& [name, pair] : settings) {
     const std::string in_a = pair.first ? pair.first->value : "-", in_b = pair.second ? pair.second->value : "-";
     if (in_a != in_b) c.settings.push_back({name, in_a, in_b, (pair.first ? pair.first : pair.second)->source});
@@ -451,7 +484,9 @@ std::string format_comparison(const Comparison& c) {
   };
   out << describe("A:", c.a) << "\n";
   for (const ComparedRun& r : c.repeats_of_a) out << describe("   ", r) << "\n";
-  out << describe("B:", c.b) << "\n\n";
+  out << describe("B:", c.b) << "\n";
+  for (const ComparedRun& r : c.repeats_of_b) out << describe("   ", r) << "\n";
+  out << "\n";
   const std::string level = detail::format_percent(c.confidence, 0);
   out << "Step time: A " << ms(c.step.a) << " ms, B " << ms(c.step.b) << " ms a step (means): ";
   if (!std::isfinite(c.step.low)) {
@@ -464,8 +499,9 @@ std::string format_comparison(const Comparison& c) {
     } else {
       out << "no significant change (" << signed_percent(c.change_fraction()) << ", " << level << " interval "
           << signed_percent(low) << " to " << signed_percent(high) << ", "
-          << (c.repeats_of_a.empty() ? "the noise floor +-" + detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1)
-                                     : "from " + c.noise_text())
+          << (c.runs_of_a() + c.runs_of_b() == 2
+                  ? "the noise floor +-" + detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1)
+                  : "from " + c.noise_text())
           << ").\n";
     }
   }
@@ -500,7 +536,7 @@ std::string format_comparison(const Comparison& c) {
                   ms(d.change, true).c_str(), interval.c_str(), d.significant ? "*" : "");
     out << row;
   }
-  out << "* changed: beyond " << (c.repeats_of_a.empty() ? std::string("the noise floor") : c.noise_text()) << " ("
+  out << "* changed: beyond " << (c.runs_of_a() + c.runs_of_b() == 2 ? std::string("the noise floor") : c.noise_text()) << " ("
       << detail::format_percent(c.part_confidence, 2) << " each, " << level
       << " jointly over " << c.parts.size() << " parts)\n";
   const std::vector<const CallbackChange*> changed = c.changed_callbacks();

@@ -86,7 +86,7 @@ TEST(CompareCommand, NamesTheDelayedLoaderWithItsIntervalAndTheSettingThatDiffer
   // not a run directory; a bad flag value
   expect_usage_error({"compare", a, tmp.path() + "/none"}, tmp.path() + "/none/summary.json");
   expect_usage_error({"compare", a, b, "--fail-above", "-1"}, "--fail-above: expected a percentage in [0, 1000], got '-1'");
-  expect_usage_error({"compare", a}, "1 run directory given (expected RUN_A [RUN_A ...] RUN_B");
+  expect_usage_error({"compare", a}, "1 run directory (expected RUN_A [RUN_A ...] RUN_B [RUN_B ...]: at least one run of each");
 }
 
 // Several runs of A's settings: B is judged against their measured spread, part by part; runs of A that
@@ -114,4 +114,17 @@ TEST(CompareCommand, AgainstThreeRunsOfASettingJudgesBByTheirSpread) {
     if (part.at("part") == "data_wait") EXPECT_LT(part.at("change_ms").get<double>(), 1.0) << part.dump();
   }
   expect_usage_error({"compare", a1, b, a2}, "the runs of A are not repeats of one setting: load-delay-ms is 0 in " + a1 + ", 2 in " + b);
+
+  // two runs of each, made in turn: Welch's t over the runs' means
+  const std::string b2 = tmp.path() + "/b2";
+  compare_test::train_into(b2, {"--load-delay-ms", "2"});
+  const ProcessResult both = run_fitscope({"compare", a1, a2, b, b2, "--runs-of-a", "2", "--json", json});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_NE(both.out.find("Attributed to data_wait: +"), std::string::npos) << both.out;
+  const nlohmann::json j2 = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j2.at("method").at("runs_of_b"), 2);
+  EXPECT_EQ(j2.at("repeats_of_b")[0].at("directory"), b2);
+  expect_usage_error({"compare", a1, a2, b, a3, "--runs-of-a", "2"},
+                     "the runs of B are not repeats of one setting: load-delay-ms is 2 in " + b + ", 0 in " + a3);
+  expect_usage_error({"compare", a1, a2, "--runs-of-a", "2"}, "2 run directories with --runs-of-a 2 (expected RUN_A [RUN_A ...] RUN_B");
 }

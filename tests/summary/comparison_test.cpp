@@ -339,3 +339,65 @@ TEST(Comparison, ADelayedRankIsFoundInItsOwnPhaseAgainstTheOtherRanksInTheSameSt
   EXPECT_GE(found, kTrials * 90 / 100) << "a rank's loader delayed by 5 % of the step";
   EXPECT_LE(alarms, kTrials * 10 / 100) << "a rank named in identical runs";
 }
+
+TEST(Comparison, RunsOfBothSidesAreComparedByWelchsTOverTheirMeans) {
+  const fitscope::Difference d = fitscope::compare_run_means({1, 2, 3}, {4, 5, 6}, 0.95);
+  EXPECT_DOUBLE_EQ(d.change, 3);
+  const double half = 2.776445 * std::sqrt(1.0 / 3 + 1.0 / 3);  // t(0.975, 4): equal spreads, Welch's df 4
+  EXPECT_NEAR(d.low, 3 - half, 1e-5);
+  EXPECT_NEAR(d.high, 3 + half, 1e-5);
+  EXPECT_TRUE(d.significant);
+  // one run on a side: the other side's prediction interval, either way round
+  const fitscope::Difference one_b = fitscope::compare_run_means({1, 2, 3}, {5}, 0.95), one_a = fitscope::compare_run_means({5}, {1, 2, 3}, 0.95);
+  EXPECT_DOUBLE_EQ(one_a.change, -one_b.change);
+  EXPECT_DOUBLE_EQ(one_a.low, -one_b.high);
+  EXPECT_DOUBLE_EQ(one_a.a, 5);
+  EXPECT_DOUBLE_EQ(one_a.b, 2);
+}
+
+// A machine whose speed drifts between runs, by more than a run's steps show, and holds for a few runs:
+// three runs of A made well before B call identical B runs changed often; runs of A and B made in turn
+// share the drift, and are called changed about as often as the confidence says.
+TEST(Comparison, RunsOfAAndBMadeInTurnHoldTheirConfidenceOnADriftingMachine) {
+  std::mt19937_64 rng(19);
+  std::normal_distribution<double> speed(0, 0.15);
+  double machine = 0;
+  const auto next_run = [&](double data_wait) {  // the machine's speed moves a little from run to run
+    machine = 0.8 * machine + 0.6 * speed(rng);
+    fitscope::RunSeries r;
+    r.step = SegmentedSeries(200, 10);
+    r.phases = {{"data_wait", SegmentedSeries(200, 10)}, {"forward", SegmentedSeries(200, 10)}};
+    const std::vector<double> w = steps(rng, 200, data_wait, 0.5), f = steps(rng, 200, 4.0 * std::exp(machine), 0.5);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      r.step.push(w[i] + f[i]);
+      r.phases[0].second.push(w[i]);
+      r.phases[1].second.push(f[i]);
+    }
+    return r;
+  };
+  constexpr int kTrials = 200;
+  int apart = 0, in_turn = 0, found = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    std::vector<fitscope::RunSeries> a_early;
+    for (int i = 0; i < 3; ++i) a_early.push_back(next_run(0.5));
+    for (int i = 0; i < 6; ++i) next_run(0.5);  // runs in between: the machine moves on
+    std::vector<fitscope::RunSeries> a, b, slower;
+    for (int i = 0; i < 3; ++i) {
+      a.push_back(next_run(0.5));
+      b.push_back(next_run(0.5));
+      slower.push_back(next_run(0.75));  // +0.25 ms, 5 % of the step
+    }
+    apart += fitscope::compare(a_early, b[0]).direction() != "no significant change";
+    in_turn += fitscope::compare(a, b).direction() != "no significant change";
+    found += fitscope::compare(a, slower).largest_increase() == "data_wait";
+  }
+  EXPECT_GT(apart, kTrials * 15 / 100) << "three runs of A made apart from B";
+  EXPECT_LE(in_turn, kTrials * 8 / 100) << "runs of A and B made in turn";
+  EXPECT_GE(found, kTrials * 90 / 100) << "a 5 % slower loader, runs in turn";
+  const fitscope::Comparison c = fitscope::compare(std::vector<fitscope::RunSeries>{next_run(0.5), next_run(0.5)},
+                                                   std::vector<fitscope::RunSeries>{next_run(0.5), next_run(0.5)});
+  EXPECT_EQ(c.runs_of_b(), 2);
+  EXPECT_EQ(c.noise_text(), "the spread of A's 2 and B's 2 runs");
+  EXPECT_NE(c.to_json().find("\"runs_of_b\": 2"), std::string::npos);
+  EXPECT_NE(c.method().find("Welch's t over the runs' means"), std::string::npos);
+}

@@ -13,11 +13,15 @@
 namespace fitscope::cli {
 
 int run_compare(const CompareCommandOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.runs.size() < 2) {
-    throw std::invalid_argument("fitscope compare: " + std::to_string(o.runs.size()) +
-                                " run directory given (expected RUN_A [RUN_A ...] RUN_B: A, or several runs of A's settings, then B)");
+  const int runs = static_cast<int>(o.runs.size()), of_a = o.runs_of_a.value_or(runs - 1);
+  if (runs < 2 || of_a < 1 || of_a >= runs) {
+    throw std::invalid_argument("fitscope compare: " + std::to_string(runs) + (runs == 1 ? " run directory" : " run directories") +
+                                (o.runs_of_a ? " with --runs-of-a " + std::to_string(*o.runs_of_a) : std::string()) +
+                                " (expected RUN_A [RUN_A ...] RUN_B [RUN_B ...]: at least one run of each, --runs-of-a "
+                                "saying how many of them are A's)");
   }
-  const Comparison c = compare_runs(std::vector<std::string>(o.runs.begin(), o.runs.end() - 1), o.runs.back(), o.compare);
+  const Comparison c = compare_runs(std::vector<std::string>(o.runs.begin(), o.runs.begin() + of_a),
+                                    std::vector<std::string>(o.runs.begin() + of_a, o.runs.end()), o.compare);
   const std::string printout = in_flags(format_comparison(c));
   const int columns = output_columns();
   out << (columns > 0 ? wrap_to_width(printout, static_cast<std::size_t>(columns)) : printout);

@@ -1,5 +1,5 @@
 #pragma once
-/// `fitscope compare RUN_A [RUN_A ...] RUN_B`: where run B's step time differs from run A's, with its confidence
+/// `fitscope compare RUN_A [RUN_A ...] RUN_B [RUN_B ...]`: where run B's step time differs from run A's, with its confidence
 /// (run/compare_runs.hpp, summary/comparison.hpp); its options, filled from argv by main.cpp.
 
 #include <iosfwd>
@@ -12,7 +12,8 @@
 namespace fitscope::cli {
 
 struct CompareCommandOptions {
-  std::vector<std::string> runs;      ///< RUN_A ... RUN_B: the last is B, those before it runs of A's settings
+  std::vector<std::string> runs;      ///< RUN_A ... RUN_B ...: A's runs, then B's
+  std::optional<int> runs_of_a;       ///< --runs-of-a N: the first N are A's (default: all but the last)
   std::string json, html;             ///< --json FILE, --html FILE (empty: not written)
   std::optional<double> fail_above;   ///< --fail-above PCT
   CompareOptions compare;             ///< --force, --confidence

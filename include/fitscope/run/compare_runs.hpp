@@ -33,4 +33,9 @@ Comparison compare_runs(const std::string& a, const std::string& b, const Compar
 /// their config.toml (they are not repeats of one setting, whatever `options.force` says).
 Comparison compare_runs(const std::vector<std::string>& a, const std::string& b, const CompareOptions& options = {});
 
+/// Runs of A's settings against runs of B's (summary/comparison.hpp: Welch's t over the runs' means with
+/// two or more on each side; make them in turn, A1 B1 A2 B2 ...). Throws as above, and names the setting
+/// and both directories when the runs of one side differ in a setting of their config.toml.
+Comparison compare_runs(const std::vector<std::string>& a, const std::vector<std::string>& b, const CompareOptions& options = {});
+
 }  // namespace fitscope

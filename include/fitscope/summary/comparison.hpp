@@ -13,6 +13,10 @@
 /// runs of the same settings still differ by more than either run's steps say, so a change is called
 /// one only beyond a noise floor (ComparisonOptions::noise_floor).
 ///
+/// The method when B is repeated too (runs of A and of B): Welch's t over the runs' means, each run one
+/// value; runs of A and B made in turn share the machine's drift, which runs of A made apart from B do
+/// not (docs/decisions.md).
+///
 /// The method when A is repeated (several runs of A's settings): the spread between runs is measured
 /// instead of assumed. A part's change is B's mean less the mean of A's runs' means; its interval is the
 /// prediction interval of one more run of A's settings (compare_to_repeats): B is called changed when
@@ -74,6 +78,10 @@ Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, do
 /// interval of one more such run at `confidence` (t with n - 1 degrees of freedom x their standard
 /// deviation x sqrt(1 + 1/n)). Fewer than 2 runs leave the interval unbounded and not significant.
 Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence);
+
+/// Runs of A against runs of B, by their means: with one run on a side, the prediction interval of the
+/// other side's runs (compare_to_repeats); with two or more on each, Welch's t over the runs' means.
+Difference compare_run_means(const std::vector<double>& a_run_means, const std::vector<double>& b_run_means, double confidence);
 
 /// A part of the step compared: a phase of the chief's step, or a phase of one rank's step less the
 /// other ranks' mean of that phase in the same stretch (data-parallel runs; not `comm`, where ranks
@@ -154,6 +162,7 @@ struct ComparisonOptions {
 struct Comparison {
   ComparedRun a, b;               ///< A: its first run when A is repeated
   std::vector<ComparedRun> repeats_of_a;  ///< A's other runs of the same settings (empty: A is one run)
+  std::vector<ComparedRun> repeats_of_b;  ///< B's likewise
   double confidence = 0.95;       ///< of the step's interval
   double part_confidence = 0.95;  ///< of each part's, joint over the parts compared
   int segments = 0;               ///< stretches per run
@@ -182,6 +191,7 @@ struct Comparison {
   std::vector<const CallbackChange*> changed_callbacks() const;
   /// How many runs A is: 1 + repeats_of_a.
   int runs_of_a() const { return 1 + static_cast<int>(repeats_of_a.size()); }
+  int runs_of_b() const { return 1 + static_cast<int>(repeats_of_b.size()); }
   /// How the intervals were made and when a change is called one, in words (the printout's and the page's).
   std::string method() const;
   /// What a change must exceed to be called one, in words: "the noise floor of +-0.150 ms" or "the spread
@@ -197,6 +207,11 @@ Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptio
 /// the spread of their means, and the first is the A whose settings and verdict are shown). Throws
 /// std::invalid_argument when `a` is empty.
 Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const ComparisonOptions& options = {});
+/// Runs of A's settings against runs of B's (each one or more): with two or more on each side, each
+/// part's interval is Welch's t over the runs' means, which holds against a machine whose speed drifts
+/// between runs when the runs of A and B are made in turn (A1 B1 A2 B2 ...). Throws
+/// std::invalid_argument when a side is empty.
+Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>& b, const ComparisonOptions& options = {});
 
 /// The comparison in words and tables: tables within 80 columns, each sentence one line, for
 /// wrap_to_width (summary/summary_printout.hpp) to fit a terminal.
