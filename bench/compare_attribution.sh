@@ -5,7 +5,8 @@
 # spread) then run B, each pair compared; per kind and size the share of pairs found and attributed right.
 # Pair i's runs of A are made once and compared with each kind's and size's run B (a loader's, a
 # callback's, the identical one), so the kinds' i-th pairs share their A; each kind's pairs are
-# independent of one another. Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback
+# independent of one another. INTERLEAVE=1 makes REPEATS runs of B too, in turn with A's (A1, each
+# kind's B1, A2, each kind's B2, ...), and compares them as two groups (`--runs-of-a`). Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback
 # (--slow-callback-ms: callbacks), a delayed rank (two ranks under `fitscope launch`, rank 1 alone with a
 # load delay: "rank 1 data_wait"), fewer threads (--threads 2 against 1: forward or backward, and
 # threads.intra_op among the settings that differ; one size, the one the machine gives), and identical
@@ -45,13 +46,13 @@ run_ranks() {
     'extra=""; [ "$RANK" = 1 ] && extra="--load-delay-ms $0"; exec "$@" $extra' "$delay" \
     "$fitscope" "${common[@]}" --threads 1 --run-dir "$out" > /dev/null
 }
-# judge EXPECTED B A...: "found" when the part compare finds grew the most is EXPECTED (a planted slowdown
-# is named even where another run's noise made the compute faster), "quiet" when identical runs are no
-# significant change; else what it said
+# judge EXPECTED NA RUN...: compares the runs, the first NA of them A's; "found" when the part compare finds
+# grew the most is EXPECTED (a planted slowdown is named even where another run's noise made the compute
+# faster), "quiet" when identical runs are no significant change; else what it said
 judge() {
-  local expected=$1 b=$2
+  local expected=$1 na=$2
   shift 2
-  "$fitscope" compare "$@" "$b" --json "$dir/compare.json" > /dev/null
+  "$fitscope" compare "$@" --runs-of-a "$na" --json "$dir/compare.json" > /dev/null
   [ -z "${KEEP_JSON:-}" ] || cp "$dir/compare.json" "$KEEP_JSON/$kind-$size-$i.json"
   python3 - "$dir/compare.json" "$expected" <<'PY'
 import json, sys
@@ -94,28 +95,61 @@ runs_of_a() {
 run_a() { run "$1"; }
 run_a_threads() { kept "$1" || "$fitscope" "${common[@]}" --threads 2 --run-dir "$1" > /dev/null; }
 run_a_ranks() { run_ranks "$1" 0; }
+# sizes_of KIND: the planted sizes of a kind ("-": none)
+sizes_of() { case $1 in identical | threads) echo "-" ;; *) echo "${SIZES:-0.02 0.05 0.20}" ;; esac; }
+# run_b KIND SIZE DIR: run B of a kind and size
+run_b() {
+  case $1 in
+    identical | threads) run "$3" ;;
+    loader) run "$3" --load-delay-ms "$(python3 -c "print($2 * $step_ms)")" ;;
+    callback) run "$3" --slow-callback-ms "$(python3 -c "print($2 * $step_ms)")" ;;
+    rank) run_ranks "$3" "$(python3 -c "print($2 * $rank_step_ms)")" ;;
+    *) echo "unknown kind $1 (expected identical, loader, callback, threads or rank)" >&2; exit 2 ;;
+  esac
+}
+# expected_of KIND: what judge expects of it
+expected_of() {
+  case $1 in identical) echo none ;; loader) echo data_wait ;; callback) echo callbacks ;; threads) echo compute ;; rank) echo "rank 1 data_wait" ;; esac
+}
+# a_prefix KIND: the runs of A a kind is compared with (threads: --threads 2; rank: two ranks)
+a_prefix() { case $1 in threads) echo t ;; rank) echo r ;; *) echo a ;; esac; }
 for i in $(seq "$pairs"); do
   p=$dir/p$i
   mkdir -p "$p"
-  runs_of_a "$p/a" run_a
-  base_a=("${a_runs[@]}")
-  for kind in $kinds; do
-    case $kind in identical | threads) sizes="-" ;; *) sizes=${SIZES:-"0.02 0.05 0.20"} ;; esac
-    case $kind in threads) runs_of_a "$p/t" run_a_threads ;; rank) runs_of_a "$p/r" run_a_ranks ;; *) a_runs=("${base_a[@]}") ;; esac
-    for size in $sizes; do
-      b=$p/b-$kind-$size
-      case $kind in
-        identical) run "$b"; verdict=$(judge none "$b" "${a_runs[@]}") ;;
-        loader) run "$b" --load-delay-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge data_wait "$b" "${a_runs[@]}") ;;
-        callback) run "$b" --slow-callback-ms "$(python3 -c "print($size * $step_ms)")"; verdict=$(judge callbacks "$b" "${a_runs[@]}") ;;
-        threads) run "$b"; verdict=$(judge compute "$b" "${a_runs[@]}") ;;
-        rank) run_ranks "$b" "$(python3 -c "print($size * $rank_step_ms)")"; verdict=$(judge "rank 1 data_wait" "$b" "${a_runs[@]}") ;;
-        *) echo "unknown kind $kind (expected identical, loader, callback, threads or rank)" >&2; exit 2 ;;
-      esac
-      echo "$kind $size $verdict" >> "$results"
-      printf '%s %s pair %d: %s\n' "$kind" "$size" "$i" "$verdict"
+  if [ "${INTERLEAVE:-0}" = 1 ]; then
+    for r in $(seq "$repeats"); do
+      run "$p/a$r"
+      for kind in $kinds; do
+        case $kind in threads) run_a_threads "$p/t$r" ;; rank) run_a_ranks "$p/r$r" ;; esac
+        for size in $(sizes_of "$kind"); do run_b "$kind" "$size" "$p/b-$kind-$size-$r"; done
+      done
     done
-  done
+    for kind in $kinds; do
+      for size in $(sizes_of "$kind"); do
+        a_runs=() b_runs=()
+        for r in $(seq "$repeats"); do
+          a_runs+=("$p/$(a_prefix "$kind")$r")
+          b_runs+=("$p/b-$kind-$size-$r")
+        done
+        verdict=$(judge "$(expected_of "$kind")" "$repeats" "${a_runs[@]}" "${b_runs[@]}")
+        echo "$kind $size $verdict" >> "$results"
+        printf '%s %s pair %d: %s\n' "$kind" "$size" "$i" "$verdict"
+      done
+    done
+  else
+    runs_of_a "$p/a" run_a
+    base_a=("${a_runs[@]}")
+    for kind in $kinds; do
+      case $kind in threads) runs_of_a "$p/t" run_a_threads ;; rank) runs_of_a "$p/r" run_a_ranks ;; *) a_runs=("${base_a[@]}") ;; esac
+      for size in $(sizes_of "$kind"); do
+        b=$p/b-$kind-$size
+        run_b "$kind" "$size" "$b"
+        verdict=$(judge "$(expected_of "$kind")" ${#a_runs[@]} "${a_runs[@]}" "$b")
+        echo "$kind $size $verdict" >> "$results"
+        printf '%s %s pair %d: %s\n' "$kind" "$size" "$i" "$verdict"
+      done
+    done
+  fi
   [ -n "${KEEP_RUNS:-}" ] || rm -rf "$p"
 done
 python3 - "$results" "$step_ms" "$rank_step_ms" <<'PY'

@@ -39,8 +39,9 @@ std::string comparison_html(const Comparison& c) {
   std::ostringstream body;
   body << "<h1>fitscope compare</h1><p class=\"note\">A: " << escape(c.a.directory);
   for (const ComparedRun& r : c.repeats_of_a) body << ", " << escape(r.directory);
-  body << " &middot; B: " << escape(c.b.directory)
-       << "</p><div class=\"verdict headline\"><b>" << escape(headline(c)) << "</b></div>";
+  body << " &middot; B: " << escape(c.b.directory);
+  for (const ComparedRun& r : c.repeats_of_b) body << ", " << escape(r.directory);
+  body << "</p><div class=\"verdict headline\"><b>" << escape(headline(c)) << "</b></div>";
   std::vector<svg::Interval> rows{{"step", c.step.change, c.step.low, c.step.high, c.step.significant}};
   for (const PartChange& p : c.parts) {
     rows.push_back({p.part, p.difference.change, p.difference.low, p.difference.high, p.difference.significant});
