@@ -115,14 +115,14 @@ TEST(CompareCommand, AgainstThreeRunsOfASettingJudgesBByTheirSpread) {
   }
   expect_usage_error({"compare", a1, b, a2}, "the runs of A are not repeats of one setting: load-delay-ms is 0 in " + a1 + ", 2 in " + b);
 
-  // two runs of each, made in turn: Welch's t over the runs' means
-  const std::string b2 = tmp.path() + "/b2";
-  compare_test::train_into(b2, {"--load-delay-ms", "2"});
-  const ProcessResult both = run_fitscope({"compare", a1, a2, b, b2, "--runs-of-a", "2", "--json", json});
+  // three runs of each (two would give Welch's t a single degree of freedom): Welch's t over the runs' means
+  const std::string b2 = tmp.path() + "/b2", b3 = tmp.path() + "/b3";
+  for (const std::string& more : {b2, b3}) compare_test::train_into(more, {"--load-delay-ms", "2"});
+  const ProcessResult both = run_fitscope({"compare", a1, a2, a3, b, b2, b3, "--runs-of-a", "3", "--json", json});
   ASSERT_EQ(both.exit_code, 0) << both.err;
   EXPECT_NE(both.out.find("Attributed to data_wait: +"), std::string::npos) << both.out;
   const nlohmann::json j2 = nlohmann::json::parse(read_file(json));
-  EXPECT_EQ(j2.at("method").at("runs_of_b"), 2);
+  EXPECT_EQ(j2.at("method").at("runs_of_b"), 3);
   EXPECT_EQ(j2.at("repeats_of_b")[0].at("directory"), b2);
   expect_usage_error({"compare", a1, a2, b, a3, "--runs-of-a", "2"},
                      "the runs of B are not repeats of one setting: load-delay-ms is 2 in " + b + ", 0 in " + a3);
