@@ -111,11 +111,7 @@ RunSeries read_run_series(const std::string& directory, int segments) {
 }
 
 Comparison compare_runs(const std::string& a, const std::string& b, const CompareOptions& options) {
-  return compare_runs(std::vector<std::string>{a}, b, options);
-}
-
-Comparison compare_runs(const std::vector<std::string>& a, const std::string& b, const CompareOptions& options) {
-  return compare_runs(a, std::vector<std::string>{b}, options);
+  return compare_runs(std::vector<std::string>{a}, std::vector<std::string>{b}, options);
 }
 
 namespace {

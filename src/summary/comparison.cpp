@@ -359,11 +359,7 @@ std::optional<PartSummary> rank_part(const RunSeries& r, int64_t rank, const std
 }  // namespace
 
 Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptions& options) {
-  return compare(std::vector<RunSeries>{a}, b, options);
-}
-
-Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const ComparisonOptions& options) {
-  return compare(a, std::vector<RunSeries>{b}, options);
+  return compare(std::vector<RunSeries>{a}, std::vector<RunSeries>{b}, options);
 }
 
 Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>& b, const ComparisonOptions& options) {
@@ -499,7 +495,7 @@ std::string format_comparison(const Comparison& c) {
     } else {
       out << "no significant change (" << signed_percent(c.change_fraction()) << ", " << level << " interval "
           << signed_percent(low) << " to " << signed_percent(high) << ", "
-          << (c.runs_of_a() + c.runs_of_b() == 2
+          << (!c.repeated()
                   ? "the noise floor +-" + detail::format_percent(c.step.a > 0 ? c.noise_floor_ms / c.step.a : 0.0, 1)
                   : "from " + c.noise_text())
           << ").\n";
@@ -536,7 +532,7 @@ std::string format_comparison(const Comparison& c) {
                   ms(d.change, true).c_str(), interval.c_str(), d.significant ? "*" : "");
     out << row;
   }
-  out << "* changed: beyond " << (c.runs_of_a() + c.runs_of_b() == 2 ? std::string("the noise floor") : c.noise_text()) << " ("
+  out << "* changed: beyond " << (c.repeated() ? c.noise_text() : std::string("the noise floor")) << " ("
       << detail::format_percent(c.part_confidence, 2) << " each, " << level
       << " jointly over " << c.parts.size() << " parts)\n";
   const std::vector<const CallbackChange*> changed = c.changed_callbacks();

@@ -277,10 +277,10 @@ TEST(Comparison, RepeatsOfAJudgeEachPartAgainstItsOwnRunToRunSpread) {
     const std::vector<fitscope::RunSeries> a = {drifting_run(rng, 0.5, 0.1), drifting_run(rng, 0.5, 0.1), drifting_run(rng, 0.5, 0.1)};
     const fitscope::RunSeries same = drifting_run(rng, 0.5, 0.1), slower = drifting_run(rng, 0.75, 0.1);  // +0.25 ms: 5 % of 4.5
     one_run_alarms += fitscope::compare(a[0], same, no_floor).direction() != "no significant change";
-    const fitscope::Comparison quiet = fitscope::compare(a, same);
+    const fitscope::Comparison quiet = fitscope::compare(a, {same});
     repeat_alarms += quiet.direction() != "no significant change";
     part_alarms += !quiet.largest_increase().empty();
-    found += fitscope::compare(a, slower).largest_increase() == "data_wait";
+    found += fitscope::compare(a, {slower}).largest_increase() == "data_wait";
   }
   EXPECT_GT(one_run_alarms, kTrials / 2) << "one run of A and no floor: most identical runs called changed";
   EXPECT_LE(repeat_alarms, kTrials * 9 / 100) << "identical runs against three runs of A";
@@ -288,14 +288,14 @@ TEST(Comparison, RepeatsOfAJudgeEachPartAgainstItsOwnRunToRunSpread) {
   EXPECT_GE(found, kTrials * 90 / 100) << "a 5 % slower loader named against three runs of A";
 
   const std::vector<fitscope::RunSeries> a = {drifting_run(rng, 0.5, 0.1), drifting_run(rng, 0.5, 0.1)};
-  const fitscope::Comparison c = fitscope::compare(a, drifting_run(rng, 0.5, 0.1));
+  const fitscope::Comparison c = fitscope::compare(a, {drifting_run(rng, 0.5, 0.1)});
   EXPECT_EQ(c.runs_of_a(), 2);
   EXPECT_EQ(c.noise_floor_ms, 0.0);
   EXPECT_EQ(c.noise_text(), "the spread of A's 2 runs");
   EXPECT_NE(c.method().find("t with 1 degrees of freedom"), std::string::npos) << c.method();
   EXPECT_NE(c.to_json().find("\"runs_of_a\": 2"), std::string::npos);
   EXPECT_NE(fitscope::format_comparison(c).find("from the spread of A's 2 runs"), std::string::npos) << fitscope::format_comparison(c);
-  EXPECT_THROW(fitscope::compare(std::vector<fitscope::RunSeries>{}, a[0]), std::invalid_argument);
+  EXPECT_THROW(fitscope::compare(std::vector<fitscope::RunSeries>{}, {a[0]}), std::invalid_argument);
 }
 
 // Two ranks on a busy machine: their forward is noisy, step by step and rank by rank, and load slows
@@ -387,7 +387,7 @@ TEST(Comparison, RunsOfAAndBMadeInTurnHoldTheirConfidenceOnADriftingMachine) {
       b.push_back(next_run(0.5));
       slower.push_back(next_run(0.75));  // +0.25 ms, 5 % of the step
     }
-    apart += fitscope::compare(a_early, b[0]).direction() != "no significant change";
+    apart += fitscope::compare(a_early, {b[0]}).direction() != "no significant change";
     in_turn += fitscope::compare(a, b).direction() != "no significant change";
     found += fitscope::compare(a, slower).largest_increase() == "data_wait";
   }

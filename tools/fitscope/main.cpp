@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   fitscope::cli::CompareCommandOptions compare_options;
   int compare_status = 0;
   CLI::App* compare = app.add_subcommand(
-      "compare", "Where run B's step time differs from run A's (or from several runs of A's settings): each phase, rank and callback with its confidence interval, "
+      "compare", "Where run B's step time differs from run A's (or runs of B's settings from runs of A's): each phase, rank and callback with its confidence interval, "
                  "the settings that differ, the verdicts side by side");
   compare->add_option("RUNS", compare_options.runs,
                       "RUN_A [RUN_A ...] RUN_B [RUN_B ...]: the run compared against (summary.json, steps.csv, config.toml) "
@@ -222,8 +222,8 @@ int main(int argc, char** argv) {
       ->check(number_above(0.5, true, "a number in [0.5, 0.999]", 0.999));
   compare->add_option_function<double>("--noise-floor", [&](double v) { compare_options.compare.comparison.noise_floor = v / 100; },
                                        "The machine's run-to-run noise in percent of A's step: a change is called one only "
-                                       "beyond it (default 3; 0: the intervals alone; not used when A is several runs, whose "
-                                       "spread is measured)")
+                                       "beyond it (default 3; 0: the intervals alone; not used when a side is several runs, "
+                                       "whose spread is measured)")
       ->type_name("PCT")->check(number_above(0, true, "a percentage in [0, 99]", 99));
   compare->add_flag("--force", compare_options.compare.force, "Compare runs of different models or data as well");
   compare->callback([&] { compare_status = fitscope::cli::run_compare(compare_options, std::cout, std::cerr); });

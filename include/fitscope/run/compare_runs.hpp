@@ -27,15 +27,11 @@ RunSeries read_run_series(const std::string& directory, int segments);
 /// runs' values when they trained different models or on different data, unless `options.force`.
 Comparison compare_runs(const std::string& a, const std::string& b, const CompareOptions& options = {});
 
-/// Run B against several runs of A's settings (`a`: one or more directories; with two or more, each
-/// part's interval comes from the spread of A's runs, summary/comparison.hpp). Throws as above, and
-/// std::invalid_argument naming the setting and both directories when A's runs differ in a setting of
-/// their config.toml (they are not repeats of one setting, whatever `options.force` says).
-Comparison compare_runs(const std::vector<std::string>& a, const std::string& b, const CompareOptions& options = {});
-
-/// Runs of A's settings against runs of B's (summary/comparison.hpp: Welch's t over the runs' means with
-/// two or more on each side; make them in turn, A1 B1 A2 B2 ...). Throws as above, and names the setting
-/// and both directories when the runs of one side differ in a setting of their config.toml.
+/// Runs of A's settings against runs of B's, one or more directories each (summary/comparison.hpp: the
+/// prediction interval of A's runs against one B, Welch's t over the runs' means with two or more on
+/// each side; make them in turn, A1 B1 A2 B2 ...). Throws as above, and std::invalid_argument naming the
+/// setting and both directories when the runs of one side differ in a setting of their config.toml
+/// (they are not repeats of one setting, whatever `options.force` says).
 Comparison compare_runs(const std::vector<std::string>& a, const std::vector<std::string>& b, const CompareOptions& options = {});
 
 }  // namespace fitscope

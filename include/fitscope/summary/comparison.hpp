@@ -155,7 +155,7 @@ struct ComparisonOptions {
   /// process's memory layout change from run to run, and within one run they do not): on the 2-core
   /// machine this was measured on, identical runs of the seed CNN differed by up to ~5 % of the step
   /// (docs/benchmarks.md, "Comparing two runs"). Compare two runs of the same settings to see yours;
-  /// 0 judges by the intervals alone. Not used when A is repeated: the spread of A's runs is measured.
+  /// 0 judges by the intervals alone. Not used when a side is several runs: their spread is measured.
   double noise_floor = 0.03;
 };
 
@@ -166,7 +166,7 @@ struct Comparison {
   double confidence = 0.95;       ///< of the step's interval
   double part_confidence = 0.95;  ///< of each part's, joint over the parts compared
   int segments = 0;               ///< stretches per run
-  double noise_floor_ms = 0;      ///< ComparisonOptions::noise_floor of A's mean step (0 when A is repeated)
+  double noise_floor_ms = 0;      ///< ComparisonOptions::noise_floor of A's mean step (0 when repeated())
   double min_part_share = 0;      ///< ComparisonOptions::min_part_share
   Difference step;
   std::vector<PartChange> parts;  ///< significant ones first, the largest change first
@@ -192,6 +192,8 @@ struct Comparison {
   /// How many runs A is: 1 + repeats_of_a.
   int runs_of_a() const { return 1 + static_cast<int>(repeats_of_a.size()); }
   int runs_of_b() const { return 1 + static_cast<int>(repeats_of_b.size()); }
+  /// Either side is several runs: the intervals come from the runs' spread, not from batch means.
+  bool repeated() const { return !repeats_of_a.empty() || !repeats_of_b.empty(); }
   /// How the intervals were made and when a change is called one, in words (the printout's and the page's).
   std::string method() const;
   /// What a change must exceed to be called one, in words: "the noise floor of +-0.150 ms" or "the spread
@@ -203,14 +205,11 @@ struct Comparison {
 
 /// Compares two runs' series; the settings that differ are those whose values are not the same.
 Comparison compare(const RunSeries& a, const RunSeries& b, const ComparisonOptions& options = {});
-/// Compares run B with runs of A's settings (`a`, one or more; with two or more, the intervals come from
-/// the spread of their means, and the first is the A whose settings and verdict are shown). Throws
-/// std::invalid_argument when `a` is empty.
-Comparison compare(const std::vector<RunSeries>& a, const RunSeries& b, const ComparisonOptions& options = {});
-/// Runs of A's settings against runs of B's (each one or more): with two or more on each side, each
-/// part's interval is Welch's t over the runs' means, which holds against a machine whose speed drifts
-/// between runs when the runs of A and B are made in turn (A1 B1 A2 B2 ...). Throws
-/// std::invalid_argument when a side is empty.
+/// Runs of A's settings against runs of B's (each one or more; the first of each is the one whose
+/// settings and verdict are shown): with several runs of A and one of B, the prediction interval of
+/// A's runs; with two or more on each side, Welch's t over the runs' means, which holds against a
+/// machine whose speed drifts between runs when the runs of A and B are made in turn (A1 B1 A2 B2 ...).
+/// Throws std::invalid_argument when a side is empty.
 Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>& b, const ComparisonOptions& options = {});
 
 /// The comparison in words and tables: tables within 80 columns, each sentence one line, for
