@@ -1,20 +1,20 @@
 #!/bin/bash
 # Does `fitscope compare` find a slowdown planted in one part of run B, name the right part, and keep
-# quiet about identical runs? Pairs of short runs of the seed CNN (batch 32, --workers 0, 200 steps, 195 measured
-# steps), run A (REPEATS runs of A's settings, default 1: `fitscope compare A1 A2 A3 B` judges B by their
-# spread) then run B, each pair compared; per kind and size the share of pairs found and attributed right.
-# Pair i's runs of A are made once and compared with each kind's and size's run B (a loader's, a
-# callback's, the identical one), so the kinds' i-th pairs share their A; each kind's pairs are
-# independent of one another. INTERLEAVE=1 makes REPEATS runs of B too, in turn with A's (A1, each
-# kind's B1, A2, each kind's B2, ...), and compares them as two groups (`--runs-of-a`). Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback
-# (--slow-callback-ms: callbacks), a delayed rank (two ranks under `fitscope launch`, rank 1 alone with a
-# load delay: "rank 1 data_wait"), fewer threads (--threads 2 against 1: forward or backward, and
-# threads.intra_op among the settings that differ; one size, the one the machine gives), and identical
-# runs (no significant change). The delays are the size times the baseline's mean step (a sleep
-# overshoots by some tens of microseconds; the measured change is printed beside the planted one).
+# quiet about identical runs? Pairs of short runs of the seed CNN (batch 32, --workers 0, 200 steps, 195
+# measured steps). A pair is REPEATS runs of A's settings and as many of each kind's B (default 5), made
+# in turn (A1, each kind's B1, A2, each kind's B2, ...) and compared as two groups (`fitscope compare
+# A1..A5 B1..B5 --runs-of-a 5`: Welch's t over the runs' means), so that both sides share the machine's
+# drift; each kind's pairs are independent of one another. INTERLEAVE=0 makes A's runs first and one run
+# of B after them (`fitscope compare A1 A2 A3 B` judges B by A's spread; REPEATS=1, one run against one).
+# Kinds: a loader delay (--load-delay-ms: data_wait), a slow callback (--slow-callback-ms: callbacks), a
+# delayed rank (two ranks under `fitscope launch`, rank 1 alone with a load delay: "rank 1 data_wait"),
+# fewer threads (--threads 1 against 2: forward or backward, and threads.intra_op among the settings that
+# differ; one size, the one the machine gives), and identical runs (no significant change). The delays
+# are the size (SIZES, default 0.02 0.05 0.20) times the baseline's mean step (a sleep overshoots by some
+# tens of microseconds; the measured change is printed beside the planted one).
 # The goal: at 5 % and above, found and attributed in >= 95 % of pairs; identical pairs called changed
 # in <= 5 %.
-#   [REPEATS=3] bench/compare_attribution.sh build/tools/fitscope/fitscope [pairs, default 20] [kinds, default all]
+#   [REPEATS=5] [INTERLEAVE=1] [SIZES="0.05 0.20"] bench/compare_attribution.sh build/tools/fitscope/fitscope [pairs, default 20] [kinds, default all]
 # KEEP_JSON=DIR keeps each pair's `compare --json` file there; KEEP_RUNS=DIR keeps every run directory
 # there (DIR/pN/...), and with REUSE=1 a second call judges the kept runs again instead of training.
 set -euo pipefail
@@ -73,7 +73,7 @@ else:
 PY
 }
 
-repeats=${REPEATS:-1}
+repeats=${REPEATS:-5}
 run "$dir/base"
 step_ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_ms"]["mean"])' "$dir/base/summary.json")
 run_ranks "$dir/base-ranks" 0
@@ -116,7 +116,7 @@ a_prefix() { case $1 in threads) echo t ;; rank) echo r ;; *) echo a ;; esac; }
 for i in $(seq "$pairs"); do
   p=$dir/p$i
   mkdir -p "$p"
-  if [ "${INTERLEAVE:-0}" = 1 ]; then
+  if [ "${INTERLEAVE:-1}" = 1 ]; then
     for r in $(seq "$repeats"); do
       run "$p/a$r"
       for kind in $kinds; do

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fitscope/fitscope.hpp"
+#include <ATen/Context.h>
 
 using namespace fitscope;
 
@@ -27,6 +28,7 @@ int64_t status_bytes(const char* key) {  // "VmRSS:    1234 kB"
 }
 
 int child(int64_t batch) {
+  if (std::getenv("NO_MKLDNN")) at::globalContext().setUserEnabledMkldnn(false);
   TrainerOptions options;
   options.threads.intra_op = 1;
   options.threads.blas = 1;

@@ -92,6 +92,7 @@
 #include "fitscope/summary/advice.hpp"
 #include "fitscope/summary/comparison.hpp"
 #include "fitscope/summary/fit_measurements.hpp"
+#include "fitscope/summary/intervals.hpp"
 #include "fitscope/summary/run_summary.hpp"
 #include "fitscope/summary/steps_csv.hpp"
 #include "fitscope/summary/summary_printout.hpp"

@@ -42,6 +42,9 @@ std::string comparison_html(const Comparison& c) {
   body << " &middot; B: " << escape(c.b.directory);
   for (const ComparedRun& r : c.repeats_of_b) body << ", " << escape(r.directory);
   body << "</p><div class=\"verdict headline\"><b>" << escape(headline(c)) << "</b></div>";
+  for (const auto& [side, r] : c.loaded_runs()) {
+    body << "<p class=\"note\">Met other load: " << escape(r->directory) << " (" << side << "): " << escape(r->machine) << ".</p>";
+  }
   std::vector<svg::Interval> rows{{"step", c.step.change, c.step.low, c.step.high, c.step.significant}};
   for (const PartChange& p : c.parts) {
     rows.push_back({p.part, p.difference.change, p.difference.low, p.difference.high, p.difference.significant});

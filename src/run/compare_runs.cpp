@@ -107,6 +107,7 @@ RunSeries read_run_series(const std::string& directory, int segments) {
   out.run.samples_per_s = summary.samples_per_s;
   out.run.verdict = verdict_headline(summary.verdict, summary.measured_steps) +
                     (summary.verdict.advice.empty() ? "" : ". " + summary.verdict.advice);
+  out.run.machine = summary.verdict.machine;
   return out;
 }
 

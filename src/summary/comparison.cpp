@@ -17,80 +17,7 @@
 
 namespace fitscope {
 
-SegmentedSeries::SegmentedSeries(int64_t rows, int segments) : rows_(std::max<int64_t>(rows, 0)) {
-  if (segments < 2) throw std::invalid_argument("SegmentedSeries: segments " + std::to_string(segments) + " (expected 2 or more)");
-  const int64_t k = std::clamp<int64_t>(rows_ / 2, 1, segments);
-  sums_.assign(static_cast<std::size_t>(k), 0.0);
-  counts_.assign(static_cast<std::size_t>(k), 0);
-}
-
-void SegmentedSeries::push(double value) {
-  const int64_t k = static_cast<int64_t>(sums_.size());
-  const int64_t i = rows_ > 0 ? std::min(k - 1, count_ * k / rows_) : k - 1;  // rows beyond `rows` join the last
-  sums_[static_cast<std::size_t>(i)] += value;
-  ++counts_[static_cast<std::size_t>(i)];
-  ++count_;
-}
-
-double SegmentedSeries::mean() const {
-  double sum = 0;
-  for (double s : sums_) sum += s;
-  return count_ > 0 ? sum / static_cast<double>(count_) : 0.0;
-}
-
-std::vector<double> SegmentedSeries::segment_means() const {
-  std::vector<double> out;
-  for (std::size_t i = 0; i < sums_.size(); ++i) {
-    if (counts_[i] > 0) out.push_back(sums_[i] / static_cast<double>(counts_[i]));
-  }
-  return out;
-}
-
 namespace {
-
-// The regularized incomplete beta function I_x(a, b) by its continued fraction (Lentz's method).
-double beta_continued_fraction(double a, double b, double x) {
-  constexpr double kTiny = 1e-300, kEps = 1e-15;
-  const auto guard = [](double v) { return std::fabs(v) < kTiny ? kTiny : v; };
-  double c = 1, d = 1 / guard(1 - (a + b) * x / (a + 1)), h = d;
-  for (int m = 1; m <= 500; ++m) {
-    const double even = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
-    d = 1 / guard(1 + even * d);
-    c = guard(1 + even / c);
-    h *= d * c;
-    const double odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
-    d = 1 / guard(1 + odd * d);
-    c = guard(1 + odd / c);
-    h *= d * c;
-    if (std::fabs(d * c - 1) < kEps) break;
-  }
-  return h;
-}
-
-double incomplete_beta(double a, double b, double x) {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
-  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
-  return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
-}
-
-double student_t_cdf(double t, double df) {
-  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
-  return t > 0 ? 1 - tail : tail;
-}
-
-double sample_variance(const std::vector<double>& v, double mean) {
-  double sum = 0;
-  for (double x : v) sum += (x - mean) * (x - mean);
-  return v.size() > 1 ? sum / static_cast<double>(v.size() - 1) : 0.0;
-}
-
-double average(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
-}
 
 std::string ms(double v, bool sign = false) {
   char text[48];
@@ -100,26 +27,6 @@ std::string ms(double v, bool sign = false) {
 
 std::string signed_percent(double share) { return (share >= 0 ? "+" : "") + detail::format_percent(share, 1); }
 
-}  // namespace
-
-double student_t_quantile(double p, double df) {
-  if (!(p > 0 && p < 1) || !(df > 0)) {
-    throw std::invalid_argument("student_t_quantile: p " + std::to_string(p) + ", df " + std::to_string(df) +
-                                " (expected 0 < p < 1 and df > 0)");
-  }
-  if (p == 0.5) return 0;
-  if (p < 0.5) return -student_t_quantile(1 - p, df);
-  double lo = 0, hi = 1;
-  while (student_t_cdf(hi, df) < p && hi < 1e12) hi *= 2;
-  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
-    const double mid = (lo + hi) / 2;
-    (student_t_cdf(mid, df) < p ? lo : hi) = mid;
-  }
-  return (lo + hi) / 2;
-}
-
-namespace {
-
 // One part's figures in one run: its mean over the measured steps and its stretches' means.
 struct PartSummary {
   double mean = 0;
@@ -128,67 +35,11 @@ struct PartSummary {
 
 PartSummary summary_of(const SegmentedSeries& s) { return {s.mean(), s.segment_means()}; }
 
-Difference unbounded(Difference d) {
-  d.low = -std::numeric_limits<double>::infinity();
-  d.high = std::numeric_limits<double>::infinity();
-  return d;
-}
-
-// Welch's interval of the difference of two means over the values they are the mean of (two runs'
-// stretches' means, or two groups of runs' means)
 Difference welch(const PartSummary& a, const PartSummary& b, double confidence) {
-  Difference d;
-  d.a = a.mean;
-  d.b = b.mean;
-  d.change = d.b - d.a;
-  const std::vector<double>&sa = a.segment_means, &sb = b.segment_means;
-  if (sa.size() < 2 || sb.size() < 2) return unbounded(d);
-  const double na = static_cast<double>(sa.size()), nb = static_cast<double>(sb.size());
-  const double wa = sample_variance(sa, average(sa)) / na, wb = sample_variance(sb, average(sb)) / nb;
-  const double se = std::sqrt(wa + wb);
-  if (se == 0) {  // every stretch alike in both runs: the change is exact
-    d.low = d.high = d.change;
-  } else {
-    const double df = (wa + wb) * (wa + wb) / (wa * wa / (na - 1) + wb * wb / (nb - 1));  // Welch-Satterthwaite
-    const double t = student_t_quantile(1 - (1 - confidence) / 2, df);
-    d.low = d.change - t * se;
-    d.high = d.change + t * se;
-  }
-  d.significant = d.low > 0 || d.high < 0;
-  return d;
+  return welch_difference(a.mean, a.segment_means, b.mean, b.segment_means, confidence);
 }
 
 }  // namespace
-
-Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence) {
-  return welch(summary_of(a), summary_of(b), confidence);
-}
-
-Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence) {
-  Difference d;
-  d.a = average(a_run_means);
-  d.b = b_mean;
-  d.change = d.b - d.a;
-  if (a_run_means.size() < 2) return unbounded(d);
-  const double n = static_cast<double>(a_run_means.size());
-  const double half = student_t_quantile(1 - (1 - confidence) / 2, n - 1) * std::sqrt(sample_variance(a_run_means, d.a) * (1 + 1 / n));
-  d.low = d.change - half;
-  d.high = d.change + half;
-  d.significant = d.low > 0 || d.high < 0;
-  return d;
-}
-
-Difference compare_run_means(const std::vector<double>& a_run_means, const std::vector<double>& b_run_means, double confidence) {
-  if (b_run_means.size() == 1) return compare_to_repeats(a_run_means, b_run_means[0], confidence);
-  if (a_run_means.size() == 1) {  // A against B's spread: the same interval, the other way round
-    Difference d = compare_to_repeats(b_run_means, a_run_means[0], confidence);
-    std::swap(d.a, d.b);
-    d.change = -d.change;
-    std::tie(d.low, d.high) = std::make_pair(-d.high, -d.low);
-    return d;
-  }
-  return welch({average(a_run_means), a_run_means}, {average(b_run_means), b_run_means}, confidence);  // Welch's t over the runs
-}
 
 std::string Comparison::direction() const {
   if (!step.significant) return "no significant change";
@@ -261,6 +112,18 @@ std::vector<const CallbackChange*> Comparison::changed_callbacks() const {
   return out;
 }
 
+std::vector<std::pair<std::string, const ComparedRun*>> Comparison::loaded_runs() const {
+  std::vector<std::pair<std::string, const ComparedRun*>> out;
+  const auto add = [&](const char* side, const ComparedRun& r) {
+    if (!r.machine.empty()) out.emplace_back(side, &r);
+  };
+  add("A", a);
+  for (const ComparedRun& r : repeats_of_a) add("A", r);
+  add("B", b);
+  for (const ComparedRun& r : repeats_of_b) add("B", r);
+  return out;
+}
+
 double Comparison::change_fraction() const { return step.a > 0 ? step.change / step.a : 0.0; }
 
 std::pair<double, double> Comparison::change_fraction_interval() const {
@@ -277,7 +140,7 @@ nlohmann::json difference_json(const Difference& d) {
 
 nlohmann::json run_json(const ComparedRun& r) {
   return {{"directory", r.directory}, {"model", r.model}, {"data", r.data}, {"measured_steps", r.measured_steps},
-          {"step_ms_p50", r.step_p50_ms}, {"samples_per_s", r.samples_per_s}, {"verdict", r.verdict}};
+          {"step_ms_p50", r.step_p50_ms}, {"samples_per_s", r.samples_per_s}, {"verdict", r.verdict}, {"machine", r.machine}};
 }
 
 }  // namespace
@@ -294,7 +157,7 @@ std::string Comparison::to_json() const {
                      : !repeats_of_a.empty() ? "repeats of A, prediction interval"
                                              : "batch means, Welch's t";
   j["method"] = {{"name", name}, {"runs_of_a", runs_of_a()}, {"runs_of_b", runs_of_b()}, {"segments", segments}, {"confidence", confidence},
-                 {"part_confidence", part_confidence}, {"noise_floor_ms", noise_floor_ms}};
+                 {"part_confidence", part_confidence}, {"part_family", part_family}, {"noise_floor_ms", noise_floor_ms}};
   j["step"] = difference_json(step);
   j["step"]["change_fraction"] = change_fraction();
   j["direction"] = direction();
@@ -433,7 +296,13 @@ Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>
                [&, k = rank.rank, n = name](const RunSeries& r) { return rank_part(r, k, n); });
     }
   }
-  c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(std::max<std::size_t>(compared.size(), 1));
+  // Bonferroni over the comparisons made: with two ranks, rank 0's part of a phase (its phase less rank 1's) is minus
+  // rank 1's, one comparison seen from either side, so the pair counts once
+  const bool mirrored = a[0].ranks.size() == 2;
+  int halves = 0;
+  for (const auto& entry : compared) halves += std::get<0>(entry).kind == "rank" && mirrored ? 1 : 2;
+  c.part_family = std::max(1, (halves + 1) / 2);
+  c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(c.part_family);
   for (auto& [part, in_a, in_b] : compared) {
     part.difference = judge(in_a, in_b, c.part_confidence);
     beyond_noise(part.difference);
@@ -482,6 +351,9 @@ std::string format_comparison(const Comparison& c) {
   for (const ComparedRun& r : c.repeats_of_a) out << describe("   ", r) << "\n";
   out << describe("B:", c.b) << "\n";
   for (const ComparedRun& r : c.repeats_of_b) out << describe("   ", r) << "\n";
+  for (const auto& [side, r] : c.loaded_runs()) {
+    out << "Met other load: " << r->directory << " (" << side << "): " << r->machine << ".\n";
+  }
   out << "\n";
   const std::string level = detail::format_percent(c.confidence, 0);
   out << "Step time: A " << ms(c.step.a) << " ms, B " << ms(c.step.b) << " ms a step (means): ";
@@ -534,7 +406,8 @@ std::string format_comparison(const Comparison& c) {
   }
   out << "* changed: beyond " << (c.repeated() ? c.noise_text() : std::string("the noise floor")) << " ("
       << detail::format_percent(c.part_confidence, 2) << " each, " << level
-      << " jointly over " << c.parts.size() << " parts)\n";
+      << " jointly over " << c.part_family << (c.part_family == static_cast<int>(c.parts.size()) ? " parts" : " comparisons: two ranks' mirror-image parts once")
+      << ")\n";
   const std::vector<const CallbackChange*> changed = c.changed_callbacks();
   if (!changed.empty()) out << "\nCallbacks that changed, ms per step (no interval: their calls are not kept one by one):\n";
   for (const CallbackChange* hook : changed) {

@@ -175,7 +175,7 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
 
 void RunSummary::name_settings(const SettingNames& names) {
   if (!names) return;
-  for (std::string* text : {&verdict.advice, &verdict.contention, &verdict.outside_steps, &verdict.stragglers}) *text = names(*text);
+  for (std::string* text : {&verdict.advice, &verdict.contention, &verdict.machine, &verdict.outside_steps, &verdict.stragglers}) *text = names(*text);
   for (Advice& action : verdict.actions) action.knob = names(action.knob);
   for (std::string& warning : warnings) warning = names(warning);
 }

@@ -230,6 +230,7 @@ std::string RunSummary::to_json() const {
         {"advice", verdict.advice},
         {"actions", actions_json},
         {"contention", verdict.contention},
+        {"machine", verdict.machine},
         {"outside_steps", verdict.outside_steps},
         {"stragglers", verdict.stragglers}}},
   };
@@ -507,6 +508,7 @@ RunSummary RunSummary::from_json(const std::string& text, const std::string& sou
                                  a.get<std::string>("expected_gain")});
   }
   s.verdict.contention = verdict.get<std::string>("contention");
+  if (verdict.raw().contains("machine")) s.verdict.machine = verdict.get<std::string>("machine");  // older runs: none
   s.verdict.outside_steps = verdict.get<std::string>("outside_steps");
   if (verdict.raw().contains("stragglers")) s.verdict.stragglers = verdict.get<std::string>("stragglers");
   return s;

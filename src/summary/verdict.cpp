@@ -500,6 +500,7 @@ Verdict judge(const PhaseStats& s, const VerdictContext& ctx) {
   const std::string machine = machine_contention(s, ctx);
   const std::string own = contention_of(v.bound, ctx);
   v.contention = machine.empty() ? own : own.empty() ? machine : machine + "; besides, " + own;
+  v.machine = machine;
   v.outside_steps = outside_steps(ctx);
   const StragglerCause* named_rank = v.bound == "straggler" ? slowest_straggler(ctx) : nullptr;
   for (const StragglerCause& c : ctx.stragglers) {

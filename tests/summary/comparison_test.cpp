@@ -1,4 +1,5 @@
 #include "fitscope/summary/comparison.hpp"
+#include "fitscope/report/comparison_page.hpp"
 
 #include <gtest/gtest.h>
 
@@ -222,6 +223,28 @@ TEST(Comparison, ThePrintoutsTablesFitEightyColumnsAndTheJsonSaysWhatTheTextSays
   EXPECT_NE(json.find("\"segments\": 10"), std::string::npos) << json;
 }
 
+// A run that met other processes' load is named, with its side and what its verdict said of the load,
+// in the printout, the JSON and the page; runs on a quiet machine are not.
+TEST(Comparison, NamesTheRunsThatMetOtherLoad) {
+  std::mt19937_64 rng(19);
+  std::vector<fitscope::RunSeries> a{run(rng, 0.2, 0.1, {}), run(rng, 0.2, 0.1, {})}, b{run(rng, 0.2, 0.1, {}), run(rng, 0.2, 0.1, {})};
+  for (std::size_t i = 0; i < 2; ++i) {
+    a[i].run.directory = "a" + std::to_string(i + 1);
+    b[i].run.directory = "b" + std::to_string(i + 1);
+  }
+  EXPECT_TRUE(fitscope::compare(a, b).loaded_runs().empty());
+  a[1].run.machine = "other processes kept 0.68 cores busy on the 2 this process may use (its own threads 1.31)";
+  const fitscope::Comparison c = fitscope::compare(a, b);
+  ASSERT_EQ(c.loaded_runs().size(), 1u);
+  EXPECT_EQ(c.loaded_runs()[0].first, "A");
+  EXPECT_EQ(c.loaded_runs()[0].second->directory, "a2");
+  const std::string text = fitscope::format_comparison(c);
+  EXPECT_NE(text.find("Met other load: a2 (A): other processes kept 0.68 cores busy"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Met other load: a1"), std::string::npos) << text;
+  EXPECT_NE(c.to_json().find("\"machine\": \"other processes kept 0.68 cores busy"), std::string::npos);
+  EXPECT_NE(fitscope::comparison_html(c).find("Met other load: a2 (A): other processes kept 0.68"), std::string::npos);
+}
+
 // Runs whose stretches say nothing of their own noise: the prediction interval of one more run. Runs that
 // agree within their own steps: close to Welch's over the stretches, with its degrees of freedom, so a
 // change the runs' means alone (t with 2 degrees of freedom) would miss is found.
@@ -338,6 +361,35 @@ TEST(Comparison, ADelayedRankIsFoundInItsOwnPhaseAgainstTheOtherRanksInTheSameSt
   }
   EXPECT_GE(found, kTrials * 90 / 100) << "a rank's loader delayed by 5 % of the step";
   EXPECT_LE(alarms, kTrials * 10 / 100) << "a rank named in identical runs";
+}
+
+// With two ranks, rank 0's part of a phase is minus rank 1's: one comparison seen from either side,
+// counted once in the joint confidence; with three, each rank's part is a comparison of its own.
+TEST(Comparison, TwoRanksMirrorImagePartsAreOneComparisonInTheJointConfidence) {
+  std::mt19937_64 rng(17);
+  const fitscope::Comparison two = fitscope::compare(run(rng, 0.2, 0.1, {2.3, 2.3}), run(rng, 0.2, 0.1, {2.3, 2.4}));
+  ASSERT_EQ(two.parts.size(), 5u);  // data_wait, forward, comm; rank 0 forward, rank 1 forward
+  EXPECT_EQ(two.part_family, 4);
+  EXPECT_NEAR(two.part_confidence, 1 - 0.05 / 4, 1e-12);
+  const auto part = [](const fitscope::Comparison& c, const std::string& name) {
+    for (const fitscope::PartChange& p : c.parts) {
+      if (p.part == name) return p.difference;
+    }
+    ADD_FAILURE() << "no part " << name;
+    return fitscope::Difference{};
+  };
+  const fitscope::Difference r0 = part(two, "rank 0 forward"), r1 = part(two, "rank 1 forward");
+  EXPECT_NEAR(r0.change, -r1.change, 1e-12);
+  EXPECT_NEAR(r0.low, -r1.high, 1e-12);
+  EXPECT_NEAR(r0.high, -r1.low, 1e-12);
+  EXPECT_NE(two.to_json().find("\"part_family\": 4"), std::string::npos);
+  EXPECT_NE(fitscope::format_comparison(two).find("jointly over 4 comparisons: two ranks' mirror-image parts once"), std::string::npos)
+      << fitscope::format_comparison(two);
+
+  const fitscope::Comparison three = fitscope::compare(run(rng, 0.2, 0.1, {2.3, 2.3, 2.3}), run(rng, 0.2, 0.1, {2.3, 2.3, 2.4}));
+  ASSERT_EQ(three.parts.size(), 6u);
+  EXPECT_EQ(three.part_family, 6);
+  EXPECT_NE(fitscope::format_comparison(three).find("jointly over 6 parts"), std::string::npos);
 }
 
 TEST(Comparison, RunsOfBothSidesAreComparedByWelchsTOverTheirMeans) {

@@ -114,8 +114,10 @@ TEST(RunSummary, ReadsBackTheVerdictsActionsAndNamesSettingsInAProgramsOwnWords)
   RunSummary s = filled();
   s.verdict.advice = "raise LoaderOptions::workers from 1 to 2";
   s.verdict.actions = {{"LoaderOptions::workers", "1", "2", "batches built beside the step"}};
+  s.verdict.machine = "the cgroup's CPU quota held the process back: LoaderOptions::workers adds to them";
   s.warnings = {"LoaderOptions::workers is 1"};
   const RunSummary back = RunSummary::from_json(s.to_json(), "summary.json");
+  EXPECT_EQ(back.verdict.machine, s.verdict.machine);
   ASSERT_EQ(back.verdict.actions.size(), 1u);
   EXPECT_EQ(back.verdict.actions[0], s.verdict.actions[0]);
   s.name_settings([](const std::string& text) {  // as the command line does, with its flags
@@ -127,6 +129,7 @@ TEST(RunSummary, ReadsBackTheVerdictsActionsAndNamesSettingsInAProgramsOwnWords)
   EXPECT_EQ(s.verdict.advice, "raise --workers from 1 to 2");
   EXPECT_EQ(s.verdict.actions[0].knob, "--workers");
   EXPECT_EQ(s.warnings[0], "--workers is 1");
+  EXPECT_EQ(s.verdict.machine, "the cgroup's CPU quota held the process back: --workers adds to them");
   s.name_settings(nullptr);  // none: the C++ names stay
   EXPECT_EQ(s.verdict.actions[0].knob, "--workers");
 }

@@ -169,14 +169,18 @@ TEST(Verdict, NamesOtherProcessesThatKeptThisProcesssCoresBusyAndOnlyThen) {
   const Verdict loaded = judge(compute_bound(), ctx);
   EXPECT_NE(loaded.contention.find("other processes kept 1.50 cores busy on the 2 this process may use (its own threads 0.40)"),
             std::string::npos) << loaded.contention;
+  EXPECT_EQ(loaded.machine, loaded.contention);
   ctx.cpu.others_cores = 0.1;  // a quiet machine
   EXPECT_EQ(judge(compute_bound(), ctx).contention.find("other processes"), std::string::npos);
+  EXPECT_EQ(judge(compute_bound(), ctx).machine, "");
   // the machine's load and the process's own oversubscription, both named
   ctx.threads.setting = {4, 1};
   ctx.cpu.others_cores = 1.5;
   const Verdict both = judge(compute_bound(), ctx);
   EXPECT_EQ(both.contention.find("other processes kept 1.50 cores busy"), 0u) << both.contention;
   EXPECT_NE(both.contention.find("; besides, 4 intra-op threads on 2 cores"), std::string::npos) << both.contention;
+  EXPECT_EQ(both.machine.find("other processes kept 1.50 cores busy"), 0u) << both.machine;  // the machine's load alone
+  EXPECT_EQ(both.machine.find("besides"), std::string::npos) << both.machine;
   ctx.threads.setting = {2, 1};
   ctx.cpu.others_cores = 0.1;
   ctx.cpu.others_cores = -1;  // /proc/stat not read

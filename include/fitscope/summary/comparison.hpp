@@ -28,7 +28,7 @@
 /// the same stretch (`comm` aside, where ranks wait for one another): load that slows every rank alike
 /// cancels, and so does a compute phase's noise where the delay is elsewhere (a rank's slow loader is
 /// its data_wait, quiet in every other run). The step's change is judged at `confidence`; the parts at
-/// a joint confidence (Bonferroni over the parts compared), so that the attribution is not a lottery
+/// a joint confidence (Bonferroni over the parts compared, two ranks' mirror-image parts once), so that the attribution is not a lottery
 /// over a dozen columns. Means, unlike medians, add up: the phases' changes sum to the step's. Values;
 /// pure functions; thread-safe.
 
@@ -37,51 +37,9 @@
 #include <utility>
 #include <vector>
 
+#include "fitscope/summary/intervals.hpp"
+
 namespace fitscope {
-
-/// One part's per-step values over a run's measured steps, kept as the means of consecutive stretches:
-/// memory independent of the run's length.
-class SegmentedSeries {
- public:
-  /// `rows` values will be pushed in step order into `segments` stretches of equal length (fewer when
-  /// there are fewer than two values a stretch). Throws std::invalid_argument when segments < 2.
-  SegmentedSeries(int64_t rows, int segments);
-  void push(double value);
-  int64_t count() const { return count_; }
-  double mean() const;
-  /// The stretches' means (those that got a value).
-  std::vector<double> segment_means() const;
-
- private:
-  int64_t rows_;
-  std::vector<double> sums_;
-  std::vector<int64_t> counts_;
-  int64_t count_ = 0;
-};
-
-/// The quantile of Student's t distribution with `df` degrees of freedom at probability `p` (0 < p < 1).
-double student_t_quantile(double p, double df);
-
-/// B's mean less A's, in ms per step, with its interval.
-struct Difference {
-  double a = 0, b = 0;       ///< the runs' means
-  double change = 0;         ///< b - a
-  double low = 0, high = 0;  ///< the interval of `change`
-  bool significant = false;  ///< the interval excludes 0
-};
-
-/// The difference of two series' means with Welch's interval over their stretches' means at
-/// `confidence`. Too few stretches (under 2 in either) leave the interval unbounded and not significant.
-Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence);
-
-/// B's mean against the means of n runs of A's settings: the change from their mean, with the prediction
-/// interval of one more such run at `confidence` (t with n - 1 degrees of freedom x their standard
-/// deviation x sqrt(1 + 1/n)). Fewer than 2 runs leave the interval unbounded and not significant.
-Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence);
-
-/// Runs of A against runs of B, by their means: with one run on a side, the prediction interval of the
-/// other side's runs (compare_to_repeats); with two or more on each, Welch's t over the runs' means.
-Difference compare_run_means(const std::vector<double>& a_run_means, const std::vector<double>& b_run_means, double confidence);
 
 /// A part of the step compared: a phase of the chief's step, or a phase of one rank's step less the
 /// other ranks' mean of that phase in the same stretch (data-parallel runs; not `comm`, where ranks
@@ -125,6 +83,7 @@ struct ComparedRun {
   int64_t measured_steps = 0;
   double step_p50_ms = 0, samples_per_s = 0;
   std::string verdict;  ///< its headline and advice
+  std::string machine;  ///< the machine's load it met (its verdict's `machine`): "" when none reached its mark
 };
 
 /// One run's parts as the comparison reads them (run/compare_runs.hpp fills it from a run directory).
@@ -164,7 +123,10 @@ struct Comparison {
   std::vector<ComparedRun> repeats_of_a;  ///< A's other runs of the same settings (empty: A is one run)
   std::vector<ComparedRun> repeats_of_b;  ///< B's likewise
   double confidence = 0.95;       ///< of the step's interval
-  double part_confidence = 0.95;  ///< of each part's, joint over the parts compared
+  double part_confidence = 0.95;  ///< of each part's, joint over the part_family comparisons
+  /// The comparisons the parts' joint confidence is over: one a part, except that two ranks' parts of a
+  /// phase are one comparison seen from either side (rank 0's less rank 1's is minus rank 1's less rank 0's).
+  int part_family = 0;
   int segments = 0;               ///< stretches per run
   double noise_floor_ms = 0;      ///< ComparisonOptions::noise_floor of A's mean step (0 when repeated())
   double min_part_share = 0;      ///< ComparisonOptions::min_part_share
@@ -189,6 +151,10 @@ struct Comparison {
   /// The callbacks whose cost per step changed by 0.005 ms or more, the largest change first, at most 8:
   /// the ones the printout and the page list.
   std::vector<const CallbackChange*> changed_callbacks() const;
+  /// The runs that met the machine's load (other processes on their cores, a CPU quota: their verdict's
+  /// `machine`), each with its side, "A" or "B", A's first: such a run's figures measure the load as much
+  /// as its settings, and widen the interval or move the change; the printout and the page name them.
+  std::vector<std::pair<std::string, const ComparedRun*>> loaded_runs() const;
   /// How many runs A is: 1 + repeats_of_a.
   int runs_of_a() const { return 1 + static_cast<int>(repeats_of_a.size()); }
   int runs_of_b() const { return 1 + static_cast<int>(repeats_of_b.size()); }

@@ -51,6 +51,10 @@ struct Verdict {
   std::string advice;  ///< what to change, naming the setting and its value
   std::vector<Advice> actions;  ///< the advice's changes of a setting, as data (none when it names no value)
   std::string contention;  ///< how the threads compete for the cores, and the fix; empty = they do not
+  /// The machine's load the run met, which no setting of its own mends (other processes busy on its
+  /// cores, the cgroup's CPU quota), and what to do; empty = none reached its mark. `contention` begins
+  /// with it.
+  std::string machine;
   /// The part of the run's wall time outside the training steps (validation, epoch ends, start-up,
   /// shutdown) that reaches 20 % of it, and what to change; empty = none does, or no RunTime given.
   std::string outside_steps;
