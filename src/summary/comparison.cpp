@@ -296,8 +296,8 @@ Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>
                [&, k = rank.rank, n = name](const RunSeries& r) { return rank_part(r, k, n); });
     }
   }
-  // Bonferroni over the comparisons made: with two ranks, rank 0's part of a phase (its phase less rank 1's) is minus
-  // rank 1's, one comparison seen from either side, so the pair counts once
+  // Bonferroni over the comparisons made: with two ranks, rank 0's part of a phase (its phase less rank
+  // 1's) is minus rank 1's, one comparison seen from either side, so the pair counts once
   const bool mirrored = a[0].ranks.size() == 2;
   int halves = 0;
   for (const auto& entry : compared) halves += std::get<0>(entry).kind == "rank" && mirrored ? 1 : 2;
@@ -406,8 +406,8 @@ std::string format_comparison(const Comparison& c) {
   }
   out << "* changed: beyond " << (c.repeated() ? c.noise_text() : std::string("the noise floor")) << " ("
       << detail::format_percent(c.part_confidence, 2) << " each, " << level
-      << " jointly over " << c.part_family << (c.part_family == static_cast<int>(c.parts.size()) ? " parts" : " comparisons: two ranks' mirror-image parts once")
-      << ")\n";
+      << " jointly over " << c.part_family
+      << (c.part_family == static_cast<int>(c.parts.size()) ? " parts" : " comparisons: two ranks' mirror-image parts once") << ")\n";
   const std::vector<const CallbackChange*> changed = c.changed_callbacks();
   if (!changed.empty()) out << "\nCallbacks that changed, ms per step (no interval: their calls are not kept one by one):\n";
   for (const CallbackChange* hook : changed) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace fitscope {
@@ -137,7 +138,6 @@ Difference welch_difference(double a_mean, const std::vector<double>& sa, double
 Difference compare_series(const SegmentedSeries& a, const SegmentedSeries& b, double confidence) {
   return welch_difference(a.mean(), a.segment_means(), b.mean(), b.segment_means(), confidence);
 }
-
 
 Difference compare_to_repeats(const std::vector<double>& a_run_means, double b_mean, double confidence) {
   Difference d;

@@ -28,9 +28,10 @@
 /// the same stretch (`comm` aside, where ranks wait for one another): load that slows every rank alike
 /// cancels, and so does a compute phase's noise where the delay is elsewhere (a rank's slow loader is
 /// its data_wait, quiet in every other run). The step's change is judged at `confidence`; the parts at
-/// a joint confidence (Bonferroni over the parts compared, two ranks' mirror-image parts once), so that the attribution is not a lottery
-/// over a dozen columns. Means, unlike medians, add up: the phases' changes sum to the step's. Values;
-/// pure functions; thread-safe.
+/// a joint confidence (Bonferroni over the parts compared, two ranks' mirror-image parts once), so that
+/// the attribution is not a lottery over a dozen columns. Means, unlike medians, add up: the phases'
+/// changes sum to the step's. The intervals themselves are summary/intervals.hpp's. Values; pure
+/// functions; thread-safe.
 
 #include <cstdint>
 #include <string>
