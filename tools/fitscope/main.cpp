@@ -208,9 +208,8 @@ int main(int argc, char** argv) {
                       "or several runs of its settings, then the run whose change is measured, or several (--runs-of-a)")
       ->required()->type_name("DIR");
   compare->add_option_function<int>("--runs-of-a", [&](int v) { compare_options.runs_of_a = v; },
-                                    "How many of the runs are A's (default: all but the last); with several of each, made in "
-                                    "turn (A1 B1 A2 B2 ..., five of each on a noisy machine), each part's interval is "
-                                    "Welch's t over the runs' means")
+                                    "How many of the runs are A's (default: all but the last); with several of each, made in turn "
+                                    "(A1 B1 A2 B2 ..., five each on a noisy machine), Welch's t over the runs' means")
       ->type_name("N")->check(number_above(1, true, "a number of runs in [1, 1000]", 1000));
   compare->add_option("--json", compare_options.json, "Also write the comparison as JSON to FILE")->type_name("FILE");
   compare->add_option("--html", compare_options.html, "Also write the comparison as a page (report.html's style) to FILE")->type_name("FILE");
