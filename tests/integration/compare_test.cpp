@@ -2,6 +2,9 @@
 // named, a run against itself is no change, --fail-above fails CI, runs of different models are refused.
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -127,4 +130,33 @@ TEST(CompareCommand, AgainstThreeRunsOfASettingJudgesBByTheirSpread) {
   expect_usage_error({"compare", a1, a2, b, a3, "--runs-of-a", "2"},
                      "the runs of B are not repeats of one setting: load-delay-ms is 2 in " + b + ", 0 in " + a3);
   expect_usage_error({"compare", a1, a2, "--runs-of-a", "2"}, "2 run directories with --runs-of-a 2 (expected RUN_A [RUN_A ...] RUN_B");
+}
+
+// A run made beside two processes that spin on the machine's cores met other load: its verdict says so
+// (summary.json verdict.machine) and the comparison names it, with its side, in the printout and the JSON.
+TEST(CompareCommand, NamesARunMadeBesideBusyProcessesAsHavingMetOtherLoad) {
+  TempDir tmp;
+  const std::string a = tmp.path() + "/a", b = tmp.path() + "/b";
+  compare_test::train_into(a);
+  std::vector<pid_t> spinners;
+  for (int i = 0; i < 2; ++i) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      for (volatile std::uint64_t spin = 0;; spin = spin + 1) {
+      }
+    }
+    spinners.push_back(child);
+  }
+  compare_test::train_into(b);
+  for (pid_t child : spinners) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
+  const std::string json = tmp.path() + "/compare.json";
+  const ProcessResult r = run_fitscope({"compare", a, b, "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Met other load: " + b + " (B): other processes kept "), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j.at("b").at("machine").get<std::string>().rfind("other processes kept ", 0), 0u) << j.at("b").dump();
 }
