@@ -15,7 +15,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -24,14 +23,6 @@
 using namespace fitscope;
 
 namespace {
-
-int64_t status_bytes(const char* key) {  // "VmRSS:    1234 kB"
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(std::string(key).size())) * 1024;
-  }
-  return 0;
-}
 
 int child(int64_t batch) {
   if (std::getenv("FITSCOPE_BENCH_RETURNING_HEAP")) {
@@ -53,11 +44,11 @@ int child(int64_t batch) {
   fit.loader.workers = 0;
   fit.max_steps = 3;
   trainer.fit(set, fit);  // lazy initialisation
-  std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS
-  const int64_t before = status_bytes("VmRSS:");
+  reset_resident_peak();
+  const int64_t before = process_memory().resident;
   fit.max_steps = 20;
   trainer.fit(set, fit);
-  const int64_t growth = status_bytes("VmHWM:") - before;
+  const int64_t growth = process_memory().resident_peak - before;
   const MemoryStats& m = trainer.measured().memory;
   std::printf("%lld %lld\n", static_cast<long long>(m.held_at_end() + m.step_peak_bytes()), static_cast<long long>(growth));
   return 0;

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,14 +22,6 @@ using namespace fitscope;
 namespace {
 
 constexpr const char* kTcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
-
-int64_t resident_peak_kb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return 0;
-}
 
 /// backup: 0 none, 1 read live, 2 copied
 int child(int64_t classes, int backup, int64_t examples) {
@@ -56,7 +47,7 @@ int child(int64_t classes, int backup, int64_t examples) {
   }
   trainer.fit(make_synthetic(data), fit);
   std::filesystem::remove_all(dir);
-  std::printf("%lld %.3f\n", static_cast<long long>(resident_peak_kb()), trainer.measured().stats.step().p50_ms);
+  std::printf("%lld %.3f\n", static_cast<long long>(process_memory().resident_peak / 1024), trainer.measured().stats.step().p50_ms);
   return 0;
 }
 

@@ -117,6 +117,7 @@
 #include "fitscope/timing/memory_stats.hpp"
 #include "fitscope/timing/phase.hpp"
 #include "fitscope/timing/phase_stats.hpp"
+#include "fitscope/timing/process_memory.hpp"
 #include "fitscope/timing/rank_timings.hpp"
 #include "fitscope/timing/run_time.hpp"
 #include "fitscope/timing/step_clock.hpp"

@@ -236,7 +236,6 @@ Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>
   if (!(options.min_part_share >= 0 && options.min_part_share < 1)) {
     throw std::invalid_argument("ComparisonOptions::min_part_share " + std::to_string(options.min_part_share) + " (expected 0 to 1)");
   }
-  const bool repeated = a.size() > 1 || b.size() > 1;
   Comparison c;
   c.a = a[0].run;
   for (std::size_t i = 1; i < a.size(); ++i) c.repeats_of_a.push_back(a[i].run);
@@ -244,6 +243,7 @@ Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>
   for (std::size_t i = 1; i < b.size(); ++i) c.repeats_of_b.push_back(b[i].run);
   c.confidence = options.confidence;
   c.min_part_share = options.min_part_share;
+  const bool repeated = c.repeated();
   // one part judged: one run against one (batch means) or runs against runs (their spread)
   const auto judge = [&](const std::vector<PartSummary>& in_a, const std::vector<PartSummary>& in_b, double confidence) {
     if (!repeated) return welch(in_a[0], in_b[0], confidence);
@@ -298,10 +298,8 @@ Comparison compare(const std::vector<RunSeries>& a, const std::vector<RunSeries>
   }
   // Bonferroni over the comparisons made: with two ranks, rank 0's part of a phase (its phase less rank
   // 1's) is minus rank 1's, one comparison seen from either side, so the pair counts once
-  const bool mirrored = a[0].ranks.size() == 2;
-  int halves = 0;
-  for (const auto& entry : compared) halves += std::get<0>(entry).kind == "rank" && mirrored ? 1 : 2;
-  c.part_family = std::max(1, (halves + 1) / 2);
+  const auto rank_parts = std::count_if(compared.begin(), compared.end(), [](const auto& e) { return std::get<0>(e).kind == "rank"; });
+  c.part_family = std::max(1, static_cast<int>(compared.size()) - static_cast<int>(a[0].ranks.size() == 2 ? rank_parts / 2 : 0));
   c.part_confidence = 1 - (1 - options.confidence) / static_cast<double>(c.part_family);
   for (auto& [part, in_a, in_b] : compared) {
     part.difference = judge(in_a, in_b, c.part_confidence);

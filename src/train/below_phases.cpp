@@ -1,24 +1,15 @@
 #include "below_phases.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 #include <utility>
 
+#include "fitscope/timing/process_memory.hpp"
 #include "fitscope/train/measure_peak.hpp"
 
 namespace fitscope::detail {
 
 namespace {
-
-/// The process's resident peak (VmHWM), in bytes; 0 when /proc does not say.
-int64_t resident_peak_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:   412 kB"
-  }
-  return 0;
-}
 
 /// The first of `rules` that holds, "" when none does.
 template <std::size_t N>
@@ -77,7 +68,7 @@ BelowPhases::BelowPhases(const TrainerOptions& options, Model& model, StepClock&
 
 void BelowPhases::finish(FitMeasurements& m) const {
   m.layers = layers_.times(m.cuda_graph.kept);
-  if (memory_) m.memory.resident_peak = resident_peak_bytes();
+  if (memory_) m.memory.resident_peak = process_memory().resident_peak;
   m.peak.reset();
   if (options_.measure_peak && m.layers.probed_steps > 0) {  // what the layers' GFLOP/s are set against
     m.peak = measure_machine_peak(std::max(m.threads.setting.intra_op, m.threads.setting.blas));

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "fitscope/models/cnn.hpp"
 #include "fitscope/models/mlp.hpp"
 #include "fitscope/summary/run_summary.hpp"
+#include "fitscope/timing/process_memory.hpp"
 #include "fitscope/train/trainer.hpp"
 
 using namespace fitscope;
@@ -95,14 +95,6 @@ TEST(TensorMemory, AStepThatKeepsAMegabyteIsALeakAndASteadyFitIsNot) {
 
 namespace tensor_memory_test {
 
-int64_t status_bytes(const char* key) {  // "VmRSS:    1234 kB"
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(std::string(key).size())) * 1024;
-  }
-  return 0;
-}
-
 // In the death test's own process (the heap's settings and the high-water mark are the process's): a
 // heap that returns what is freed, a fit for the lazy buffers, the mark reset, a second fit; exits 0
 // when its counted peak is within 10 % of the resident growth, printing both.
@@ -121,11 +113,11 @@ int64_t status_bytes(const char* key) {  // "VmRSS:    1234 kB"
   fit.loader.workers = 0;
   fit.max_steps = 3;
   trainer.fit(set, fit);
-  std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM := VmRSS
-  const int64_t before = status_bytes("VmRSS:");
+  reset_resident_peak();
+  const int64_t before = process_memory().resident;
   fit.max_steps = 8;
   trainer.fit(set, fit);
-  const double growth = static_cast<double>(status_bytes("VmHWM:") - before);
+  const double growth = static_cast<double>(process_memory().resident_peak - before);
   const MemoryStats& m = trainer.measured().memory;
   const double counted = static_cast<double>(m.held_at_end() + m.step_peak_bytes());
   std::fprintf(stderr, "counted %.0f resident growth %.0f\n", counted, growth);
