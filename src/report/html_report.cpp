@@ -188,7 +188,10 @@ std::string layers_section(const RunSummary& s) {
   bar.title = "Where forward and backward go, layer by layer (share of the probed steps' forward and backward)";
   bar.height = 150;
   out << "<p>" << t.probed_steps << " steps probed, one in " << t.every << (t.auto_every ? " (auto)" : "") << ", each "
-      << percent(t.probe_cost) << " slower than an unprobed step: " << percent(t.run_cost()) << " of the run's step time; "
+      << (t.probe_warmups > 0 ? "after a warm-up step listened to the same way (its figures dropped, its time counted), "
+                                "together "
+                              : "")
+      << percent(t.probe_cost) << " slower than unprobed steps: " << percent(t.run_cost()) << " of the run's step time; "
       << fixed(t.step_flops() * 1e-9, 4) << " GFLOP a step.";
   if (s.machine_peak) {
     out << " This machine's measured peak: " << fixed(peak, 1) << " GFLOP/s (a matrix product on " << s.machine_peak->cores

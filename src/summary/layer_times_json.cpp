@@ -21,6 +21,7 @@ json layer_times_to_json(const LayerTimes& t) {
   return {{"every", t.every},
           {"auto", t.auto_every},
           {"probed_steps", t.probed_steps},
+          {"probe_warmups", t.probe_warmups},
           {"probe_cost", t.probe_cost},
           {"run_cost", t.run_cost()},
           {"why_not", t.why_not},
@@ -38,6 +39,7 @@ LayerTimes layer_times_from_json(const Reader& r) {
   t.every = r.get<int64_t>("every");
   t.auto_every = r.get<bool>("auto");
   t.probed_steps = r.get<int64_t>("probed_steps");
+  if (r.raw().contains("probe_warmups")) t.probe_warmups = r.get<int64_t>("probe_warmups");  // older files have none
   t.probe_cost = r.get<double>("probe_cost");
   t.why_not = r.get<std::string>("why_not");
   // summary.json keeps figures per probed step; the value keeps sums

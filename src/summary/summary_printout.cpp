@@ -162,10 +162,10 @@ std::string format_layers(const RunSummary& s) {
   const LayerTimes& t = s.layers;
   if (t.probed_steps == 0) return t.why_not.empty() ? std::string() : "Layers: none probed: " + t.why_not + "\n";
   char line[200];
-  std::snprintf(line, sizeof line, "Layers: %lld %s probed, 1 in %lld%s (each %+.0f %%: %.1f %% of the run); %.3g GFLOP a step\n",
+  std::snprintf(line, sizeof line, "Layers: %lld %s probed, 1 in %lld%s (each %+.0f %%%s: %.1f %% of the run); %.3g GFLOP a step\n",
                 static_cast<long long>(t.probed_steps), t.probed_steps == 1 ? "step" : "steps",
-                static_cast<long long>(t.every), t.auto_every ? " (auto)" : "", t.probe_cost * 100, t.run_cost() * 100,
-                t.step_flops() * 1e-9);
+                static_cast<long long>(t.every), t.auto_every ? " (auto)" : "", t.probe_cost * 100,
+                t.probe_warmups > 0 ? " with its warm-up step" : "", t.run_cost() * 100, t.step_flops() * 1e-9);
   std::string out = line;
   const double peak = s.machine_peak ? s.machine_peak->gemm_gflops : 0;
   if (peak > 0) {

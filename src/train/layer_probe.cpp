@@ -132,12 +132,14 @@ LayerProbe::LayerProbe(Model& model, StepClock& clock, int64_t every, double max
 LayerProbe::~LayerProbe() { stop_listening(); }
 
 bool LayerProbe::begin_step(int64_t measured_index) {
-  if (times_.every == 0 || measured_index != next_) return false;
-  next_ += times_.every;
+  // one in more than kWarmAbove: the step before a probed one is listened to as well, its figures dropped
+  warming_ = times_.every > kWarmAbove && measured_index == next_ - 1;
+  if (times_.every == 0 || (measured_index != next_ && !warming_)) return false;
+  if (!warming_) next_ += times_.every;
   LayerProbe* none = nullptr;
   if (!listening_probe.compare_exchange_strong(none, this)) return false;  // another fit's probe listens
   training_thread = std::this_thread::get_id();
-  probing_index_ = measured_index;
+  if (!warming_) probing_index_ = measured_index;
   index_parameters();
   first_sequence_ = static_cast<int64_t>(at::sequence_number::peek());
   sequence_rows_.clear();  // keeps its capacity
@@ -146,12 +148,15 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   step_other_flops_ = 0;
   told_ = clock_.listener();
   clock_.set_listener(this);
+  phase_open_.reset();
+  close_phase_span(clock_.open_phase());
   listen(clock_.open_phase() == Phase::backward);
   return true;
 }
 
 void LayerProbe::boundary(std::optional<Phase> next) {
   if (told_) told_->boundary(next);
+  close_phase_span(next);
   if (listening_ && (next == Phase::backward) != backward_callback_) listen(next == Phase::backward);
 }
 
@@ -192,7 +197,8 @@ std::vector<ThreadSpan> LayerProbe::take_spans() {
   std::vector<ThreadSpan> spans;
   spans.reserve(spans_.size());
   for (const Span& s : spans_) {
-    spans.push_back({kSpanTrack, step_[static_cast<std::size_t>(s.row)].name + (s.backward ? " backward" : " forward"),
+    const std::string what = s.backward ? "backward" : "forward";
+    spans.push_back({kSpanTrack, s.row == kPhaseSpan ? what : step_[static_cast<std::size_t>(s.row)].name + " " + what,
                      s.start_ns, s.dur_ns});
   }
   spans_.clear();
@@ -201,6 +207,7 @@ std::vector<ThreadSpan> LayerProbe::take_spans() {
 
 void LayerProbe::stop_listening() {
   if (!listening_) return;
+  close_phase_span(std::nullopt);
   at::removeCallback(handle_);
   listening_ = false;
   if (clock_.listener() == this) clock_.set_listener(told_);
@@ -297,11 +304,22 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
   if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
   add(event.row, event.backward, event.timed ? end - event.start_ns : 0, event.flops);
-  if (event.timed && event.row >= 0) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    if (spans_.size() < kSpansKept) {
-      spans_.push_back({event.row, event.backward, event.start_ns, end - event.start_ns});
-    }
+  if (event.timed && event.row >= 0 && !warming_) keep_span({event.row, event.backward, event.start_ns, end - event.start_ns});
+}
+
+void LayerProbe::keep_span(const Span& span) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (spans_.size() < kSpansKept) spans_.push_back(span);
+}
+
+void LayerProbe::close_phase_span(std::optional<Phase> next) {
+  if (warming_) return;
+  const int64_t now = now_ns();
+  if (phase_open_) keep_span({kPhaseSpan, *phase_open_ == Phase::backward, phase_start_ns_, now - phase_start_ns_});
+  phase_open_.reset();
+  if (next == Phase::forward || next == Phase::backward) {
+    phase_open_ = next;
+    phase_start_ns_ = now;
   }
 }
 
@@ -346,6 +364,11 @@ void LayerProbe::record(const StepRecord& record, int64_t measured_index) {
 }
 
 void LayerProbe::fold(const StepRecord& record) {
+  if (warming_) {  // its figures are those of code the probe had not run for `every` steps: not kept
+    warm_ns_ = record.step_ns;
+    ++times_.probe_warmups;
+    return;
+  }
   for (const LayerTime& s : step_) {
     auto at = std::find_if(times_.layers.begin(), times_.layers.end(), [&](const LayerTime& l) { return l.name == s.name; });
     if (at == times_.layers.end()) at = times_.layers.insert(times_.layers.end(), LayerTime{s.name, 0, 0, 0, 0});
@@ -360,7 +383,9 @@ void LayerProbe::fold(const StepRecord& record) {
   ++times_.probed_steps;
   const double reference = unprobed_.quantile(0.5);
   if (reference <= 0) return;
-  cost_sum_ += std::max(0.0, static_cast<double>(record.step_ns) / reference - 1.0);
+  const double steps = warm_ns_ > 0 ? 2.0 : 1.0;
+  cost_sum_ += std::max(0.0, static_cast<double>(warm_ns_ + record.step_ns) / reference - steps);
+  warm_ns_ = 0;
   ++costs_;
   times_.probe_cost = cost_sum_ / static_cast<double>(costs_);
   if (times_.auto_every) {

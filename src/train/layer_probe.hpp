@@ -10,7 +10,12 @@
 // ties the backward node it made to that layer. Floating-point operations are counted at the matrix
 // products and convolutions of forward (inside linear too), FlopCounterMode's way, and their backward's
 // from the same operands, added to the node they made. The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
-// spaces its steps so that their cost stays within `max_cost` of the run's step time.
+// spaces its steps so that their cost stays within `max_cost` of the run's step time. With one step in
+// more than kWarmAbove, the step before each probed one is listened to the same way and its figures
+// dropped: the probe's code and libtorch's observed paths, not run for `every` steps, are out of the
+// caches then, and a cold probed step of microsecond operations took twice as long as a warm one (seed
+// MLP: +213 % one in 107, +63 % one in 8, +45 % every step). The warm-up is left out of the
+// distributions and counted in the cost.
 //
 // One probe listens at a time in a process (another fit's probe skips its steps meanwhile). Used from
 // the training thread; the callbacks on autograd's threads take the probe's lock.
@@ -55,7 +60,8 @@ class LayerProbe final : public PhaseBoundaryListener {
   /// unprobed steps' p50 so far.
   void record(const StepRecord& record, int64_t measured_index);
   /// The timed spans of the first probed steps (at most kSpansKept), each a layer's forward or backward
-  /// on the trace's track kSpanTrack; handed over once.
+  /// on the trace's track kSpanTrack, nested in its step's forward or backward phase, on that track too
+  /// at its own times (the phases' track lays a step's phases end to end); handed over once.
   std::vector<ThreadSpan> take_spans();
   static constexpr const char* kSpanTrack = "layers (probed steps)";
   static constexpr std::size_t kSpansKept = 4096;
@@ -67,6 +73,8 @@ class LayerProbe final : public PhaseBoundaryListener {
   /// Auto probes a fit of at least this many steps after its warm-up: a short fit's distributions
   /// need every step they have.
   static constexpr int64_t kFewestSteps = 64;
+  /// Probes further apart than this many steps are each preceded by a warm-up step.
+  static constexpr int64_t kWarmAbove = 8;
 
   /// While it listens, the probe is the clock's listener (the one before it told on): in the backward
   /// phase its callback holds no operation's inputs (one that did would hold each gradient, which
@@ -100,6 +108,8 @@ class LayerProbe final : public PhaseBoundaryListener {
   int64_t next_ = kFirst;
   int64_t probing_index_ = 0;
   bool listening_ = false;
+  bool warming_ = false;  // the step listened to is the warm-up before a probed step
+  int64_t warm_ns_ = 0;   // that step's time: the probe's cost with the probed step's
   uint64_t handle_ = 0;
   /// Indexes the model's parameters and buffers by TensorImpl, again only when they changed.
   void index_parameters();
@@ -118,11 +128,17 @@ class LayerProbe final : public PhaseBoundaryListener {
   std::unordered_map<std::string, int> rows_;
   double step_other_flops_ = 0;
   struct Span {
-    int row;
+    int row;  // kPhaseSpan: the probed step's forward or backward phase itself, the layers' parent
     bool backward;
     int64_t start_ns, dur_ns;
   };
   std::vector<Span> spans_;  // reserved for kSpansKept when the probe is made
+  static constexpr int kPhaseSpan = -1;
+  std::optional<Phase> phase_open_;  // forward or backward, open since phase_start_ns_ on a probed step
+  int64_t phase_start_ns_ = 0;
+  /// At each boundary of a probed step: the forward or backward phase that closes becomes a span.
+  void close_phase_span(std::optional<Phase> next);
+  void keep_span(const Span& span);
   StreamingQuantiles unprobed_;  // the measured steps' own time, the probes' reference
   double cost_sum_ = 0;
   int64_t costs_ = 0;

@@ -53,12 +53,14 @@ json check_run_directory(const std::string& dir) {
             "metrics_ms,callbacks_ms,checkpoint_ms,other_ms,probed");
   const auto steps = summary.at("steps").get<int64_t>();
   EXPECT_EQ(static_cast<int64_t>(rows.size()) - 1, steps);
-  // the steps after the warm-up: measured, or probed for the layers (left out of the distributions)
-  EXPECT_EQ(summary.at("measured_steps").get<int64_t>() + summary.at("layers").at("probed_steps").get<int64_t>(),
-            steps - summary.at("warmup_steps").get<int64_t>());
+  // the steps after the warm-up: measured, or probed for the layers or the probe's warm-up before it
+  // (left out of the distributions)
+  const json& layers = summary.at("layers");
+  const int64_t probed = layers.at("probed_steps").get<int64_t>() + layers.at("probe_warmups").get<int64_t>();
+  EXPECT_EQ(summary.at("measured_steps").get<int64_t>() + probed, steps - summary.at("warmup_steps").get<int64_t>());
   int64_t probed_rows = 0;
   for (std::size_t i = 1; i < rows.size(); ++i) probed_rows += rows[i].substr(rows[i].rfind(',') + 1) == "1";
-  EXPECT_EQ(probed_rows, summary.at("layers").at("probed_steps").get<int64_t>());
+  EXPECT_EQ(probed_rows, probed);
   for (const char* key : {"wall_s", "samples_per_s", "threads", "world_size", "batch_size", "device",
                           "step_ms", "callbacks", "ranks", "stragglers", "clock_overhead_ns_per_step",
                           "verdict"}) {

@@ -140,10 +140,29 @@ TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
     if (e.at("name") == "thread_name" && e.at("args").at("name") == "layers (probed steps)") track = e.at("tid").get<int64_t>();
   }
   ASSERT_GE(track, 0);
+  // each nested in its step's forward or backward phase, drawn on that track at its own times
+  std::vector<std::pair<double, double>> phases[2];
   for (const auto& e : trace.at("traceEvents")) {
     if (e.at("ph") != "X" || e.at("tid") != track) continue;
-    conv_forward += e.at("name") == "conv forward";
-    conv_backward += e.at("name") == "conv backward";
+    const std::string name = e.at("name");
+    if (name == "forward" || name == "backward") {
+      phases[name == "backward"].emplace_back(e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>());
+    }
+  }
+  EXPECT_EQ(phases[0].size(), layers.at("probed_steps").get<size_t>());
+  EXPECT_EQ(phases[1].size(), layers.at("probed_steps").get<size_t>());
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X" || e.at("tid") != track) continue;
+    const std::string name = e.at("name");
+    conv_forward += name == "conv forward";
+    conv_backward += name == "conv backward";
+    if (name == "forward" || name == "backward") continue;
+    const bool backward = name.size() > 9 && name.compare(name.size() - 9, 9, " backward") == 0;
+    const double start = e.at("ts").get<double>(), end = start + e.at("dur").get<double>();
+    // the trace's microseconds are rounded to the nanosecond: a span ending with its phase may pass it by that
+    const bool nested = std::any_of(phases[backward].begin(), phases[backward].end(),
+                                    [&](const auto& p) { return start >= p.first - 1e-3 && end <= p.second + 1e-3; });
+    EXPECT_TRUE(nested) << name << " at " << start << " us lies in no " << (backward ? "backward" : "forward") << " phase";
   }
   EXPECT_EQ(conv_forward, layers.at("probed_steps").get<int64_t>());
   EXPECT_EQ(conv_backward, layers.at("probed_steps").get<int64_t>());

@@ -10,6 +10,7 @@
 
 #include "fitscope/data/sources/synthetic.hpp"
 #include "fitscope/models/cnn.hpp"
+#include "fitscope/timing/step_sink.hpp"
 #include "fitscope/train/trainer.hpp"
 
 using namespace fitscope;
@@ -127,6 +128,46 @@ TEST(LayerTimes, TheSeedCnnsConvolutionCountsAsFlopCounterModeCountsIt) {
   const double dense = 2.0 * kBatch * (32 * 13 * 13) * 10;
   EXPECT_DOUBLE_EQ(rows.at("dense").forward_flops, dense);
   EXPECT_DOUBLE_EQ(rows.at("dense").backward_flops, 2 * dense);  // the pooled activations need theirs
+}
+
+/// One step in 10 (more than 8): each probed step comes after a warm-up step, listened to the same way
+/// and left out of the distributions too, whose figures are dropped: the rows, their counts and the
+/// trace's spans are the probed steps' alone. One in 8 or closer finds the probe's code warm.
+TEST(LayerTimes, EachProbedStepOfOneInNFollowsAWarmupStepWhoseFiguresAreDropped) {
+  TrainerOptions options = probing_every_step();
+  options.layer_probe_every = 10;
+  Trainer trainer(ThreeLayers(), options);
+  constexpr int64_t kBatch = 8;
+  struct Sink : StepSink {
+    int64_t marked = 0, loss_spans = 0;
+    void on_step(const StepRecord& r) override { marked += r.probed; }
+    void on_thread_spans(const std::vector<ThreadSpan>& spans) override {
+      for (const ThreadSpan& s : spans) loss_spans += s.name == "loss forward";  // one a step
+    }
+  };
+  const auto sink = std::make_shared<Sink>();
+  FitOptions fit;
+  fit.loader.batch_size = kBatch;
+  fit.loader.drop_last = true;
+  fit.step_sinks = {sink};
+  SyntheticOptions data;
+  data.size = kBatch * (2 + 25);  // measured steps 0-24
+  trainer.fit(make_synthetic(data), fit);
+  const FitMeasurements& m = trainer.measured();
+  const LayerTimes& t = m.layers;
+  EXPECT_EQ(t.probed_steps, 3);   // measured steps 4, 14, 24
+  EXPECT_EQ(t.probe_warmups, 3);  // 3, 13, 23
+  EXPECT_EQ(m.stats.measured_steps() + t.probed_steps + t.probe_warmups, 25);
+  const auto rows = per_step(t);
+  ASSERT_TRUE(rows.count("fc1"));
+  EXPECT_DOUBLE_EQ(rows.at("fc1").forward_flops, 2.0 * kBatch * 784 * 64);  // per probed step, warm-ups not in
+  EXPECT_EQ(sink->loss_spans, t.probed_steps);
+  EXPECT_EQ(sink->marked, t.probed_steps + t.probe_warmups);  // steps.csv's `probed`
+  options.layer_probe_every = 8;
+  Trainer close(ThreeLayers(), options);
+  const LayerTimes& one_in_8 = fit_probed(close, kBatch, 2 + 13).layers;
+  EXPECT_EQ(one_in_8.probed_steps, 2);  // 4, 12
+  EXPECT_EQ(one_in_8.probe_warmups, 0);
 }
 
 /// Probing off, or on a step the probe cannot see into, says so and probes nothing.

@@ -32,7 +32,11 @@ struct LayerTimes {
   int64_t every = 0;         ///< steps between probes (0: none probed; `why_not` says why)
   bool auto_every = false;   ///< `every` chosen from the probes' measured cost
   int64_t probed_steps = 0;  ///< steps probed (left out of the step distributions)
-  double probe_cost = 0;     ///< a probed step's time over an unprobed step's p50, less 1 (mean)
+  /// Steps listened to before a probed step, their figures dropped (one a probe when `every` > 8: the
+  /// probe's code warmed), left out of the step distributions as well.
+  int64_t probe_warmups = 0;
+  /// A probe's steps (the probed one and its warm-up) over an unprobed step's p50, less their count (mean).
+  double probe_cost = 0;
   std::string why_not;       ///< why no step was probed ("" when some were)
   std::vector<LayerTime> layers;  ///< in the order the forward first ran them
   /// The probed steps' forward and backward phases (the step clock's), summed.
