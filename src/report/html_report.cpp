@@ -187,11 +187,14 @@ std::string layers_section(const RunSummary& s) {
   svg::ChartOptions bar;
   bar.title = "Where forward and backward go, layer by layer (share of the probed steps' forward and backward)";
   bar.height = 150;
-  out << "<p>" << t.probed_steps << " steps probed, one in " << t.every << (t.auto_every ? " (auto)" : "") << ", each "
-      << (t.probe_warmups > 0 ? "after a warm-up step listened to the same way (its figures dropped, its time counted), "
-                                "together "
-                              : "")
-      << percent(t.probe_cost) << " slower than unprobed steps: " << percent(t.run_cost()) << " of the run's step time; "
+  out << "<p>" << t.probed_steps << " steps probed, one in " << t.every << (t.auto_every ? " (auto)" : "");
+  if (t.probe_warmups > 0) {
+    out << ", and " << t.probe_warmups << " warm-up steps before them, listened to the same way (their figures dropped, their "
+        << "time counted); each probe with its warm-up ";
+  } else {
+    out << ", each ";
+  }
+  out << percent(t.probe_cost) << " slower than unprobed steps: " << percent(t.run_cost()) << " of the run's step time; "
       << fixed(t.step_flops() * 1e-9, 4) << " GFLOP a step.";
   if (s.machine_peak) {
     out << " This machine's measured peak: " << fixed(peak, 1) << " GFLOP/s (a matrix product on " << s.machine_peak->cores

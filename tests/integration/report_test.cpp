@@ -115,11 +115,12 @@ TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/probed";
   const ProcessResult r = run_fitscope({"train", "--model", "cnn", "--synthetic-size", "800", "--epochs", "1", "--run-dir", dir,
-                                        "--threads", "1", "--layer-probe-every", "4"});
+                                        "--threads", "1", "--layer-probe-every", "10"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json layers = nlohmann::json::parse(read_file(dir + "/summary.json")).at("layers");
-  EXPECT_EQ(layers.at("every"), 4);
-  EXPECT_GT(layers.at("probed_steps").get<int64_t>(), 0);
+  EXPECT_EQ(layers.at("every"), 10);
+  EXPECT_EQ(layers.at("probed_steps").get<int64_t>(), 2);  // measured steps 4 and 14 of 20
+  EXPECT_EQ(layers.at("probe_warmups").get<int64_t>(), 2);  // 3 and 13: probes more than 8 apart
   std::vector<std::string> names;
   for (const auto& row : layers.at("rows")) names.push_back(row.at("name").get<std::string>());
   for (const char* name : {"conv", "dense", "loss", "(model) max_pool2d", "(model) relu"}) {
@@ -129,7 +130,8 @@ TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
   EXPECT_NE(r.out.find("  (unattributed) "), std::string::npos) << r.out;
   const std::string html = read_file(dir + "/report.html");
   const std::string section = between(html, "<h2>Layers</h2>", "</table>");
-  EXPECT_NE(section.find("steps probed, one in 4, each "), std::string::npos) << section;
+  EXPECT_NE(section.find("2 steps probed, one in 10, and 2 warm-up steps before them, listened to the same way"),
+            std::string::npos) << section;
   EXPECT_NE(section.find("<tr><td>conv</td>"), std::string::npos) << section;
   EXPECT_NE(section.find("<tr><td>(unattributed)</td>"), std::string::npos) << section;
   EXPECT_NE(section.find("Where forward and backward go, layer by layer"), std::string::npos);

@@ -38,6 +38,7 @@ RunSummary filled() {
   m.layers.every = 16;
   m.layers.auto_every = true;
   m.layers.probed_steps = 2;
+  m.layers.probe_warmups = 2;
   m.layers.probe_cost = 0.25;
   m.layers.forward_phase_ns = 3'000'000;
   m.layers.backward_phase_ns = 4'000'000;
@@ -89,13 +90,17 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
   EXPECT_EQ(back.layers.layers.size(), 2u);
   EXPECT_EQ(back.layers.layers[0].backward_ns, 3'000'000);
   EXPECT_DOUBLE_EQ(back.layers.step_flops(), 2e9);
+  EXPECT_EQ(back.layers.probe_warmups, 2);
+  nlohmann::json older = nlohmann::json::parse(s.to_json());  // a summary.json from before the probe's warm-ups
+  older["layers"].erase("probe_warmups");
+  EXPECT_EQ(RunSummary::from_json(older.dump(), "summary.json").layers.probe_warmups, 0);
   EXPECT_EQ(back.memory.phases.at("forward").peak_bytes, 3'000'000);
   EXPECT_EQ(back.memory.resident_peak, 400'000'000);
   ASSERT_TRUE(back.machine_peak);
   EXPECT_EQ(back.machine_peak->key, "host | cpu | 2 cores");
   // the printout: the layers by time, what none claims, the peak they are set against
   const std::string text = format_summary(back);
-  EXPECT_NE(text.find("Layers: 2 steps probed, 1 in 16 (auto) (each +25 %: 1.6 % of the run); 2 GFLOP a step"), std::string::npos) << text;
+  EXPECT_NE(text.find("Layers: 2 steps probed, 1 in 16 (auto) (each +25 % with its warm-up step: 1.6 % of the run); 2 GFLOP a step"), std::string::npos) << text;
   EXPECT_NE(text.find("  measured peak: 100.0 GFLOP/s (a matrix product, 2 cores, cached), 20.0 GB/s"),
             std::string::npos) << text;
   EXPECT_NE(text.find("  conv                1.000      1.500   71.4%     800.0   800%"), std::string::npos) << text;
