@@ -139,7 +139,7 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   LayerProbe* none = nullptr;
   if (!listening_probe.compare_exchange_strong(none, this)) return false;  // another fit's probe listens
   training_thread = std::this_thread::get_id();
-  if (!warming_) probing_index_ = measured_index;
+  (warming_ ? warm_index_ : probing_index_) = measured_index;
   index_parameters();
   first_sequence_ = static_cast<int64_t>(at::sequence_number::peek());
   sequence_rows_.clear();  // keeps its capacity
@@ -148,7 +148,6 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   step_other_flops_ = 0;
   told_ = clock_.listener();
   clock_.set_listener(this);
-  phase_open_.reset();
   close_phase_span(clock_.open_phase());
   listen(clock_.open_phase() == Phase::backward);
   return true;
@@ -383,9 +382,10 @@ void LayerProbe::fold(const StepRecord& record) {
   ++times_.probed_steps;
   const double reference = unprobed_.quantile(0.5);
   if (reference <= 0) return;
-  const double steps = warm_ns_ > 0 ? 2.0 : 1.0;
-  cost_sum_ += std::max(0.0, static_cast<double>(warm_ns_ + record.step_ns) / reference - steps);
-  warm_ns_ = 0;
+  // its warm-up, if the step before was one (not one left over from a probe another fit's probe took)
+  const int64_t warm_ns = warm_index_ == probing_index_ - 1 ? warm_ns_ : 0;
+  const double steps = warm_ns > 0 ? 2.0 : 1.0;
+  cost_sum_ += std::max(0.0, static_cast<double>(warm_ns + record.step_ns) / reference - steps);
   ++costs_;
   times_.probe_cost = cost_sum_ / static_cast<double>(costs_);
   if (times_.auto_every) {

@@ -109,7 +109,7 @@ class LayerProbe final : public PhaseBoundaryListener {
   int64_t probing_index_ = 0;
   bool listening_ = false;
   bool warming_ = false;  // the step listened to is the warm-up before a probed step
-  int64_t warm_ns_ = 0;   // that step's time: the probe's cost with the probed step's
+  int64_t warm_index_ = -1, warm_ns_ = 0;  // that step's index and time: the probe's cost with the probed step's
   uint64_t handle_ = 0;
   /// Indexes the model's parameters and buffers by TensorImpl, again only when they changed.
   void index_parameters();
