@@ -96,7 +96,7 @@ configure() {
 }
 
 build_targets() {
-  local targets=(fitscope_cli bench_gpu_figures bench_fit_vs_handwritten)
+  local targets=(fitscope_cli bench_gpu_figures bench_fit_vs_handwritten bench_layer_probe)
   [ "$device" = cuda ] && targets+=(fitscope_gpu_tests bench_cuda_graph)
   LD_LIBRARY_PATH=$kit_libs ninja -C "$build" -j "$(nproc)" -k 0 "${targets[@]}"
 }
@@ -108,7 +108,14 @@ train() {
   "$cli" train --device "$device" --run-dir "$runs/$name" --overwrite --no-progress "$@"
 }
 
-export -f facts configure build_targets train
+# one level below the phases, eager (a replayed graph has no layers to probe): the seed CNN and MLP
+# with their layers probed one step in 8 and their memory counted (summary.json's layers, memory, peak)
+layer_runs() {
+  train layers-cnn --model cnn --batch-size 256 --epochs 2 --synthetic-size 30000 --layer-probe-every 8 --cuda-graph off &&
+    train layers-mlp --model mlp --batch-size 32 --epochs 1 --synthetic-size 20000 --layer-probe-every 8 --cuda-graph off
+}
+
+export -f facts configure build_targets train layer_runs
 export device root out runs python build cli kit kit_libs
 stage facts 30 facts
 if [ "${BUILT:-0}" != 1 ]; then
@@ -118,6 +125,8 @@ if [ "$device" = cuda ]; then
   stage gpu-tests 180 "$build/tests/fitscope_gpu_tests" --gtest_output="json:$out/gpu-tests.json"
 fi
 stage demo 90 train demo --epochs 3
+stage layers 90 layer_runs
+stage layer-probe 150 "$build/bench/bench_layer_probe" 4 "$((${SCALE:-1} * 300))" "$device"
 stage figures 200 "$build/bench/bench_gpu_figures" "$rounds" "$device"
 stage launch-mlp-32 60 train launch-mlp-32 --model mlp --batch-size 32 --epochs 1 --synthetic-size 20000 --warmup-steps 11
 stage launch-cnn-1024 60 train launch-cnn-1024 --model cnn --batch-size 1024 --epochs 2 --synthetic-size 30000 --warmup-steps 11
@@ -136,7 +145,7 @@ tar -czf "$out/device-check.tar.gz" -C "$out" logs runs stages.tsv $(cd "$out" &
 # the binaries, should a second call want to run without building
 if [ -f "$cli" ]; then
   tar -czf "$out/build-bin.tar.gz" "$build"/tools/fitscope/fitscope "$build"/src/libfitscope.so* "$build"/bench/bench_gpu_figures \
-    "$build"/bench/bench_fit_vs_handwritten $(ls "$build"/tests/fitscope_gpu_tests "$build"/bench/bench_cuda_graph 2>/dev/null) 2>/dev/null
+    "$build"/bench/bench_fit_vs_handwritten "$build"/bench/bench_layer_probe $(ls "$build"/tests/fitscope_gpu_tests "$build"/bench/bench_cuda_graph 2>/dev/null) 2>/dev/null
 fi
 rm -rf "$runs" "$logs"  # in the archive: at most 8 files come back from a device call
 echo "== stages (name, exit, seconds):"

@@ -26,7 +26,7 @@ def run_summary(out, name):
         return None
     s = json.loads(text)
     keep = ("samples_per_s", "step_ms", "gpu_utilization", "gpu_memory_peak_mb", "gpu_why_not", "device_timing",
-            "verdict", "phases", "measured_steps", "warmup_steps", "settings", "cuda_graph")
+            "verdict", "phases", "measured_steps", "warmup_steps", "settings", "cuda_graph", "layers", "memory", "machine_peak")
     return {k: s.get(k) for k in keep if k in s}
 
 
@@ -55,7 +55,8 @@ def main():
                                 for suite in t.get("testsuites", []) for c in suite.get("testsuite", [])]
     figures = next((json.loads(line[5:]) for line in log.get("figures", "").splitlines() if line.startswith("JSON ")), None)
     summary["figures"] = figures
-    runs = {name: run_summary(out, name) for name in ("demo", "launch-mlp-32", "launch-cnn-1024", "launch-cnn-4096")}
+    runs = {name: run_summary(out, name)
+            for name in ("demo", "launch-mlp-32", "launch-cnn-1024", "launch-cnn-4096", "layers-cnn", "layers-mlp")}
     summary["runs"] = runs
     summary["handwritten"] = lines(log.get("handwritten", ""), r"batch|ratio|fit")
     summary["lightning"] = lines(log.get("lightning", ""), r"samples/s|skipped")
@@ -72,6 +73,22 @@ def main():
                 "idle_fraction": d.get("idle_fraction"), "busy_ms": d.get("busy_ms"),
                 "step_ms_p50": (r.get("step_ms") or {}).get("p50"),
                 "cuda_graph": {k: g.get(k) for k in ("kept", "reason", "eager_ms", "graph_ms", "eager_windows_ms", "graph_windows_ms")} if g else None}
+
+    def below_phases(run):
+        """The layers' clock, shares and unattributed rest, the probe's cost, the memory and the peak of a run."""
+        r = runs.get(run) or {}
+        layers, memory, peak = r.get("layers") or {}, r.get("memory") or {}, r.get("machine_peak") or {}
+        phases = (layers.get("forward_ms") or 0) + (layers.get("backward_ms") or 0)
+        rest = (layers.get("unattributed_forward_ms") or 0) + (layers.get("unattributed_backward_ms") or 0)
+        return {"clock": layers.get("clock"), "probed_steps": layers.get("probed_steps"), "why_not": layers.get("why_not"),
+                "probe_cost": layers.get("probe_cost"), "forward_backward_ms": phases,
+                "unattributed": rest / phases if phases else None,
+                "top": [(row.get("name"), round(row.get("share", 0), 4)) for row in
+                        sorted(layers.get("rows", []), key=lambda row: -row.get("share", 0))[:5]],
+                "memory": {k: memory.get(k) for k in ("device", "steps", "why_not", "step_peak_bytes", "allocated_per_step_bytes",
+                                                      "held_at_end_bytes", "resident_peak_bytes", "growth")},
+                "peak": {k: peak.get(k) for k in ("device", "gemm_gflops", "memory_gbps", "cached")} if peak else None,
+                "verdict": (r.get("verdict") or {}).get("advice")}
 
     def ratio(pattern, text):
         m = re.search(pattern, text)
@@ -97,6 +114,9 @@ def main():
         "demo_gpu_utilization": demo.get("gpu_utilization"),
         "demo_gpu_memory_peak_mb": demo.get("gpu_memory_peak_mb"),
         "demo_samples_per_s": demo.get("samples_per_s"),
+        "layers_cnn_256": below_phases("layers-cnn"),
+        "layers_mlp_32": below_phases("layers-mlp"),
+        "layer_probe_bench": lines(log.get("layer-probe", ""), r"probe on / off|unattributed"),
     }
     with open(os.path.join(out, "gpu-summary.json"), "w") as f:
         json.dump(summary, f, indent=1)

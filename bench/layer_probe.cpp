@@ -2,8 +2,10 @@
 // step time): the seed MLP and the seed CNN each train `steps` steps of batch 32 on one thread, with the
 // probe off and on in alternating rounds (the MLP 5 x `steps`, its step being short); the ratio is of the fits' whole step time (FitTime::steps_s,
 // the probed steps included), the median over the rounds. Also printed: how often auto probed, what one
-// probed step cost, and the layers' shares of forward and backward on the last round.
-//   ./bench_layer_probe [rounds, default 8] [steps, default 600]
+// probed step cost, and the layers' shares of forward and backward on the last round. On `cuda` the
+// fits run eagerly on the GPU (a replayed CUDA graph has no layers to probe) and the layers' times are
+// the device's (CUDA events).
+//   ./bench_layer_probe [rounds, default 8] [steps, default 600] [cpu|cuda, default cpu]
 
 #include <algorithm>
 #include <cstdio>
@@ -19,9 +21,11 @@ using namespace fitscope;
 namespace {
 
 template <typename Module>
-void compare(const char* name, int rounds, int64_t steps) {
+void compare(const char* name, int rounds, int64_t steps, const c10::Device& device) {
   const auto fit_once = [&](int64_t every, LayerTimes* layers) {
     TrainerOptions options;
+    options.device = device;
+    options.cuda_graph = CudaGraphMode::off;
     options.threads.intra_op = 1;
     options.threads.blas = 1;
     options.layer_probe_every = every;
@@ -49,9 +53,9 @@ void compare(const char* name, int rounds, int64_t steps) {
     }
     ratios.push_back(on / off);
   }
-  std::printf("%s: steps' time probe on / off, median of %d rounds of %lld steps: %.4f (min %.4f, max %.4f); auto probed 1 "
+  std::printf("%s%s: steps' time probe on / off, median of %d rounds of %lld steps: %.4f (min %.4f, max %.4f); auto probed 1 "
               "step in %lld (%lld steps), each %+.0f %%: %.2f %% expected\n",
-              name, rounds, static_cast<long long>(steps), bench::median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+              name, last.device_clock ? " (the device's times)" : "", rounds, static_cast<long long>(steps), bench::median(ratios), *std::min_element(ratios.begin(), ratios.end()),
               *std::max_element(ratios.begin(), ratios.end()), static_cast<long long>(last.every),
               static_cast<long long>(last.probed_steps), last.probe_cost * 100, last.run_cost() * 100);
   const double phases = static_cast<double>(last.forward_phase_ns + last.backward_phase_ns);
@@ -68,7 +72,8 @@ void compare(const char* name, int rounds, int64_t steps) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 8;
   const int64_t steps = argc > 2 ? std::atoll(argv[2]) : 600;
-  compare<models::Mlp>("seed MLP", rounds, steps * 5);  // its step is ~20x shorter than the CNN's
-  compare<models::Cnn>("seed CNN", rounds, steps);
+  const c10::Device device(argc > 3 ? argv[3] : "cpu");
+  compare<models::Mlp>("seed MLP", rounds, steps * 5, device);  // its step is ~20x shorter than the CNN's
+  compare<models::Cnn>("seed CNN", rounds, steps, device);
   return 0;
 }

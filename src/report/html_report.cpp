@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "fitscope/io/atomic_file.hpp"
+#include "report/below_phases.hpp"
 #include "report/page.hpp"
 #include "report/step_series.hpp"
 #include "report/svg.hpp"
@@ -162,51 +163,6 @@ std::string run_time_section(const RunSummary& s) {
   return out.str();
 }
 
-/// One level below the phases: each layer's forward and backward on the probed steps, what no layer
-/// claims, and the layers' rate against the machine's measured peak.
-std::string layers_section(const RunSummary& s) {
-  const LayerTimes& t = s.layers;
-  std::ostringstream out;
-  out << "<h2>Layers</h2>";
-  if (t.probed_steps == 0) return out.str() + "<p>No step was probed: " + svg::escape(t.why_not) + ".</p>";
-  const double phases = t.per_step_ms(t.forward_phase_ns + t.backward_phase_ns);
-  const double peak = s.machine_peak ? s.machine_peak->gemm_gflops : 0;
-  std::vector<svg::Part> parts;
-  std::ostringstream rows;
-  const auto row = [&](const std::string& name, int64_t forward_ns, int64_t backward_ns, double flops) {
-    const double ms = t.per_step_ms(forward_ns + backward_ns), share = phases > 0 ? ms / phases : 0.0;
-    const double gflops = ms > 0 ? t.per_step(flops) * 1e-9 / (ms * 1e-3) : 0.0;
-    parts.push_back({name, share, name + ": " + percent(share) + " of forward and backward, " + fixed(ms) + " ms"});
-    rows << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(t.per_step_ms(forward_ns)) << "</td><td>"
-         << fixed(t.per_step_ms(backward_ns)) << "</td><td>" << percent(share) << "</td><td>"
-         << (flops > 0 ? fixed(t.per_step(flops) * 1e-9, 4) : "-") << "</td><td>" << (flops > 0 ? fixed(gflops, 1) : "-")
-         << "</td><td>" << (flops > 0 && peak > 0 ? percent(gflops / peak) : "-") << "</td></tr>";
-  };
-  for (const LayerTime* l : t.by_time()) row(l->name, l->forward_ns, l->backward_ns, l->forward_flops + l->backward_flops);
-  row("(unattributed)", t.unattributed_forward_ns(), t.unattributed_backward_ns(), 0);
-  svg::ChartOptions bar;
-  bar.title = "Where forward and backward go, layer by layer (share of the probed steps' forward and backward)";
-  bar.height = 150;
-  out << "<p>" << t.probed_steps << " steps probed, one in " << t.every << (t.auto_every ? " (auto)" : "");
-  if (t.probe_warmups > 0) {
-    out << ", and " << t.probe_warmups << " warm-up steps before them, listened to the same way (their figures dropped, their "
-        << "time counted); each probe with its warm-up ";
-  } else {
-    out << ", each ";
-  }
-  out << percent(t.probe_cost) << " slower than unprobed steps: " << percent(t.run_cost()) << " of the run's step time; "
-      << fixed(t.step_flops() * 1e-9, 4) << " GFLOP a step.";
-  if (s.machine_peak) {
-    out << " This machine's measured peak: " << fixed(peak, 1) << " GFLOP/s (a matrix product on " << s.machine_peak->cores
-        << (s.machine_peak->cores == 1 ? " core" : " cores") << "), " << fixed(s.machine_peak->memory_gbps, 1) << " GB/s.";
-  }
-  out << "</p>" << svg::stacked_bar(parts, bar)
-      << "<table><tr><th>layer</th><th>forward ms</th><th>backward ms</th><th>share</th><th>GFLOP a step</th>"
-         "<th>GFLOP/s</th><th>of the peak</th></tr>"
-      << rows.str() << "</table>";
-  return out.str();
-}
-
 /// The job's restarts (`fitscope launch --max-restarts`): the share of its wall time they cost, and each one.
 std::string restarts_section(const RunSummary& s) {
   if (!s.restarts || s.restarts->events.empty()) return "";
@@ -338,7 +294,7 @@ std::string train_report(const ReportSources& files) {
   body << "<h2>Where each step's time goes</h2>" << svg::stacked_bar(parts, bar)
        << "<table><tr><th>phase</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th><th>share</th></tr>"
        << phase_rows.str() << "</table>";
-  body << layers_section(s) << run_time_section(s) << restarts_section(s);
+  body << layers_section(s) << memory_section(s) << run_time_section(s) << restarts_section(s);
 
   // step time over the run
   body << "<h2>Step time over the run</h2>";

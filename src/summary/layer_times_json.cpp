@@ -25,6 +25,7 @@ json layer_times_to_json(const LayerTimes& t) {
           {"probe_cost", t.probe_cost},
           {"run_cost", t.run_cost()},
           {"why_not", t.why_not},
+          {"clock", t.device_clock ? "device" : "host"},
           {"forward_ms", t.per_step_ms(t.forward_phase_ns)},
           {"backward_ms", t.per_step_ms(t.backward_phase_ns)},
           {"unattributed_forward_ms", t.per_step_ms(t.unattributed_forward_ns())},
@@ -42,6 +43,7 @@ LayerTimes layer_times_from_json(const Reader& r) {
   if (r.raw().contains("probe_warmups")) t.probe_warmups = r.get<int64_t>("probe_warmups");  // older files have none
   t.probe_cost = r.get<double>("probe_cost");
   t.why_not = r.get<std::string>("why_not");
+  if (r.raw().contains("clock")) t.device_clock = r.get<std::string>("clock") == "device";  // older files: the host's
   // summary.json keeps figures per probed step; the value keeps sums
   const auto n = static_cast<double>(t.probed_steps);
   const auto ns = [n](double ms) { return static_cast<int64_t>(std::llround(ms * 1e6 * n)); };
@@ -60,7 +62,8 @@ LayerTimes layer_times_from_json(const Reader& r) {
 }
 
 json machine_peak_to_json(const MachinePeak& p) {
-  return {{"gemm_gflops", p.gemm_gflops}, {"memory_gbps", p.memory_gbps}, {"cores", p.cores}, {"key", p.key}, {"cached", p.cached}};
+  return {{"gemm_gflops", p.gemm_gflops}, {"memory_gbps", p.memory_gbps}, {"cores", p.cores}, {"device", p.device},
+          {"key", p.key},         {"cached", p.cached}};
 }
 
 MachinePeak machine_peak_from_json(const Reader& r) {
@@ -68,6 +71,7 @@ MachinePeak machine_peak_from_json(const Reader& r) {
   p.gemm_gflops = r.get<double>("gemm_gflops");
   p.memory_gbps = r.get<double>("memory_gbps");
   p.cores = r.get<int64_t>("cores");
+  if (r.raw().contains("device")) p.device = r.get<std::string>("device");  // older files: a CPU's
   p.key = r.get<std::string>("key");
   p.cached = r.get<bool>("cached");
   return p;
@@ -80,6 +84,7 @@ json memory_to_json(const MemorySummary& m) {
   }
   const MemoryGrowth& g = m.growth;
   return {{"steps", m.steps},
+          {"device", m.device},
           {"why_not", m.why_not},
           {"phases", phases},
           {"step_peak_bytes", m.step_peak_bytes},
@@ -95,6 +100,8 @@ json memory_to_json(const MemorySummary& m) {
 MemorySummary memory_from_json(const Reader& r) {
   MemorySummary m;
   m.steps = r.get<int64_t>("steps");
+  // a file from before GPU memory was counted counted the CPU's
+  m.device = r.raw().contains("device") ? r.get<std::string>("device") : m.steps > 0 ? "cpu" : "";
   m.why_not = r.get<std::string>("why_not");
   const Reader phases = r.object("phases");
   for (const auto& [name, value] : phases.raw().items()) {

@@ -25,6 +25,7 @@ PhaseSummary phase_summary(const Distribution& d, double share) {
 MemorySummary summarize_memory(const MemoryStats& m) {
   MemorySummary s;
   s.steps = m.steps();
+  s.device = m.device;
   s.why_not = m.why_not.empty() && m.steps() == 0 ? "no step after the warm-up was counted" : m.why_not;
   for (Phase p : all_phases()) {
     const PhaseMemory pm = m.phase(p);

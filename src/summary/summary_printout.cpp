@@ -147,7 +147,7 @@ std::string format_memory(const RunSummary& s) {
                 "within it (%.1f MB allocated a step); resident peak %.0f MB",
                 static_cast<double>(m.held_at_end) * 1e-6, static_cast<double>(m.step_peak_bytes) * 1e-6,
                 m.allocated_per_step * 1e-6, static_cast<double>(m.resident_peak) * 1e-6);
-  std::string out = line;
+  std::string out = m.device.empty() || m.device == "cpu" ? std::string(line) : "Memory (" + m.device + ", the caching allocator)" + (line + 6);
   if (m.growth.steps > 0) {
     std::snprintf(line, sizeof line, "; growth %+.3f MB a step (99%%: %+.3f to %+.3f) over the last %lld steps%s",
                   m.growth.bytes_per_step * 1e-6, m.growth.low * 1e-6, m.growth.high * 1e-6,
@@ -162,16 +162,15 @@ std::string format_layers(const RunSummary& s) {
   const LayerTimes& t = s.layers;
   if (t.probed_steps == 0) return t.why_not.empty() ? std::string() : "Layers: none probed: " + t.why_not + "\n";
   char line[200];
-  std::snprintf(line, sizeof line, "Layers: %lld %s probed, 1 in %lld%s (each %+.0f %%%s: %.1f %% of the run); %.3g GFLOP a step\n",
-                static_cast<long long>(t.probed_steps), t.probed_steps == 1 ? "step" : "steps",
-                static_cast<long long>(t.every), t.auto_every ? " (auto)" : "", t.probe_cost * 100,
+  std::snprintf(line, sizeof line, "Layers%s: %lld %s probed, 1 in %lld%s (each %+.0f %%%s: %.1f %% of the run); %.3g GFLOP a step\n",
+                t.device_clock ? " (the device's times, CUDA events)" : "", static_cast<long long>(t.probed_steps),
+                t.probed_steps == 1 ? "step" : "steps", static_cast<long long>(t.every), t.auto_every ? " (auto)" : "", t.probe_cost * 100,
                 t.probe_warmups > 0 ? " with its warm-up step" : "", t.run_cost() * 100, t.step_flops() * 1e-9);
   std::string out = line;
   const double peak = s.machine_peak ? s.machine_peak->gemm_gflops : 0;
   if (peak > 0) {
-    std::snprintf(line, sizeof line, "  measured peak: %.1f GFLOP/s (a matrix product, %lld %s%s), %.1f GB/s\n", peak,
-                  static_cast<long long>(s.machine_peak->cores), s.machine_peak->cores == 1 ? "core" : "cores",
-                  s.machine_peak->cached ? ", cached" : "", s.machine_peak->memory_gbps);
+    std::snprintf(line, sizeof line, "  measured peak: %.1f GFLOP/s (a matrix product, %s%s), %.1f GB/s\n", peak,
+                  s.machine_peak->ran_on().c_str(), s.machine_peak->cached ? ", cached" : "", s.machine_peak->memory_gbps);
     out += line;
   }
   const double phases_ms = t.per_step_ms(t.forward_phase_ns + t.backward_phase_ns);

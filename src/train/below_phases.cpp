@@ -25,7 +25,8 @@ std::string not_probed(const TrainerOptions& o, int64_t every, int64_t after_war
   const std::pair<bool, const char*> rules[] = {
       {!o.timing, "the step clock is off (TrainerOptions::timing)"},
       {o.layer_probe_every < 0, "off (TrainerOptions::layer_probe_every)"},
-      {!o.device.is_cpu(), "on a GPU a layer's time is the device's, which the probe's host clock does not read"},
+      {!o.device.is_cpu() && !o.device.is_cuda(), "a layer's time on this device is the device's, which the probe cannot read"},
+      {o.device.is_cuda() && !o.layer_events && !make_cuda_event_source(0), "this libtorch has no CUDA events to time a GPU's layers with"},
   };
   std::string why = first_holding(rules);
   if (why.empty() && every == 0 && after_warmup < LayerProbe::kFewestSteps) {
@@ -41,9 +42,20 @@ std::string not_counted(const TrainerOptions& o) {
   const std::pair<bool, const char*> rules[] = {
       {!o.timing, "the step clock is off (TrainerOptions::timing)"},
       {!o.track_memory, "off (TrainerOptions::track_memory)"},
-      {!o.device.is_cpu(), "on a GPU the caching allocator's figures are not read yet"},
   };
   return first_holding(rules);
+}
+
+/// The counter of the fit's device's memory: the counting CPU allocator, or a GPU's caching allocator.
+std::unique_ptr<MemoryCounter> memory_counter(const c10::Device& device) {
+  if (device.is_cpu()) return cpu_memory_counter();
+  return device.is_cuda() ? make_cuda_memory_counter(device.has_index() ? device.index() : 0) : nullptr;
+}
+
+/// The events that time a GPU's layers (a test's stand-in, or CUDA's); none on a CPU.
+std::unique_ptr<DeviceEventSource> layer_events(const TrainerOptions& o) {
+  if (o.layer_events) return o.layer_events();
+  return o.device.is_cuda() ? make_cuda_event_source(o.device.has_index() ? o.device.index() : 0) : nullptr;
 }
 
 /// A data-parallel run's ranks probe the same steps: a spacing fixed in advance, not each rank's own.
@@ -57,21 +69,30 @@ BelowPhases::BelowPhases(const TrainerOptions& options, Model& model, StepClock&
     : options_(options),
       clock_(clock),
       layers_(model, clock, spacing(options, m.world_size), options.layer_probe_max_cost,
-              not_probed(options, spacing(options, m.world_size), after_warmup)) {
+              not_probed(options, spacing(options, m.world_size), after_warmup),
+              layer_events(options)) {
   m.memory = MemoryStats{};
   m.memory.why_not = not_counted(options);
   if (m.memory.why_not.empty()) {
-    memory_ = std::make_unique<MemoryListener>(tensor_memory());
-    clock.set_listener(memory_.get());  // on a CPU: no device timer listens
+    if (auto counter = memory_counter(options.device)) {
+      m.memory.device = counter->device();
+      memory_ = std::make_unique<MemoryListener>(std::move(counter), clock.listener());  // on a GPU the device timer
+      clock.set_listener(memory_.get());
+    } else {
+      m.memory.why_not = "this libtorch counts no memory of " + options.device.str() + " (it has no CUDA)";
+    }
   }
 }
 
-void BelowPhases::finish(FitMeasurements& m) const {
+void BelowPhases::finish(FitMeasurements& m) {
+  layers_.finish();
   m.layers = layers_.times(m.cuda_graph.kept);
   if (memory_) m.memory.resident_peak = process_memory().resident_peak;
   m.peak.reset();
   if (options_.measure_peak && m.layers.probed_steps > 0) {  // what the layers' GFLOP/s are set against
-    m.peak = measure_machine_peak(std::max(m.threads.setting.intra_op, m.threads.setting.blas));
+    const c10::Device& d = options_.device;
+    m.peak = d.is_cuda() ? measure_cuda_peak(d.has_index() ? d.index() : 0)
+                         : measure_machine_peak(std::max(m.threads.setting.intra_op, m.threads.setting.blas));
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // BelowPhases: what a fit measures one level below its phases, made when the fit begins: the layer
 // probe (layer_probe.hpp: one step in TrainerOptions::layer_probe_every) and the count of the steps'
-// CPU tensor memory (memory_listener.hpp, the step clock's listener on a CPU), and at the fit's end the
+// tensor memory (memory_listener.hpp: the CPU's, or a GPU's caching allocator's), and at the fit's end the
 // machine's peak the layers' rates are set against (measure_peak.hpp). Why any of them measures nothing
 // is said in FitMeasurements (layers.why_not, memory.why_not). Used from the training thread.
 
@@ -24,7 +24,7 @@ class BelowPhases {
   /// The clock no longer tells the memory count of a fit that is gone (however the fit ended).
   ~BelowPhases() {
     layers_.stop_listening();  // a probed step the fit left: the clock's listener back first
-    if (memory_ && clock_.listener() == memory_.get()) clock_.set_listener(nullptr);
+    if (memory_ && clock_.listener() == memory_.get()) clock_.set_listener(memory_->next());
   }
   BelowPhases(const BelowPhases&) = delete;
   BelowPhases& operator=(const BelowPhases&) = delete;
@@ -41,7 +41,7 @@ class BelowPhases {
   /// The probed steps' layers as spans for the trace.
   std::vector<ThreadSpan> take_spans() { return layers_.take_spans(); }
   /// At the fit's end, after m.threads and m.cuda_graph: the layers, the resident peak, the machine's peak.
-  void finish(FitMeasurements& m) const;
+  void finish(FitMeasurements& m);
 
  private:
   const TrainerOptions& options_;

@@ -25,6 +25,7 @@ struct LayerProbe::Event : at::ObserverContext {
   std::vector<int64_t> x, w;
   int64_t node = -1;      // the autograd node this forward operation makes (its sequence number)
   int gradients = 0;      // its operands that need a gradient: its backward's count, times its own
+  std::unique_ptr<DeviceEvent> device_start;  // on a GPU: recorded as the operation began
 };
 
 namespace {
@@ -121,11 +122,13 @@ std::string layer_of(const std::string& tensor_name) {
 
 }  // namespace
 
-LayerProbe::LayerProbe(Model& model, StepClock& clock, int64_t every, double max_cost, std::string why_not)
-    : model_(model), clock_(clock), max_cost_(max_cost) {
+LayerProbe::LayerProbe(Model& model, StepClock& clock, int64_t every, double max_cost, std::string why_not,
+                       std::unique_ptr<DeviceEventSource> device)
+    : device_(std::move(device)), model_(model), clock_(clock), max_cost_(max_cost) {
   times_.every = why_not.empty() ? (every > 0 ? every : kMinEvery) : 0;
   times_.auto_every = why_not.empty() && every <= 0;
   times_.why_not = std::move(why_not);
+  times_.device_clock = device_ != nullptr;
   if (times_.every > 0) spans_.reserve(kSpansKept);
 }
 
@@ -288,6 +291,7 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
   }
   if (timed) {
     open_event = event.get();
+    if (device_) event->device_start = record_event();
     event->start_ns = now_ns();
   }
   return event;
@@ -302,8 +306,62 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   if (event.timed) open_event = nullptr;
   // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
   if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
-  add(event.row, event.backward, event.timed ? end - event.start_ns : 0, event.flops);
+  // on a GPU the events give the time, once read (resolve)
+  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops);
   if (event.timed && event.row >= 0 && !warming_) keep_span({event.row, event.backward, event.start_ns, end - event.start_ns});
+  // an operation outside the phases (-1, the phase span's mark too) is no layer's: its events are given back
+  if (event.device_start) keep_device_span(event.row >= 0 ? event.row : kNoRow, event.backward, std::move(event.device_start), record_event());
+}
+
+std::unique_ptr<DeviceEvent> LayerProbe::record_event() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return device_->record();
+}
+
+void LayerProbe::keep_device_span(int row, bool backward, std::unique_ptr<DeviceEvent> from, std::unique_ptr<DeviceEvent> to) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (warming_ || row == kNoRow) {  // the warm-up's events (recorded so that their calls are warm too), read no further
+    device_->release(std::move(from));
+    device_->release(std::move(to));
+    return;
+  }
+  device_spans_.push_back({row, backward, std::move(from), std::move(to)});
+}
+
+void LayerProbe::resolve(bool wait) {
+  std::size_t read = 0;
+  for (; read < device_steps_.size(); ++read) {
+    DeviceStep& step = device_steps_[read];
+    // the device passes a stream's events in order: the step's last one first, then each (a node run
+    // on a stream of its own passes on its own)
+    if (!step.spans.empty()) {
+      DeviceEvent& last = *step.spans.back().to;
+      if (wait) device_->wait(last);
+      if (!device_->done(last)) break;
+    }
+    bool passed = true;
+    for (const DeviceSpan& s : step.spans) {
+      for (DeviceEvent* e : {s.from.get(), s.to.get()}) {
+        if (wait && !device_->done(*e)) device_->wait(*e);
+        passed = passed && device_->done(*e);
+      }
+    }
+    if (!passed) break;
+    int64_t forward_ns = 0, backward_ns = 0;
+    for (DeviceSpan& s : step.spans) {
+      const auto ns = static_cast<int64_t>(std::llround(device_->elapsed_ms(*s.from, *s.to) * 1e6));
+      if (s.row == kPhaseSpan) {
+        (s.backward ? backward_ns : forward_ns) += ns;
+      } else {
+        LayerTime& l = step.rows[static_cast<std::size_t>(s.row)];
+        (s.backward ? l.backward_ns : l.forward_ns) += ns;
+      }
+      device_->release(std::move(s.from));
+      device_->release(std::move(s.to));
+    }
+    add_probed_step(step.rows, forward_ns, backward_ns, step.other_flops);
+  }
+  device_steps_.erase(device_steps_.begin(), device_steps_.begin() + static_cast<std::ptrdiff_t>(read));
 }
 
 void LayerProbe::keep_span(const Span& span) {
@@ -314,11 +372,15 @@ void LayerProbe::keep_span(const Span& span) {
 void LayerProbe::close_phase_span(std::optional<Phase> next) {
   if (warming_) return;
   const int64_t now = now_ns();
-  if (phase_open_) keep_span({kPhaseSpan, *phase_open_ == Phase::backward, phase_start_ns_, now - phase_start_ns_});
+  if (phase_open_) {
+    keep_span({kPhaseSpan, *phase_open_ == Phase::backward, phase_start_ns_, now - phase_start_ns_});
+    if (phase_from_) keep_device_span(kPhaseSpan, *phase_open_ == Phase::backward, std::move(phase_from_), record_event());
+  }
   phase_open_.reset();
   if (next == Phase::forward || next == Phase::backward) {
     phase_open_ = next;
     phase_start_ns_ = now;
+    if (device_) phase_from_ = record_event();
   }
 }
 
@@ -357,9 +419,25 @@ LayerTimes LayerProbe::times(bool graph_kept) const {
 void LayerProbe::record(const StepRecord& record, int64_t measured_index) {
   if (!record.probed) {
     if (measured_index >= 0) unprobed_.add(record.step_ns);
+    if (!device_steps_.empty()) resolve(/*wait=*/false);
     return;
   }
   fold(record);
+}
+
+void LayerProbe::add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns, double other_flops) {
+  for (const LayerTime& s : rows) {
+    auto at = std::find_if(times_.layers.begin(), times_.layers.end(), [&](const LayerTime& l) { return l.name == s.name; });
+    if (at == times_.layers.end()) at = times_.layers.insert(times_.layers.end(), LayerTime{s.name, 0, 0, 0, 0});
+    at->forward_ns += s.forward_ns;
+    at->backward_ns += s.backward_ns;
+    at->forward_flops += s.forward_flops;
+    at->backward_flops += s.backward_flops;
+  }
+  times_.other_flops += other_flops;
+  times_.forward_phase_ns += forward_ns;
+  times_.backward_phase_ns += backward_ns;
+  ++times_.probed_steps;
 }
 
 void LayerProbe::fold(const StepRecord& record) {
@@ -368,18 +446,13 @@ void LayerProbe::fold(const StepRecord& record) {
     ++times_.probe_warmups;
     return;
   }
-  for (const LayerTime& s : step_) {
-    auto at = std::find_if(times_.layers.begin(), times_.layers.end(), [&](const LayerTime& l) { return l.name == s.name; });
-    if (at == times_.layers.end()) at = times_.layers.insert(times_.layers.end(), LayerTime{s.name, 0, 0, 0, 0});
-    at->forward_ns += s.forward_ns;
-    at->backward_ns += s.backward_ns;
-    at->forward_flops += s.forward_flops;
-    at->backward_flops += s.backward_flops;
+  if (device_) {  // its times once the device has passed its events
+    device_steps_.push_back({step_, std::move(device_spans_), step_other_flops_});
+    device_spans_.clear();
+    resolve(/*wait=*/false);
+  } else {
+    add_probed_step(step_, record.phase(Phase::forward), record.phase(Phase::backward), step_other_flops_);
   }
-  times_.other_flops += step_other_flops_;
-  times_.forward_phase_ns += record.phase(Phase::forward);
-  times_.backward_phase_ns += record.phase(Phase::backward);
-  ++times_.probed_steps;
   const double reference = unprobed_.quantile(0.5);
   if (reference <= 0) return;
   // its warm-up, if the step before was one (not one left over from a probe another fit's probe took)

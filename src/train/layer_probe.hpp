@@ -17,6 +17,13 @@
 // MLP: +213 % one in 107, +63 % one in 8, +45 % every step). The warm-up is left out of the
 // distributions and counted in the cost.
 //
+// On a GPU (a DeviceEventSource given) a layer's time is the device's: each timed operation records an
+// event on its thread's current stream as it begins and ends (the stream its kernels go to; autograd's
+// device thread runs a node on its forward's stream), and so does each boundary of the probed step's
+// forward and backward phases; a probed step's events are read once the device has passed them, at a
+// later step's record (a query, never a wait) or at finish(). The host's clock still gives the probe's
+// cost and the trace's spans (on a GPU: when the host enqueued each layer's work).
+//
 // One probe listens at a time in a process (another fit's probe skips its steps meanwhile). Used from
 // the training thread; the callbacks on autograd's threads take the probe's lock.
 
@@ -28,6 +35,7 @@
 #include <vector>
 
 #include "fitscope/models/model.hpp"
+#include "fitscope/timing/device_timer.hpp"
 #include "fitscope/timing/layer_times.hpp"
 #include "fitscope/timing/step_clock.hpp"
 #include "fitscope/timing/streaming_quantiles.hpp"
@@ -45,8 +53,10 @@ inline constexpr const char* kLossScope = "fitscope::loss";
 
 class LayerProbe final : public PhaseBoundaryListener {
  public:
-  /// `every` 0: chosen from the measured cost; `why_not` non-empty: never probes, and says why.
-  LayerProbe(Model& model, StepClock& clock, int64_t every, double max_cost, std::string why_not);
+  /// `every` 0: chosen from the measured cost; `why_not` non-empty: never probes, and says why;
+  /// `device`: the events that time a GPU's layers (null on a CPU: the host's clock times them).
+  LayerProbe(Model& model, StepClock& clock, int64_t every, double max_cost, std::string why_not,
+             std::unique_ptr<DeviceEventSource> device = nullptr);
   ~LayerProbe() override;
   LayerProbe(const LayerProbe&) = delete;
   LayerProbe& operator=(const LayerProbe&) = delete;
@@ -66,6 +76,8 @@ class LayerProbe final : public PhaseBoundaryListener {
   static constexpr const char* kSpanTrack = "layers (probed steps)";
   static constexpr std::size_t kSpansKept = 4096;
 
+  /// At the fit's end: waits for the device to pass the probed steps' events not read yet.
+  void finish() { resolve(/*wait=*/true); }
   /// What the probes found; with none probed, why not (`graph_kept`: the fit replayed a CUDA graph).
   LayerTimes times(bool graph_kept) const;
 
@@ -99,6 +111,28 @@ class LayerProbe final : public PhaseBoundaryListener {
   int row(const std::string& name);
   void add(int row, bool backward, int64_t ns, double flops);
   void fold(const StepRecord& record);
+  /// A probed step's rows (their times and operations) and phases into the probes' sums.
+  void add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns, double other_flops);
+
+  // on a GPU: the events of the probed steps, read once the device has passed them
+  struct DeviceSpan {
+    int row;  // kPhaseSpan: the step's forward or backward phase
+    bool backward;
+    std::unique_ptr<DeviceEvent> from, to;
+  };
+  struct DeviceStep {
+    std::vector<LayerTime> rows;  // their operations; their times from the spans
+    std::vector<DeviceSpan> spans;
+    double other_flops;
+  };
+  std::unique_ptr<DeviceEvent> record_event();  // under the probe's lock (autograd's threads record too)
+  void keep_device_span(int row, bool backward, std::unique_ptr<DeviceEvent> from, std::unique_ptr<DeviceEvent> to);
+  /// Reads the probed steps the device has passed, in order; `wait`: waits for all.
+  void resolve(bool wait);
+  std::unique_ptr<DeviceEventSource> device_;
+  std::vector<DeviceSpan> device_spans_;    // the probed step's, as it runs
+  std::unique_ptr<DeviceEvent> phase_from_;  // the open forward or backward phase's first event
+  std::vector<DeviceStep> device_steps_;    // probed, not read yet
 
   Model& model_;
   StepClock& clock_;
@@ -134,6 +168,7 @@ class LayerProbe final : public PhaseBoundaryListener {
   };
   std::vector<Span> spans_;  // reserved for kSpansKept when the probe is made
   static constexpr int kPhaseSpan = -1;
+  static constexpr int kNoRow = -3;  // a device span no layer takes (outside the phases)
   std::optional<Phase> phase_open_;  // forward or backward, open since phase_start_ns_ on a probed step
   int64_t phase_start_ns_ = 0;
   /// At each boundary of a probed step: the forward or backward phase that closes becomes a span.

@@ -17,6 +17,7 @@
 
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/threads/blas_library.hpp"
+#include "fitscope/timing/device_timer.hpp"
 
 namespace fitscope {
 
@@ -25,6 +26,8 @@ namespace {
 constexpr int64_t kGemm = 1024;           // n of the n x n x n product: 2.1 GFLOP
 constexpr int64_t kCopyFloats = 16 << 20;  // 64 MiB
 constexpr int kRounds = 5;
+constexpr int64_t kDeviceGemm = 4096;             // 137 GFLOP: milliseconds on a GPU
+constexpr int64_t kDeviceCopyFloats = 64 << 20;  // 256 MiB
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -53,6 +56,39 @@ double best_seconds(Work work) {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
+}
+
+/// The fastest of kRounds runs of `work` on CUDA device `index`, after one that warms it up, in
+/// seconds: from an event before it to one after, on the current stream.
+template <typename Work>
+double best_device_seconds(DeviceEventSource& events, Work work) {
+  work();
+  double best = 1e30;
+  for (int i = 0; i < kRounds; ++i) {
+    const auto from = events.record();
+    work();
+    const auto to = events.record();
+    events.wait(*to);
+    best = std::min(best, events.elapsed_ms(*from, *to) * 1e-3);
+  }
+  return best;
+}
+
+MachinePeak measure_cuda(int64_t index) {
+  std::unique_ptr<DeviceEventSource> events = make_cuda_event_source(index);
+  if (!events) throw std::runtime_error("this libtorch has no CUDA: no GPU peak to measure");
+  const auto on = at::TensorOptions().device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index)));
+  MachinePeak p;
+  const at::Tensor a = at::randn({kDeviceGemm, kDeviceGemm}, on), b = at::randn({kDeviceGemm, kDeviceGemm}, on);
+  at::Tensor c = at::empty({kDeviceGemm, kDeviceGemm}, on);
+  const double s = best_device_seconds(*events, [&] { at::mm_out(c, a, b); });
+  p.gemm_gflops = 2.0 * static_cast<double>(kDeviceGemm * kDeviceGemm * kDeviceGemm) / s * 1e-9;
+  const at::Tensor from = at::ones({kDeviceCopyFloats}, on);
+  at::Tensor to = at::empty_like(from);
+  const double t = best_device_seconds(*events, [&] { to.copy_(from); });
+  p.memory_gbps = 2.0 * static_cast<double>(kDeviceCopyFloats) * sizeof(float) / t * 1e-9;
+  p.device = "cuda:" + std::to_string(index);
+  return p;
 }
 
 MachinePeak measure(int64_t cores) {
@@ -89,10 +125,11 @@ std::string default_peak_cache_dir() {
   return {};
 }
 
-MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir) {
-  cores = std::max<int64_t>(cores, 1);
-  const std::string key = host_name() + " | " + cpu_model() + " | " + std::to_string(cores) + (cores == 1 ? " core" : " cores") +
-                          " | libtorch " + TORCH_VERSION + " | " + loaded_blas().name();
+namespace {
+
+/// The peak kept in `cache_dir` under `key`, or `measure()`d and kept there.
+template <typename Measure>
+MachinePeak cached_peak(const std::string& key, const std::string& cache_dir, int64_t cores, const std::string& device, Measure measure) {
   const std::string path = cache_dir.empty() ? std::string() : cache_dir + "/machine_peak.json";
   const std::lock_guard<std::mutex> lock(peaks_mutex);
   const std::string here_key = path + "\n" + key;
@@ -108,6 +145,7 @@ MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir) {
         p.gemm_gflops = at->at("gemm_gflops").get<double>();
         p.memory_gbps = at->at("memory_gbps").get<double>();
         p.cores = cores;
+        p.device = device;
         p.key = key;
         p.cached = true;
         if (p.gemm_gflops > 0 && p.memory_gbps > 0) return peaks_here[here_key] = p;
@@ -116,8 +154,9 @@ MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir) {
       cache = nlohmann::json::object();
     }
   }
-  MachinePeak p = measure(cores);
+  MachinePeak p = measure();
   p.cores = cores;
+  p.device = device;
   p.key = key;
   peaks_here[here_key] = p;
   if (!path.empty()) {
@@ -130,6 +169,22 @@ MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir) {
     }
   }
   return p;
+}
+
+}  // namespace
+
+MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir) {
+  cores = std::max<int64_t>(cores, 1);
+  const std::string key = host_name() + " | " + cpu_model() + " | " + std::to_string(cores) + (cores == 1 ? " core" : " cores") +
+                          " | libtorch " + TORCH_VERSION + " | " + loaded_blas().name();
+  return cached_peak(key, cache_dir, cores, "cpu", [cores] { return measure(cores); });
+}
+
+MachinePeak measure_cuda_peak(int64_t index, const std::string& cache_dir) {
+  const std::string device = "cuda:" + std::to_string(index);
+  const std::string key = host_name() + " | " + device + " | libtorch " + TORCH_VERSION + " | float32, TF32 " +
+                          (at::globalContext().allowTF32CuBLAS() ? "on" : "off");
+  return cached_peak(key, cache_dir, 0, device, [index] { return measure_cuda(index); });
 }
 
 }  // namespace fitscope

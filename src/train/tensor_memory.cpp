@@ -1,5 +1,7 @@
 #include "tensor_memory.hpp"
 
+#include "memory_counter.hpp"
+
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
@@ -53,7 +55,24 @@ class CountingCpuAllocator final : public c10::Allocator {
   }
 };
 
+
+/// The counting allocator's figures as a MemoryCounter.
+class CpuMemoryCounter final : public MemoryCounter {
+ public:
+  CpuMemoryCounter() : memory_(tensor_memory()) {}
+  MemoryReading take() override {
+    const int64_t peak = memory_.take_peak();
+    return {memory_.live.load(std::memory_order_relaxed), memory_.allocated.load(std::memory_order_relaxed), peak};
+  }
+  std::string device() const override { return "cpu"; }
+
+ private:
+  TensorMemory& memory_;
+};
+
 }  // namespace
+
+std::unique_ptr<MemoryCounter> cpu_memory_counter() { return std::make_unique<CpuMemoryCounter>(); }
 
 TensorMemory& tensor_memory() {
   static std::once_flag installed;

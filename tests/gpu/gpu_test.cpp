@@ -1,6 +1,7 @@
 // The GPU path, built only where libtorch has CUDA and run on a machine with a GPU (ctest -L gpu):
 // no host synchronisation in the loop's steady state (CUDA's sync debug mode turns any into an
-// error), the phases timed by CUDA events, NVML's utilization sampling, and the NCCL context in a
+// error), the phases timed by CUDA events, the layers timed by CUDA events and the memory read from
+// the caching allocator, NVML's utilization sampling, and the NCCL context in a
 // world of one (one GPU): its collectives, the gradient reducer on it, and the CLI through it; and the
 // training step captured as a CUDA graph (TrainerOptions::cuda_graph): eager's losses, no
 // synchronisation once replayed, a host read in the forward pass and a partial batch run eagerly.
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -77,6 +79,56 @@ TEST(Gpu, TheSteadyStateLoopNeverSynchronisesAndEventsTimeTheDevicePhases) {
     EXPECT_NE(std::find(measured.begin(), measured.end(), p), measured.end()) << phase_name(p);
   }
   EXPECT_GT(device->stats().phase(Phase::backward).mean_ms, 0);
+}
+
+/// One level below the phases on a GPU: the probed steps' layers timed by CUDA events and the steps'
+/// memory read from the caching allocator, neither synchronising in the steady state; the layers'
+/// device times lie within their phases', the convolution's operations are the closed-form count, and
+/// the matrix products are set against the GPU's own measured peak.
+TEST(Gpu, LayersAreTimedByCudaEventsAndMemoryIsTheCachingAllocatorsWithoutSynchronising) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
+  torch::manual_seed(0);
+  TrainerOptions options;
+  options.device = c10::Device(c10::kCUDA, 0);
+  options.cuda_graph = CudaGraphMode::off;  // a replayed step has no layers for the host to see
+  options.layer_probe_every = 4;
+  Trainer trainer(models::Cnn(28, 1, 10), options);
+  FitOptions fit;
+  constexpr int64_t kBatch = 64;
+  fit.loader.batch_size = kBatch;
+  fit.steps_per_epoch = 60;
+  fit.callbacks.push_back(std::make_shared<NoSyncBetween>(10, 50));
+  const std::string synchronised = fit_until_a_sync(trainer, fit);
+  ASSERT_TRUE(synchronised.empty()) << "the probe or the memory count synchronised with the GPU: " << synchronised;
+  const FitMeasurements& m = trainer.measured();
+  const LayerTimes& t = m.layers;
+  ASSERT_TRUE(t.why_not.empty()) << t.why_not;
+  EXPECT_TRUE(t.device_clock);
+  EXPECT_GE(t.probed_steps, 10);
+  const auto conv = std::find_if(t.layers.begin(), t.layers.end(), [](const LayerTime& l) { return l.name == "conv"; });
+  ASSERT_NE(conv, t.layers.end());
+  EXPECT_GT(conv->forward_ns, 0);
+  EXPECT_GT(conv->backward_ns, 0);
+  EXPECT_DOUBLE_EQ(t.per_step(conv->forward_flops), 2.0 * kBatch * 32 * 26 * 26 * 1 * 3 * 3);
+  EXPECT_GE(t.unattributed_forward_ns(), 0);
+  EXPECT_GE(t.unattributed_backward_ns(), 0);
+  std::printf("layers on the GPU: forward %.3f ms (unattributed %.1f %%), backward %.3f ms (unattributed %.1f %%), probe %+.0f %%\n",
+              t.per_step_ms(t.forward_phase_ns), 100.0 * t.unattributed_forward_ns() / std::max<int64_t>(t.forward_phase_ns, 1),
+              t.per_step_ms(t.backward_phase_ns), 100.0 * t.unattributed_backward_ns() / std::max<int64_t>(t.backward_phase_ns, 1),
+              t.probe_cost * 100);
+  ASSERT_TRUE(m.peak.has_value());
+  EXPECT_EQ(m.peak->device, "cuda:0");
+  EXPECT_GT(m.peak->gemm_gflops, 1000);  // any datacenter GPU's float32 matrix product: more than a TFLOP/s
+  const MemoryStats& memory = m.memory;
+  ASSERT_TRUE(memory.why_not.empty()) << memory.why_not;
+  EXPECT_EQ(memory.device, "cuda:0");
+  EXPECT_GT(memory.steps(), 0);
+  // the forward holds at least the convolution's output above the step's start (float32)
+  EXPECT_GE(memory.phase(Phase::forward).peak_bytes, kBatch * 32 * 26 * 26 * 4);
+  EXPECT_GT(memory.phase(Phase::backward).allocated_bytes, 0);
+  std::printf("memory on the GPU: step peak %.1f MB above its start, %.1f MB allocated a step, held %.1f MB\n",
+              static_cast<double>(memory.step_peak_bytes()) * 1e-6, memory.allocated_per_step() * 1e-6,
+              static_cast<double>(memory.held_at_end()) * 1e-6);
 }
 
 TEST(Gpu, ProbesTimeTheDevicesOwnWorkInWarmupAndTheSummaryGivesItsIdleShare) {

@@ -110,8 +110,9 @@ TEST(Report, ProbedStepsKeepTheResidentPeakOfAnUnprobedRun) {
 }
 
 /// The layers of a run whose steps were probed: the printout's top layers, summary.json's rows, the
-/// report's table and chart, the machine's peak they are set against; a run too short for auto says why.
-TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
+/// report's table and chart, the machine's peak they are set against; the steps' memory in the page;
+/// a run too short for auto says why.
+TEST(Report, TheLayersAndMemoryOfAProbedRunInThePrintoutTheSummaryAndThePage) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/probed";
   const ProcessResult r = run_fitscope({"train", "--model", "cnn", "--synthetic-size", "800", "--epochs", "1", "--run-dir", dir,
@@ -168,6 +169,21 @@ TEST(Report, TheLayersOfAProbedRunInThePrintoutTheSummaryAndThePage) {
   }
   EXPECT_EQ(conv_forward, layers.at("probed_steps").get<int64_t>());
   EXPECT_EQ(conv_backward, layers.at("probed_steps").get<int64_t>());
+  // the steps' memory: summary.json's, and the page's section with a row per phase that held or allocated any
+  const nlohmann::json memory = nlohmann::json::parse(read_file(dir + "/summary.json")).at("memory");
+  EXPECT_EQ(memory.at("device"), "cpu");
+  const int64_t counted = memory.at("steps").get<int64_t>();
+  EXPECT_GT(counted, 0);
+  EXPECT_LE(counted, 20 - 4);  // the probed steps and their warm-ups left out
+  const std::string memory_section = between(html, "<h2>Memory</h2>", "</table>");
+  EXPECT_NE(memory_section.find("The CPU tensors the counting allocator saw, over " + std::to_string(counted) +
+                                " measured steps: a step ends holding "),
+            std::string::npos) << memory_section;
+  EXPECT_NE(memory_section.find("Too few steps to judge growth (fewer than 50)"), std::string::npos) << memory_section;
+  EXPECT_NE(memory_section.find("Where a step allocates"), std::string::npos) << memory_section;
+  for (const char* phase : {"forward", "backward"}) {
+    EXPECT_NE(memory_section.find(std::string("<tr><td>") + phase + "</td>"), std::string::npos) << phase << memory_section;
+  }
 
   const std::string short_dir = tmp.path() + "/short";
   short_run(short_dir);

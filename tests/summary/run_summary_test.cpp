@@ -49,6 +49,7 @@ RunSummary filled() {
   allocated[static_cast<std::size_t>(Phase::forward)] = 5'000'000;
   m.memory.add_step(peak, allocated, 1'000'000);
   m.memory.resident_peak = 400'000'000;
+  m.memory.device = "cpu";
   RunFacts facts;
   facts.model = "mlp";
   facts.epochs = 2;
@@ -113,6 +114,34 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
   EXPECT_NE(format_summary(back).find("Restarts: 2, 17 steps redone, 4.00 s lost (20.0% of the job's 20.00 s)"),
             std::string::npos)
       << format_summary(back);
+}
+
+/// A GPU run's summary: the memory the caching allocator counted, the layers' device times, the GPU's
+/// measured peak, each named so in the printout; a file from before them read as a CPU's.
+TEST(RunSummary, AGpuRunsMemoryLayersAndPeakAreNamedAsTheDevicesAndOlderFilesAsTheCpus) {
+  RunSummary s = filled();
+  s.memory.device = "cuda:0";
+  s.layers.device_clock = true;
+  s.machine_peak->device = "cuda:0";
+  s.machine_peak->cores = 0;
+  const RunSummary back = RunSummary::from_json(s.to_json(), "summary.json");
+  EXPECT_EQ(back.to_json(), s.to_json());
+  EXPECT_EQ(back.memory.device, "cuda:0");
+  EXPECT_TRUE(back.layers.device_clock);
+  EXPECT_EQ(back.machine_peak->device, "cuda:0");
+  const std::string text = format_summary(back);
+  EXPECT_NE(text.find("Memory (cuda:0, the caching allocator): a step ends holding 1.0 MB of tensors"), std::string::npos) << text;
+  EXPECT_NE(text.find("Layers (the device's times, CUDA events): 2 steps probed"), std::string::npos) << text;
+  EXPECT_NE(text.find("  measured peak: 100.0 GFLOP/s (a matrix product, cuda:0, cached)"), std::string::npos) << text;
+  nlohmann::json older = nlohmann::json::parse(filled().to_json());
+  older["memory"].erase("device");
+  older["layers"].erase("clock");
+  older["machine_peak"].erase("device");
+  const RunSummary old = RunSummary::from_json(older.dump(), "summary.json");
+  EXPECT_EQ(old.memory.device, "cpu");
+  EXPECT_FALSE(old.layers.device_clock);
+  EXPECT_EQ(old.machine_peak->device, "cpu");
+  EXPECT_EQ(old.to_json(), filled().to_json());
 }
 
 TEST(RunSummary, ReadsBackTheVerdictsActionsAndNamesSettingsInAProgramsOwnWords) {

@@ -4,6 +4,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/functional/activation.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -200,4 +202,81 @@ TEST(LayerTimes, AutoSpacesTheProbesByTheirCostAndSparesAShortFit) {
   EXPECT_NE(m.layers.why_not.find("auto spares no step of a fit of 58 steps after its warm-up"), std::string::npos)
       << m.layers.why_not;
   EXPECT_EQ(m.stats.measured_steps(), 58);
+}
+
+namespace layer_times_test {
+
+/// A stand-in GPU whose events are numbered as recorded: the device's time from one to another is
+/// their distance in milliseconds, so a layer's span (an event as its operation begins and one as it
+/// ends, none between) is 1 ms, and a phase of k timed operations 2k + 1 ms. The device passes what
+/// was recorded by the time the host first asks about an event it has not passed: at the next query.
+struct StandInDevice {
+  int64_t recorded = 0, released = 0, waits = 0, passed_before = 0;
+};
+
+class StandInEvent final : public DeviceEvent {
+ public:
+  explicit StandInEvent(int64_t n) : number(n) {}
+  int64_t number;
+};
+
+class StandInEvents final : public DeviceEventSource {
+ public:
+  explicit StandInEvents(StandInDevice& device) : device_(device) {}
+  std::unique_ptr<DeviceEvent> record() override { return std::make_unique<StandInEvent>(device_.recorded++); }
+  bool done(const DeviceEvent& e) override {
+    if (number(e) < device_.passed_before) return true;
+    device_.passed_before = device_.recorded;
+    return false;
+  }
+  void wait(const DeviceEvent& e) override {
+    ++device_.waits;
+    device_.passed_before = std::max(device_.passed_before, number(e) + 1);
+  }
+  double elapsed_ms(const DeviceEvent& from, const DeviceEvent& to) override {
+    EXPECT_LT(number(to), device_.passed_before) << "read before the device passed it";
+    return static_cast<double>(number(to) - number(from));
+  }
+  void release(std::unique_ptr<DeviceEvent>) override { ++device_.released; }
+
+ private:
+  static int64_t number(const DeviceEvent& e) { return static_cast<const StandInEvent&>(e).number; }
+  StandInDevice& device_;
+};
+
+}  // namespace layer_times_test
+
+/// With a device's events (TrainerOptions::layer_events; on a GPU CUDA's), a layer's time and its
+/// phase's are the device's, read once the device has passed them: at the next step's record without
+/// waiting, or at the fit's end, when the last step was a probed one; every event is given back.
+TEST(LayerTimes, OnADeviceTheLayersAndPhasesAreTheDevicesTimesReadOnceItPassedThem) {
+  for (const int64_t measured : {10, 9}) {  // probed steps 4, 6, 8: then one more step, or none
+    StandInDevice device;
+    TrainerOptions options = probing_every_step();
+    options.layer_probe_every = 2;
+    options.layer_events = [&device] { return std::make_unique<StandInEvents>(device); };
+    Trainer trainer(ThreeLayers(), options);
+    constexpr int64_t kBatch = 8;
+    const LayerTimes& t = fit_probed(trainer, kBatch, 2 + measured).layers;
+    ASSERT_TRUE(t.why_not.empty()) << t.why_not;
+    EXPECT_TRUE(t.device_clock);
+    EXPECT_EQ(t.probed_steps, 3) << measured;
+    EXPECT_EQ(device.waits, measured == 10 ? 0 : 1) << "the last probed step's last event, waited for at the end";
+    EXPECT_EQ(device.released, device.recorded);
+    double forward_ms = 0, backward_ms = 0;  // the layers' per step: 1 ms per timed operation
+    for (const LayerTime& l : t.layers) {
+      forward_ms += t.per_step_ms(l.forward_ns);
+      backward_ms += t.per_step_ms(l.backward_ns);
+      EXPECT_DOUBLE_EQ(t.per_step_ms(l.forward_ns + l.backward_ns), std::round(t.per_step_ms(l.forward_ns + l.backward_ns))) << l.name;
+    }
+    EXPECT_GE(forward_ms, 4);  // fc1, block.fc, fc3, the loss at least
+    EXPECT_GE(backward_ms, 3);
+    EXPECT_DOUBLE_EQ(t.per_step_ms(t.forward_phase_ns), 2 * forward_ms + 1);
+    EXPECT_DOUBLE_EQ(t.per_step_ms(t.backward_phase_ns), 2 * backward_ms + 1);
+    const auto rows = per_step(t);  // the operations are counted on the host as before
+    ASSERT_TRUE(rows.count("fc1"));
+    EXPECT_DOUBLE_EQ(rows.at("fc1").forward_flops, 2.0 * kBatch * 784 * 64);
+    EXPECT_GE(rows.at("fc1").forward_ns, 1'000'000);  // addmm, and on libtorch 1.13 the weight's transpose before it
+    EXPECT_EQ(rows.at("fc1").forward_ns % 1'000'000, 0);
+  }
 }

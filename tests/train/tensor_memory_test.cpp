@@ -3,10 +3,12 @@
 #include <ATen/ATen.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "fitscope/summary/run_summary.hpp"
 #include "fitscope/timing/process_memory.hpp"
 #include "fitscope/train/trainer.hpp"
+#include "train/memory_listener.hpp"
 
 using namespace fitscope;
 
@@ -137,4 +140,73 @@ TEST(TensorMemory, TheCountedPeakIsTheResidentGrowthOfAHeapThatReturnsWhatIsFree
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: the heap's settings are its own
   EXPECT_EXIT(counted_against_resident(), ::testing::ExitedWithCode(0), "counted [0-9]+ resident growth [0-9]+");
 #endif
+}
+
+namespace tensor_memory_test {
+
+/// A GPU's caching allocator as a MemoryCounter: the test sets what it holds, has allocated and held
+/// at most; a reading resets the peak to what is held, as resetPeakStats does.
+struct StandInCounter : fitscope::detail::MemoryCounter {
+  int64_t live = 0, allocated = 0, peak = 0, readings = 0;
+  fitscope::detail::MemoryReading take() override {
+    ++readings;
+    const fitscope::detail::MemoryReading r{live, allocated, peak};
+    peak = live;
+    return r;
+  }
+  std::string device() const override { return "cuda:1"; }
+  void allocate(int64_t bytes) {
+    live += bytes;
+    allocated += bytes;
+    peak = std::max(peak, live);
+  }
+  void free(int64_t bytes) { live -= bytes; }
+};
+
+/// The listener before it (on a GPU the device timer), told of every boundary first.
+struct Told : PhaseBoundaryListener {
+  std::vector<std::optional<Phase>> boundaries;
+  int64_t steps = 0;
+  void boundary(std::optional<Phase> next) override { boundaries.push_back(next); }
+  void end_step(const StepRecord&) override { ++steps; }
+};
+
+}  // namespace tensor_memory_test
+
+/// MemoryListener reads its counter (on a GPU the caching allocator's) at each phase boundary: a
+/// phase's peak above the step's start and its allocations, the bytes held at the step's end above the
+/// fit's start; it tells each boundary and the step's end on to the listener it was put in front of.
+TEST(TensorMemory, TheListenerReadsItsCounterAtEachBoundaryAndTellsTheListenerBeforeIt) {
+  auto owned = std::make_unique<StandInCounter>();
+  StandInCounter& gpu = *owned;
+  gpu.allocate(1000);  // held before the fit
+  Told told;
+  fitscope::detail::MemoryListener listener(std::move(owned), &told);
+  EXPECT_EQ(listener.counter().device(), "cuda:1");
+  MemoryStats stats;
+  for (int step = 0; step < 2; ++step) {
+    listener.boundary(Phase::forward);
+    gpu.allocate(300);  // activations
+    gpu.allocate(200);  // a temporary, freed within the phase
+    gpu.free(200);
+    listener.boundary(Phase::backward);
+    gpu.allocate(100);
+    gpu.free(400);  // the activations and the gradient's temporary
+    gpu.allocate(50);  // kept: 50 bytes a step
+    listener.boundary(std::nullopt);
+    StepRecord record;
+    listener.end_step(record);
+    listener.record(record, step, stats);
+  }
+  EXPECT_EQ(told.steps, 2);
+  EXPECT_EQ(told.boundaries, (std::vector<std::optional<Phase>>{Phase::forward, Phase::backward, std::nullopt, Phase::forward,
+                                                                 Phase::backward, std::nullopt}));
+  EXPECT_EQ(stats.steps(), 2);
+  EXPECT_EQ(stats.phase(Phase::forward).peak_bytes, 500);   // 300 + 200 above the step's start
+  EXPECT_EQ(stats.phase(Phase::backward).peak_bytes, 400);  // 300 + 100
+  EXPECT_DOUBLE_EQ(stats.phase(Phase::forward).allocated_bytes, 500);
+  EXPECT_DOUBLE_EQ(stats.phase(Phase::backward).allocated_bytes, 150);
+  EXPECT_EQ(stats.held_at_start(), 50);  // the first step's end, above the 1000 held before
+  EXPECT_EQ(stats.held_at_end(), 100);
+  EXPECT_EQ(gpu.readings, 1 + 2 * 4);  // the fit's start; each step's start and its three closings
 }

@@ -102,9 +102,10 @@ struct StreamsSummary {
   std::vector<Rank> ranks;
 };
 
-/// The steps' CPU tensor memory (FitMeasurements::memory, summarized; summary.json's `memory`).
+/// The steps' tensor memory (FitMeasurements::memory, summarized; summary.json's `memory`).
 struct MemorySummary {
   int64_t steps = 0;                          ///< measured steps counted
+  std::string device;                         ///< MemoryStats::device: "cpu", "cuda:0" ("" when none counted)
   std::map<std::string, PhaseMemory> phases;  ///< by phase name, the phases that held or allocated any
   int64_t step_peak_bytes = 0;                ///< the largest step's peak above its start
   double mean_step_peak_bytes = 0, allocated_per_step = 0;

@@ -96,7 +96,8 @@ struct VerdictContext {
   int64_t judged_rank = 0;
   /// The layers' time and operations (LayerTimes) and the machine's measured peak: how close the model's
   /// math comes to what the machine can do; forward_backward_ms is the unprobed steps' forward and
-  /// backward (mean).
+  /// backward (mean), what the rate is set against unless the layers' times are a GPU's own
+  /// (LayerTimes::device_clock: their probed steps' forward and backward as the device ran them).
   LayerTimes layers;
   std::optional<MachinePeak> peak;
   double forward_backward_ms = 0;

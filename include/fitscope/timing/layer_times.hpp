@@ -1,6 +1,7 @@
 #pragma once
 /// LayerTimes: one level below the phases, from the steps a fit probes (one in `every`): each layer's
-/// forward and backward time on the host and the floating-point operations of its matrix products and
+/// forward and backward time (on a CPU the host's; on a GPU the device's, from CUDA events on its
+/// stream: `device_clock`) and the floating-point operations of its matrix products and
 /// convolutions (PyTorch's FlopCounterMode formulas), with the probed steps' own forward and backward
 /// phases, so that what no layer claims is shown, not hidden. A plain value (no libtorch): the probe
 /// (src/train/layer_probe.hpp) fills it; summary.json's `layers` and the printout read it.
@@ -38,8 +39,10 @@ struct LayerTimes {
   /// A probe's steps (the probed one and its warm-up) over an unprobed step's p50, less their count (mean).
   double probe_cost = 0;
   std::string why_not;       ///< why no step was probed ("" when some were)
+  /// The layers' and the phases' times are the device's (CUDA events on its stream), not the host's.
+  bool device_clock = false;
   std::vector<LayerTime> layers;  ///< in the order the forward first ran them
-  /// The probed steps' forward and backward phases (the step clock's), summed.
+  /// The probed steps' forward and backward phases (the step clock's; the device's with device_clock), summed.
   int64_t forward_phase_ns = 0, backward_phase_ns = 0;
   /// Floating-point operations outside the forward and backward phases (the optimizer's matrix
   /// products, if any), summed.

@@ -1,10 +1,11 @@
 #pragma once
-/// MemoryStats: the CPU tensor memory of a fit's steps, phase by phase (train/'s counting allocator
-/// reads it at each phase boundary): for each phase the peak of the bytes held above what the step
-/// started with, and the bytes it allocated; the bytes held at each step's end, whose growth over the
-/// second half of the measured steps is a line fitted with its confidence interval (a leak grows it
-/// step after step; a cache filled in the first epoch does not). Warm-up and probed steps are left
-/// out, as from the step distributions. A plain value (no libtorch); not thread-safe.
+/// MemoryStats: the tensor memory of a fit's steps, phase by phase (train/ reads the counting CPU
+/// allocator, or on a GPU the CUDA caching allocator, at each phase boundary): for each phase the peak
+/// of the bytes held above what the step started with, and the bytes it allocated; the bytes held at
+/// each step's end, whose growth over the second half of the measured steps is a line fitted with its
+/// confidence interval (a leak grows it step after step; a cache filled in the first epoch does not).
+/// Warm-up and probed steps are left out, as from the step distributions. A plain value (no
+/// libtorch); not thread-safe.
 
 #include <array>
 #include <cstdint>
@@ -50,6 +51,9 @@ class MemoryStats {
   MemoryGrowth growth() const;
 
   std::string why_not;        ///< why nothing was counted ("" when something was)
+  /// Whose memory: "cpu" (the counting allocator's tensors) or "cuda:N" (the caching allocator's bytes
+  /// allocated on that GPU); "" when nothing was counted.
+  std::string device;
   int64_t resident_peak = 0;  ///< the process's resident peak (VmHWM) at the fit's end, bytes
 
  private:

@@ -18,5 +18,8 @@ std::string default_peak_cache_dir();
 
 /// `cache_dir` "": measured each call, not kept.
 MachinePeak measure_machine_peak(int64_t cores, const std::string& cache_dir = default_peak_cache_dir());
+/// The same on CUDA device `index` (float32, TF32 as libtorch is set, in the key), timed with CUDA
+/// events; std::runtime_error where this libtorch has no CUDA.
+MachinePeak measure_cuda_peak(int64_t index, const std::string& cache_dir = default_peak_cache_dir());
 
 }  // namespace fitscope

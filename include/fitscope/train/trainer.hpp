@@ -89,6 +89,9 @@ struct TrainerOptions {
   /// Where the step is captured: empty = CUDA graphs on a CUDA device, nothing elsewhere. Tests give a
   /// stand-in that replays by running the step again.
   std::function<std::unique_ptr<StepCapture>()> step_capture;
+  /// Where the layer probe's device events come from: empty = CUDA events on a CUDA device and the
+  /// host's clock elsewhere. Tests give a stand-in device on a CPU.
+  std::function<std::unique_ptr<DeviceEventSource>()> layer_events;
   TrainStep train_step;                        ///< a custom step; empty = standard_train_step
   /// Gradient clipping before each optimizer step (by global norm or by value; off by default).
   GradientClipping clipping;
@@ -108,9 +111,10 @@ struct TrainerOptions {
   /// After a fit whose layers were probed on a CPU, the machine's peak on the fit's cores
   /// (measured().peak, measure_peak.hpp: ~0.3 s the first time a machine runs a setting, then cached).
   bool measure_peak = true;
-  /// Count the CPU tensor memory the steps hold and allocate, phase by phase (measured().memory,
-  /// memory_stats.hpp), through a counting CPU allocator installed for the process at the first fit
-  /// that tracks it. Off on a GPU for now.
+  /// Count the tensor memory the steps hold and allocate, phase by phase (measured().memory,
+  /// memory_stats.hpp): on a CPU through a counting CPU allocator installed for the process at the
+  /// first fit that tracks it; on a GPU from the CUDA caching allocator's statistics, whose peak each
+  /// phase boundary resets (torch.cuda.reset_peak_memory_stats).
   bool track_memory = true;
   /// keep_freed_memory() when a fit starts: the memory a step frees stays for the next step instead of
   /// being faulted in again (freed_memory.hpp; process-wide; off leaves the C library's defaults).
