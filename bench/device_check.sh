@@ -135,7 +135,7 @@ if [ "$device" = cuda ]; then
   stage cuda-graph 150 "$build/bench/bench_cuda_graph" 5 32 2000
   stage handwritten 150 "$build/bench/bench_fit_vs_handwritten" "$rounds" gpu
   stage lightning 150 "$python" bench/lightning_vs_fitscope.py "$cli" 2
-  stage sweep 120 "$cli" sweep --device cuda --batch-sizes 16,32,64,128,256,512,1024 --run-dir "$runs/sweep"
+  stage sweep 120 "$cli" sweep --device cuda --batch-sizes 16,32,64,128,256,512,1024 --memory-budget 150M --run-dir "$runs/sweep"
 else
   stage sweep 120 "$cli" sweep --device cpu --batch-sizes 16,64 --steps 10 --run-dir "$runs/sweep"
 fi

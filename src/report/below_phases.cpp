@@ -68,7 +68,7 @@ std::string memory_section(const RunSummary& s) {
   out << "<h2>Memory</h2>";
   if (m.steps == 0) return out.str() + "<p>Not counted: " + svg::escape(m.why_not) + ".</p>";
   const bool cpu = m.device.empty() || m.device == "cpu";
-  out << "<p>" << (cpu ? "The CPU tensors the counting allocator saw" : "The bytes the CUDA caching allocator allocated on " + m.device)
+  out << "<p>" << (cpu ? "The CPU tensors the counting allocator saw" : "The bytes the CUDA caching allocator allocated on " + svg::escape(m.device))
       << ", over " << m.steps << " measured steps: a step ends holding " << megabytes(static_cast<double>(m.held_at_end))
       << " more than the fit began with (" << megabytes(static_cast<double>(m.held_at_start)) << " after the first), holds up to "
       << megabytes(static_cast<double>(m.step_peak_bytes)) << " more within it than at its start (mean "

@@ -79,7 +79,8 @@ BelowPhases::BelowPhases(const TrainerOptions& options, Model& model, StepClock&
       memory_ = std::make_unique<MemoryListener>(std::move(counter), clock.listener());  // on a GPU the device timer
       clock.set_listener(memory_.get());
     } else {
-      m.memory.why_not = "this libtorch counts no memory of " + options.device.str() + " (it has no CUDA)";
+      m.memory.why_not = "no tensor memory of " + options.device.str() + " is counted" +
+                         (options.device.is_cuda() ? " (this libtorch has no CUDA)" : "");
     }
   }
 }

@@ -128,7 +128,7 @@ LayerProbe::LayerProbe(Model& model, StepClock& clock, int64_t every, double max
   times_.every = why_not.empty() ? (every > 0 ? every : kMinEvery) : 0;
   times_.auto_every = why_not.empty() && every <= 0;
   times_.why_not = std::move(why_not);
-  times_.device_clock = device_ != nullptr;
+  times_.device_clock = device_ != nullptr && times_.every > 0;
   if (times_.every > 0) spans_.reserve(kSpansKept);
 }
 

@@ -26,8 +26,7 @@ namespace {
 constexpr int64_t kGemm = 1024;           // n of the n x n x n product: 2.1 GFLOP
 constexpr int64_t kCopyFloats = 16 << 20;  // 64 MiB
 constexpr int kRounds = 5;
-constexpr int64_t kDeviceGemm = 4096;             // 137 GFLOP: milliseconds on a GPU
-constexpr int64_t kDeviceCopyFloats = 64 << 20;  // 256 MiB
+constexpr int64_t kDeviceGemm = 4096;  // 137 GFLOP: milliseconds on a GPU
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -58,7 +57,7 @@ double best_seconds(Work work) {
   return best;
 }
 
-/// The fastest of kRounds runs of `work` on CUDA device `index`, after one that warms it up, in
+/// The fastest of kRounds runs of `work` on the device of `events`, after one that warms it up, in
 /// seconds: from an event before it to one after, on the current stream.
 template <typename Work>
 double best_device_seconds(DeviceEventSource& events, Work work) {
@@ -83,10 +82,10 @@ MachinePeak measure_cuda(int64_t index) {
   at::Tensor c = at::empty({kDeviceGemm, kDeviceGemm}, on);
   const double s = best_device_seconds(*events, [&] { at::mm_out(c, a, b); });
   p.gemm_gflops = 2.0 * static_cast<double>(kDeviceGemm * kDeviceGemm * kDeviceGemm) / s * 1e-9;
-  const at::Tensor from = at::ones({kDeviceCopyFloats}, on);
+  const at::Tensor from = at::ones({kCopyFloats}, on);
   at::Tensor to = at::empty_like(from);
   const double t = best_device_seconds(*events, [&] { to.copy_(from); });
-  p.memory_gbps = 2.0 * static_cast<double>(kDeviceCopyFloats) * sizeof(float) / t * 1e-9;
+  p.memory_gbps = 2.0 * static_cast<double>(kCopyFloats) * sizeof(float) / t * 1e-9;
   p.device = "cuda:" + std::to_string(index);
   return p;
 }

@@ -104,7 +104,7 @@ TEST(Gpu, LayersAreTimedByCudaEventsAndMemoryIsTheCachingAllocatorsWithoutSynchr
   const LayerTimes& t = m.layers;
   ASSERT_TRUE(t.why_not.empty()) << t.why_not;
   EXPECT_TRUE(t.device_clock);
-  EXPECT_GE(t.probed_steps, 10);
+  EXPECT_GE(t.probed_steps, 5);  // one measured step in 4 of about 55
   const auto conv = std::find_if(t.layers.begin(), t.layers.end(), [](const LayerTime& l) { return l.name == "conv"; });
   ASSERT_NE(conv, t.layers.end());
   EXPECT_GT(conv->forward_ns, 0);

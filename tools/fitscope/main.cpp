@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
       ->check(integer_in(1, 1'000'000))->capture_default_str();
   add_parsed(sweep, "--memory-budget", parse_bytes, "SIZE",
              [&](int64_t bytes) { sweep_options.sweep.memory_budget_bytes = bytes; },
-             "The fastest batch size whose steps' CPU tensors fit this (300M, 2G): predicted from the memory curve, "
+             "The fastest batch size whose steps' tensors (on a GPU the caching allocator's) fit this (300M, 2G): predicted from the memory curve, "
              "checked by one run");
   sweep->callback([&] {
     check_flag_relations(sweep_options.train);

@@ -30,7 +30,7 @@ struct SweepOptions {
   std::string run_dir;            ///< empty = runs/<YYYYmmdd-HHMMSS>-sweep-<name>
   std::string name = "model";     ///< the model's name, in the directory's name and sweep.json
   std::string callback_mode = "sync";  ///< how `fit`'s callbacks run (for the verdict's advice)
-  /// A budget for the steps' CPU tensor memory (SweepRow::memory_mb), 0 = none: after the rounds, the
+  /// A budget for the steps' tensor memory (SweepRow::memory_mb; on a GPU the caching allocator's), 0 = none: after the rounds, the
   /// memory curve predicts the largest batch size within it, one window at that batch size checks it
   /// (when it was not swept), and the fastest batch size measured within the budget is chosen.
   int64_t memory_budget_bytes = 0;

@@ -27,7 +27,7 @@ struct SweepRow {
   /// The compute threads it ran with, e.g. "1+1 auto": intra-op + BLAS, and how they were chosen
   /// (auto: the batch size's own thread search; flag: --threads).
   std::string threads;
-  /// The steps' CPU tensor memory: what they hold above the fit's start plus their peak within one, the
+  /// The steps' tensor memory (on a GPU the caching allocator's): what they hold above the fit's start plus their peak within one, the
   /// largest window's, in MB (0: not counted). The memory budget compares with it.
   double memory_mb = 0;
   bool out_of_memory = false;  ///< the batch size ran out of memory: no throughput; `failure` says how

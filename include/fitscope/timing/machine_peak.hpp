@@ -12,7 +12,7 @@ namespace fitscope {
 
 struct MachinePeak {
   double gemm_gflops = 0;  ///< at::mm of two 1024 x 1024 float32 matrices (4096 on a GPU), the best of a few
-  double memory_gbps = 0;  ///< a 64 MiB float32 copy (256 MiB on a GPU), bytes read and written per second, the best of a few
+  double memory_gbps = 0;  ///< a 64 MiB float32 copy, bytes read and written per second, the best of a few
   int64_t cores = 0;       ///< the threads it ran on: the run's intra-op or BLAS threads, the more (0 on a GPU)
   std::string key;         ///< what it holds for: the host, the CPU's model, the cores, libtorch, BLAS
   bool cached = false;     ///< read from the cache, not measured by this process's fit
