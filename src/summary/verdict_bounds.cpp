@@ -1,3 +1,7 @@
+// The verdict's bounds, one row each (kBounds), with each row's share and advice, and compute, named
+// when no row reaches its moderate mark (verdict_bounds.hpp); the straggler's kinds and texts, which
+// judge reads too.
+
 #include "verdict_bounds.hpp"
 
 #include "fitscope/summary/detail/percent.hpp"
@@ -24,7 +28,6 @@ std::string how_chosen(const ThreadChoice& t) {
 }
 
 std::string percent(double share) { return detail::format_percent(share, 0); }
-
 
 /// What to change when the step waits for data. With workers auto, the tuner already tried more
 /// workers: the advice says what the loader needs per batch and what would reduce it.
@@ -127,7 +130,6 @@ AdviceText launch_advice(const std::string&, double share, double step_ms, const
 }  // namespace
 }  // namespace detail
 
-
 std::optional<double> math_gflops(const VerdictContext& ctx) {
   const double flops = ctx.layers.step_flops();
   // on a GPU the host's forward and backward only enqueue the work: the probed steps' own, as the device ran them
@@ -228,8 +230,6 @@ const StraggleKind& straggle_kind(Phase p) {
 
 }  // namespace
 
-/// "rank 1 straggles in most steps: its backward takes 12.10 ms a step (mean) against 2.05 ms on the
-/// other ranks, its own work (the step less comm) 14.20 ms at p50 against 4.10 ms", or now and then.
 std::string straggle_text(const StragglerCause& c) {
   char text[400];
   if (c.chronic) {
@@ -248,7 +248,6 @@ std::string straggle_text(const StragglerCause& c) {
   return text;
 }
 
-/// The chronic straggler the others wait for longest; null when no rank straggles in most steps.
 const StragglerCause* slowest_straggler(const VerdictContext& ctx) {
   const StragglerCause* slowest = nullptr;
   for (const StragglerCause& c : ctx.stragglers) {

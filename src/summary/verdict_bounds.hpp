@@ -34,7 +34,8 @@ const BoundRule& compute_rule();
 
 /// The chronic straggler the others wait for longest; null when no rank straggles in most steps.
 const StragglerCause* slowest_straggler(const VerdictContext& ctx);
-/// "rank 1 straggles in most steps: its backward takes ...", or now and then.
+/// "rank 1 straggles in most steps: its backward takes 12.10 ms a step (mean) against 2.05 ms on the
+/// other ranks, its own work (the step less comm) 14.20 ms at p50 against 4.10 ms", or now and then.
 std::string straggle_text(const StragglerCause& c);
 
 }  // namespace fitscope::detail
