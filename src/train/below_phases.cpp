@@ -6,6 +6,7 @@
 
 #include "fitscope/timing/process_memory.hpp"
 #include "fitscope/train/measure_peak.hpp"
+#include "trainer_support.hpp"
 
 namespace fitscope::detail {
 
@@ -49,13 +50,13 @@ std::string not_counted(const TrainerOptions& o) {
 /// The counter of the fit's device's memory: the counting CPU allocator, or a GPU's caching allocator.
 std::unique_ptr<MemoryCounter> memory_counter(const c10::Device& device) {
   if (device.is_cpu()) return cpu_memory_counter();
-  return device.is_cuda() ? make_cuda_memory_counter(device.has_index() ? device.index() : 0) : nullptr;
+  return device.is_cuda() ? make_cuda_memory_counter(cuda_index(device)) : nullptr;
 }
 
 /// The events that time a GPU's layers (a test's stand-in, or CUDA's); none on a CPU.
 std::unique_ptr<DeviceEventSource> layer_events(const TrainerOptions& o) {
   if (o.layer_events) return o.layer_events();
-  return o.device.is_cuda() ? make_cuda_event_source(o.device.has_index() ? o.device.index() : 0) : nullptr;
+  return o.device.is_cuda() ? make_cuda_event_source(cuda_index(o.device)) : nullptr;
 }
 
 /// A data-parallel run's ranks probe the same steps: a spacing fixed in advance, not each rank's own.
@@ -75,7 +76,7 @@ BelowPhases::BelowPhases(const TrainerOptions& options, Model& model, StepClock&
   m.memory.why_not = not_counted(options);
   if (m.memory.why_not.empty()) {
     if (auto counter = memory_counter(options.device)) {
-      m.memory.device = counter->device();
+      m.memory.device = options.device.is_cpu() ? "cpu" : "cuda:" + std::to_string(cuda_index(options.device));
       memory_ = std::make_unique<MemoryListener>(std::move(counter), clock.listener());  // on a GPU the device timer
       clock.set_listener(memory_.get());
     } else {
@@ -92,7 +93,7 @@ void BelowPhases::finish(FitMeasurements& m) {
   m.peak.reset();
   if (options_.measure_peak && m.layers.probed_steps > 0) {  // what the layers' GFLOP/s are set against
     const c10::Device& d = options_.device;
-    m.peak = d.is_cuda() ? measure_cuda_peak(d.has_index() ? d.index() : 0)
+    m.peak = d.is_cuda() ? measure_cuda_peak(cuda_index(d))
                          : measure_machine_peak(std::max(m.threads.setting.intra_op, m.threads.setting.blas));
   }
 }

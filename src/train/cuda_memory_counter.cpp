@@ -25,7 +25,6 @@ class CudaMemoryCounter final : public MemoryCounter {
     allocator->resetPeakStats(index_);
     return {bytes.current, bytes.allocated, bytes.peak};
   }
-  std::string device() const override { return "cuda:" + std::to_string(index_); }
 
  private:
   c10::DeviceIndex index_;

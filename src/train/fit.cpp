@@ -233,7 +233,7 @@ Trainer::Fit::Fit(Trainer& trainer, std::shared_ptr<const Dataset> data, const F
   t.clock_.set_enabled(t.options_.timing);
   t.device_timer_.reset();
   if (t.options_.timing && t.options_.device.is_cuda()) {
-    if (auto events = make_cuda_event_source(t.options_.device.has_index() ? t.options_.device.index() : 0)) {
+    if (auto events = make_cuda_event_source(detail::cuda_index(t.options_.device))) {
       // events on one measured step in 8: each is a driver call on the training thread, and on a
       // launch-bound step their cost is a share of the step (bench/gpu_figures' timers on / off)
       t.device_timer_ = std::make_shared<DeviceTimer>(std::move(events), warmup, /*sample_every=*/8);

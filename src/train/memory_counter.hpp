@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 
 namespace fitscope::detail {
 
@@ -21,8 +20,6 @@ class MemoryCounter {
  public:
   virtual ~MemoryCounter() = default;
   virtual MemoryReading take() = 0;
-  /// Whose memory it counts: "cpu" or "cuda:N".
-  virtual std::string device() const = 0;
 };
 
 /// The counting CPU allocator's (installing it on first use).

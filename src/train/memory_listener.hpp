@@ -48,7 +48,6 @@ class MemoryListener final : public PhaseBoundaryListener {
   void record(const StepRecord& record, int64_t measured_index, MemoryStats& stats) const {
     if (measured_index >= 0 && !record.probed) stats.add_step(peak_, allocated_, held_at_end_);
   }
-  const MemoryCounter& counter() const { return *counter_; }
   PhaseBoundaryListener* next() const { return next_; }
 
  private:

@@ -64,7 +64,6 @@ class CpuMemoryCounter final : public MemoryCounter {
     const int64_t peak = memory_.take_peak();
     return {memory_.live.load(std::memory_order_relaxed), memory_.allocated.load(std::memory_order_relaxed), peak};
   }
-  std::string device() const override { return "cpu"; }
 
  private:
   TensorMemory& memory_;

@@ -12,6 +12,9 @@
 
 namespace fitscope::detail {
 
+/// The index of a CUDA device as TrainerOptions::device names it ("cuda" alone: device 0).
+inline int64_t cuda_index(const c10::Device& device) { return device.has_index() ? device.index() : 0; }
+
 inline void require_positive(int64_t value, const char* field) {
   if (value < 1) {
     throw std::invalid_argument(std::string(field) + " must be >= 1, got " + std::to_string(value));
