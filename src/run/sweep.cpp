@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "fitscope/io/atomic_file.hpp"
 #include "fitscope/report/html_report.hpp"
@@ -17,7 +18,9 @@ namespace fs = std::filesystem;
 namespace {
 
 /// One window: skips the fit's warm-up records, times the measured steps from the first one's start to
-/// the last one's end, and stops the fit once they last `seconds` and number `steps`.
+/// the last one's end, and stops the fit once they last `seconds` and number `steps`. A step whose
+/// layers were probed is none of the window's: its time is taken out of the span and it is not
+/// counted, as the distributions leave it out (PhaseStats), so the window's steps are the row's.
 class WindowSink final : public StepSink {
  public:
   WindowSink(Trainer& trainer, double seconds, int64_t steps)
@@ -25,22 +28,31 @@ class WindowSink final : public StepSink {
 
   void on_step(const StepRecord& r) override {
     if (++seen_ <= trainer_.measured().stats.warmup_steps()) return;  // read now: a thread search extends it
+    if (r.probed) {
+      if (steps_seen_ > 0) probed_pending_ns_ += r.step_ns;  // inside the span once a counted step follows
+      return;
+    }
+    probed_ns_ += std::exchange(probed_pending_ns_, 0);
     if (steps_seen_++ == 0) start_ns_ = r.start_ns;
     end_ns_ = r.start_ns + r.step_ns;
     samples_ += r.samples;
-    if (steps_seen_ >= steps_ && end_ns_ - start_ns_ >= seconds_ns_) trainer_.context().request_stop();
+    if (steps_seen_ >= steps_ && span_ns() >= seconds_ns_) trainer_.context().request_stop();
   }
 
   SweepWindow window(int64_t batch_size, int64_t round) const {
-    SweepWindow w{batch_size, round, steps_seen_, static_cast<double>(end_ns_ - start_ns_) * 1e-9, 0};
+    SweepWindow w{batch_size, round, steps_seen_, static_cast<double>(span_ns()) * 1e-9, 0};
     if (w.seconds > 0) w.samples_per_s = static_cast<double>(samples_) / w.seconds;
     return w;
   }
 
  private:
+  /// From the first counted step's start to the last one's end, less the probed steps between them.
+  int64_t span_ns() const { return end_ns_ - start_ns_ - probed_ns_; }
+
   Trainer& trainer_;
   const int64_t seconds_ns_, steps_;
-  int64_t seen_ = 0, steps_seen_ = 0, samples_ = 0, start_ns_ = 0, end_ns_ = 0;
+  int64_t seen_ = 0, steps_seen_ = 0, samples_ = 0, start_ns_ = 0, end_ns_ = 0, probed_ns_ = 0,
+          probed_pending_ns_ = 0;
 };
 
 /// One batch size: its trainer, its steps over all windows, its windows' throughputs, the most memory

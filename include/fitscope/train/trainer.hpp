@@ -104,8 +104,8 @@ struct TrainerOptions {
   /// Time each layer and count its floating-point operations on one step in `layer_probe_every` after
   /// the warm-up (measured().layers, layer_times.hpp; those steps are left out of the distributions).
   /// 0 = auto: spaced so that the probes cost at most `layer_probe_max_cost` of the run's step time
-  /// (one in 64 in a data-parallel run, whose ranks must probe the same steps); -1 = never. Host time:
-  /// on a CUDA device no step is probed (its layers' time is the device's).
+  /// (one in 64 in a data-parallel run, whose ranks must probe the same steps); -1 = never. On a CPU
+  /// the layers' times are the host's; on a CUDA device the device's, from CUDA events (layers.clock).
   int64_t layer_probe_every = 0;
   double layer_probe_max_cost = 0.02;
   /// After a fit whose layers were probed on a CPU, the machine's peak on the fit's cores
