@@ -18,21 +18,20 @@ namespace fs = std::filesystem;
 namespace {
 
 /// One window: skips the fit's warm-up records, times the measured steps from the first one's start to
-/// the last one's end, and stops the fit once they last `seconds` and number `steps`. A step whose
-/// layers were probed is none of the window's: its time is taken out of the span and it is not
-/// counted, as the distributions leave it out (PhaseStats), so the window's steps are the row's.
+/// the last one's end, and stops the fit once they last `seconds` and number `steps`. Its steps are
+/// those the distributions measure (PhaseStats::measures), so the window's steps are the row's: a
+/// step left out (a probed one) is not counted, and its time is taken out of the span.
 class WindowSink final : public StepSink {
  public:
   WindowSink(Trainer& trainer, double seconds, int64_t steps)
       : trainer_(trainer), seconds_ns_(static_cast<int64_t>(seconds * 1e9)), steps_(steps) {}
 
   void on_step(const StepRecord& r) override {
-    if (++seen_ <= trainer_.measured().stats.warmup_steps()) return;  // read now: a thread search extends it
-    if (r.probed) {
-      if (steps_seen_ > 0) probed_pending_ns_ += r.step_ns;  // inside the span once a counted step follows
+    if (!trainer_.measured().stats.measures(++seen_, r)) {  // asked now: a thread search extends the warm-up
+      if (steps_seen_ > 0) pending_ns_ += r.step_ns;  // inside the span once a counted step follows
       return;
     }
-    probed_ns_ += std::exchange(probed_pending_ns_, 0);
+    left_out_ns_ += std::exchange(pending_ns_, 0);
     if (steps_seen_++ == 0) start_ns_ = r.start_ns;
     end_ns_ = r.start_ns + r.step_ns;
     samples_ += r.samples;
@@ -46,13 +45,12 @@ class WindowSink final : public StepSink {
   }
 
  private:
-  /// From the first counted step's start to the last one's end, less the probed steps between them.
-  int64_t span_ns() const { return end_ns_ - start_ns_ - probed_ns_; }
+  /// From the first counted step's start to the last one's end, less the steps left out between them.
+  int64_t span_ns() const { return end_ns_ - start_ns_ - left_out_ns_; }
 
   Trainer& trainer_;
   const int64_t seconds_ns_, steps_;
-  int64_t seen_ = 0, steps_seen_ = 0, samples_ = 0, start_ns_ = 0, end_ns_ = 0, probed_ns_ = 0,
-          probed_pending_ns_ = 0;
+  int64_t seen_ = 0, steps_seen_ = 0, samples_ = 0, start_ns_ = 0, end_ns_ = 0, left_out_ns_ = 0, pending_ns_ = 0;
 };
 
 /// One batch size: its trainer, its steps over all windows, its windows' throughputs, the most memory

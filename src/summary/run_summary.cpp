@@ -163,7 +163,10 @@ RunSummary summarize(const FitMeasurements& m, const RunFacts& facts) {
     context.device_busy_ms = *s.device_timing->busy_ms;
     context.device_idle_fraction = *s.device_timing->idle_fraction;
   }
-  for (const auto& [key, value] : facts.settings) context.decodes_images = context.decodes_images || (key == "data" && value.rfind("images:", 0) == 0);
+  for (const auto& [key, value] : facts.settings) {
+    context.decodes_images = context.decodes_images || (key == "data" && value.rfind("images:", 0) == 0);
+    if (key == "precision") context.precision = value;
+  }
   if (!s.callbacks.empty()) context.slowest_callback = s.callbacks.front().name + "." + s.callbacks.front().hook;
   context.stragglers = causes;
   context.judged_rank = 0;  // the chief's steps

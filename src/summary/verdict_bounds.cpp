@@ -280,6 +280,43 @@ AdviceText straggler_advice(const std::string& of_step, double, double, const Ve
           {}};
 }
 
+/// The share of the step in forwards that memory bandwidth bounds (LayerTimes::bandwidth_bound): their
+/// share of the probed steps' forward and backward, times forward and backward's share of the step (on a
+/// GPU, the device's busy share). Their backward's bytes are not counted, so the share is the least it is.
+double memory_share(const PhaseStats& s, const VerdictContext& c) {
+  if (!c.peak) return 0.0;
+  const double phases = c.device_idle_fraction >= 0 ? 1 - c.device_idle_fraction : s.share(Phase::forward) + s.share(Phase::backward);
+  return c.layers.bandwidth_bound_share(*c.peak) * phases;
+}
+
+AdviceText memory_advice(const std::string& of_step, double, double, const VerdictContext& ctx) {
+  const std::vector<const LayerTime*> bound = ctx.layers.bandwidth_bound(*ctx.peak);
+  std::string names;
+  double bytes = 0, ns = 0;
+  for (std::size_t i = 0; i < bound.size(); ++i) {
+    if (i < 3) names += (i == 0 ? "" : ", ") + bound[i]->name;
+    bytes += bound[i]->forward_bytes;
+    ns += static_cast<double>(bound[i]->forward_ns);
+  }
+  if (bound.size() > 3) names += " and " + std::to_string(bound.size() - 3) + " more";
+  const double gbps = ns > 0 ? bytes / ns : 0.0;
+  char text[600];
+  std::snprintf(text, sizeof text,
+                "operations that move more bytes than they compute take %s at least (their forwards; their backward's "
+                "bytes are not counted): %s read and write %.1f GB/s, %s of this machine's measured %.1f GB/s copy (on "
+                "%s): memory bandwidth bounds them, not arithmetic, so fewer bytes is what helps",
+                of_step.c_str(), names.c_str(), gbps, percent(gbps / ctx.peak->memory_gbps).c_str(), ctx.peak->memory_gbps,
+                ctx.peak->ran_on().c_str());
+  if (ctx.precision == "bf16") {
+    return {std::string(text) + ": element-wise operations fused or made in place (one pass over the data instead of several), "
+                                "or a device with more memory bandwidth",
+            {}};
+  }
+  return {std::string(text) + ": bfloat16 (TrainerOptions::precision bf16) halves them, and element-wise operations fused "
+                              "or made in place pass over the data once instead of several times",
+          {{"TrainerOptions::precision", ctx.precision, "bf16", "half the bytes the bandwidth-bound operations read and write"}}};
+}
+
 const BoundRule kBounds[] = {
     {"input", [](const PhaseStats& s, const VerdictContext& c) { return host(s.share(Phase::data_wait) + s.share(Phase::h2d), c); },
      0.05, 0.20, [](const std::string& of_step, double, double step_ms, const VerdictContext& c) { return input_advice(of_step, step_ms, c); }},
@@ -299,6 +336,7 @@ const BoundRule kBounds[] = {
        return std::max(0.0, c.device_idle_fraction - host_only);
      },
      0.30, 0.50, launch_advice},
+    {"memory", memory_share, 0.30, 0.50, memory_advice},
 };
 
 const BoundRule kCompute = {"compute",

@@ -38,4 +38,24 @@ std::vector<const LayerTime*> LayerTimes::by_time() const {
   return out;
 }
 
+std::vector<const LayerTime*> LayerTimes::bandwidth_bound(const MachinePeak& peak) const {
+  std::vector<const LayerTime*> out;
+  if (peak.memory_gbps <= 0) return out;
+  for (const LayerTime* l : by_time()) {
+    const double of_copy = l->forward_gbps() / peak.memory_gbps;
+    const double of_math = peak.gemm_gflops > 0 ? l->forward_gflops() / peak.gemm_gflops : 0.0;
+    if (of_copy >= kBandwidthBound && of_copy >= of_math) out.push_back(l);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const LayerTime* a, const LayerTime* b) { return a->forward_ns > b->forward_ns; });
+  return out;
+}
+
+double LayerTimes::bandwidth_bound_share(const MachinePeak& peak) const {
+  const int64_t phases = forward_phase_ns + backward_phase_ns;
+  if (phases <= 0) return 0;
+  int64_t ns = 0;
+  for (const LayerTime* l : bandwidth_bound(peak)) ns += l->forward_ns;
+  return static_cast<double>(ns) / static_cast<double>(phases);
+}
+
 }  // namespace fitscope

@@ -12,8 +12,7 @@ PhaseStats::PhaseStats(int64_t warmup_steps) : warmup_steps_(warmup_steps) {
 }
 
 void PhaseStats::add(const StepRecord& record) {
-  ++steps_;
-  if (steps_ <= warmup_steps_ || record.probed) return;
+  if (!measures(++steps_, record)) return;
   samples_ += record.samples;
   step_.add(record.step_ns);
   for (std::size_t i = 0; i < kPhaseCount; ++i) phases_[i].add(record.phase_ns[i]);

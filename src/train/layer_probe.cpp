@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -26,6 +27,16 @@ struct LayerProbe::Event : at::ObserverContext {
   int64_t node = -1;      // the autograd node this forward operation makes (its sequence number)
   int gradients = 0;      // its operands that need a gradient: its backward's count, times its own
   std::unique_ptr<DeviceEvent> device_start;  // on a GPU: recorded as the operation began
+  // a timed forward operation's bytes: its inputs' (counted at its start, where they are valid), and
+  // which tensors its first inputs are, so that its end tells a view of one (no bytes) from an output
+  bool counts_bytes = false;
+  double bytes = 0;
+  struct Operand {
+    const void* tensor = nullptr;
+    const void* storage = nullptr;
+  };
+  std::array<Operand, 8> operands{};
+  std::size_t operand_count = 0;
 };
 
 namespace {
@@ -71,6 +82,61 @@ double product_flops(const c10::IValue& a, const c10::IValue& b) {
 }
 
 using Inputs = c10::ArrayRef<const c10::IValue>;
+
+/// Each defined tensor of `v`: itself, or a tensor list's.
+template <typename Visit>
+void each_tensor(const c10::IValue& v, Visit visit) {
+  if (v.isTensor()) {
+    if (v.toTensor().defined()) visit(v.toTensor());
+  } else if (v.isTensorList()) {
+    const c10::List<at::Tensor> list = v.toTensorList();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const at::Tensor t = list.get(i);
+      if (t.defined()) visit(t);
+    }
+  }
+}
+
+/// The bytes a tensor spans: its elements', at most its storage's (a broadcast's repeated elements are
+/// read once).
+double tensor_bytes(const at::Tensor& t) {
+  const double elements = static_cast<double>(t.numel()) * static_cast<double>(t.element_size());
+  return t.has_storage() ? std::min(elements, static_cast<double>(t.storage().nbytes())) : elements;
+}
+
+const void* storage_of(const at::Tensor& t) { return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr; }
+
+/// A timed forward operation's inputs: their bytes, and the first ones' tensors and storages.
+void count_inputs(LayerProbe::Event& e, Inputs inputs) {
+  for (const c10::IValue& v : inputs) {
+    each_tensor(v, [&](const at::Tensor& t) {
+      e.bytes += tensor_bytes(t);
+      if (e.operand_count < e.operands.size()) e.operands[e.operand_count++] = {t.unsafeGetTensorImpl(), storage_of(t)};
+    });
+  }
+}
+
+/// Its outputs: each one's bytes written, an input written in place too; a view of an input (the
+/// input's storage, another tensor) writes nothing, and an operation whose every output is a view
+/// moved nothing at all (a reshape, a transpose).
+template <typename Outputs>
+void count_outputs(LayerProbe::Event& e, const Outputs& outputs) {
+  bool moved = false, any = false;
+  double written = 0;
+  for (const c10::IValue& v : outputs) {
+    each_tensor(v, [&](const at::Tensor& t) {
+      any = true;
+      const auto from = e.operands.begin(), to = from + static_cast<std::ptrdiff_t>(e.operand_count);
+      const bool in_place = std::any_of(from, to, [&](const auto& o) { return o.tensor == t.unsafeGetTensorImpl(); });
+      const void* storage = storage_of(t);
+      const bool view = !in_place && storage && std::any_of(from, to, [&](const auto& o) { return o.storage == storage; });
+      if (view) return;
+      written += tensor_bytes(t);
+      moved = true;
+    });
+  }
+  e.bytes = moved || !any ? e.bytes + written : 0.0;
+}
 
 /// The operations whose floating-point operations are counted, FlopCounterMode's: one entry per
 /// operator, the count from its inputs (a convolution's output shape comes at its end). Its backward
@@ -147,7 +213,7 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   first_sequence_ = static_cast<int64_t>(at::sequence_number::peek());
   sequence_rows_.clear();  // keeps its capacity
   backward_flops_.clear();
-  for (LayerTime& l : step_) l = LayerTime{std::move(l.name), 0, 0, 0, 0};
+  for (LayerTime& l : step_) l = LayerTime{std::move(l.name)};
   step_other_flops_ = 0;
   told_ = clock_.listener();
   clock_.set_listener(this);
@@ -220,7 +286,7 @@ void LayerProbe::stop_listening() {
 int LayerProbe::row(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto [at, made] = rows_.emplace(name, static_cast<int>(step_.size()));
-  if (made) step_.push_back(LayerTime{name, 0, 0, 0, 0});
+  if (made) step_.push_back(LayerTime{name});
   return at->second;
 }
 
@@ -289,6 +355,10 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
     event->x = sizes(fn.inputs()[0]);
     event->w = sizes(fn.inputs()[1]);
   }
+  if (timed && forward) {
+    event->counts_bytes = true;
+    count_inputs(*event, fn.inputs());
+  }
   if (timed) {
     open_event = event.get();
     if (device_) event->device_start = record_event();
@@ -303,11 +373,12 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
     event.flops += convolution_flops(event.x, event.w, sizes(fn.outputs()[0]), event.transposed);
     add_backward_flops(event.node, event.gradients * event.flops);
   }
+  if (event.counts_bytes) count_outputs(event, fn.outputs());
   if (event.timed) open_event = nullptr;
   // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
   if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
   // on a GPU the events give the time, once read (resolve)
-  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops);
+  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops, event.counts_bytes ? event.bytes : 0.0);
   if (event.timed && event.row >= 0 && !warming_) keep_span({event.row, event.backward, event.start_ns, end - event.start_ns});
   // an operation outside the phases (-1, the phase span's mark too) is no layer's: its events are given back
   if (event.device_start) keep_device_span(event.row >= 0 ? event.row : kNoRow, event.backward, std::move(event.device_start), record_event());
@@ -395,7 +466,7 @@ double LayerProbe::take_backward_flops(int64_t node) {
   return std::exchange(backward_flops_[static_cast<std::size_t>(at)], 0.0);
 }
 
-void LayerProbe::add(int row, bool backward, int64_t ns, double flops) {
+void LayerProbe::add(int row, bool backward, int64_t ns, double flops, double bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (row < 0) {
     step_other_flops_ += flops;
@@ -404,6 +475,7 @@ void LayerProbe::add(int row, bool backward, int64_t ns, double flops) {
   LayerTime& l = step_[static_cast<std::size_t>(row)];
   (backward ? l.backward_ns : l.forward_ns) += ns;
   (backward ? l.backward_flops : l.forward_flops) += flops;
+  l.forward_bytes += bytes;
 }
 
 LayerTimes LayerProbe::times(bool graph_kept) const {
@@ -428,11 +500,12 @@ void LayerProbe::record(const StepRecord& record, int64_t measured_index) {
 void LayerProbe::add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns, double other_flops) {
   for (const LayerTime& s : rows) {
     auto at = std::find_if(times_.layers.begin(), times_.layers.end(), [&](const LayerTime& l) { return l.name == s.name; });
-    if (at == times_.layers.end()) at = times_.layers.insert(times_.layers.end(), LayerTime{s.name, 0, 0, 0, 0});
+    if (at == times_.layers.end()) at = times_.layers.insert(times_.layers.end(), LayerTime{s.name});
     at->forward_ns += s.forward_ns;
     at->backward_ns += s.backward_ns;
     at->forward_flops += s.forward_flops;
     at->backward_flops += s.backward_flops;
+    at->forward_bytes += s.forward_bytes;
   }
   times_.other_flops += other_flops;
   times_.forward_phase_ns += forward_ns;

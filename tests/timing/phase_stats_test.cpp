@@ -63,6 +63,26 @@ TEST(PhaseStats, LeavesTheWarmupStepsOutOfEveryDistribution) {
   EXPECT_EQ(stats.measured_samples(), 320);
 }
 
+// measures() is the rule add() applies: a reader that asks it (a sweep's window) keeps the same steps.
+TEST(PhaseStats, MeasuresTheRecordsAddPutsInTheDistributions) {
+  PhaseStats stats(2);
+  int64_t asked = 0;
+  for (int i = 1; i <= 12; ++i) {
+    StepRecord r = record(1'000'000, 0, 0);
+    r.probed = i % 4 == 0;  // steps 4, 8 and 12: left out after the warm-up as well
+    const int64_t before = stats.measured_steps();
+    const bool measured = stats.measures(stats.steps() + 1, r);
+    stats.add(r);
+    EXPECT_EQ(measured, stats.measured_steps() == before + 1) << "record " << i;
+    asked += measured;
+  }
+  EXPECT_EQ(asked, 12 - 2 - 3);
+  EXPECT_EQ(stats.measured_steps(), asked);
+  EXPECT_FALSE(stats.measures(1, record(1'000'000, 0, 0)));
+  stats.extend_warmup(20);  // a thread search's cool-down: the rule as it stands now
+  EXPECT_FALSE(stats.measures(13, record(1'000'000, 0, 0)));
+}
+
 TEST(PhaseStats, SharesAddUpToOneAndQuantilesAreOrdered) {
   PhaseStats stats(0);
   std::mt19937 rng(1);

@@ -48,6 +48,7 @@ std::map<std::string, LayerTime> per_step(const LayerTimes& t) {
     o.backward_ns = l.backward_ns / t.probed_steps;
     o.forward_flops = t.per_step(l.forward_flops);
     o.backward_flops = t.per_step(l.backward_flops);
+    o.forward_bytes = t.per_step(l.forward_bytes);
   }
   return out;
 }
@@ -100,6 +101,14 @@ TEST(LayerTimes, ThreeLinearLayersByNameWithTheirClosedFormFlops) {
   // the model's own operations outside those layers, each by its name, its backward tied to it
   ASSERT_TRUE(rows.count("(model) relu"));
   ASSERT_TRUE(rows.count("(model) flatten"));
+  // a forward's bytes: its operations' float32 inputs (the weight, the bias, the batch) and outputs
+  // once; relu's input read and output written, each of the two; a view (flatten) moves none
+  for (const auto& [name, io] : shapes) {
+    const double in = io.first, out = io.second;
+    EXPECT_DOUBLE_EQ(rows.at(name).forward_bytes, 4.0 * (kBatch * in + in * out + out + kBatch * out)) << name;
+  }
+  EXPECT_DOUBLE_EQ(rows.at("(model) relu").forward_bytes, 4.0 * 2 * kBatch * (64 + 32));
+  EXPECT_EQ(rows.at("(model) flatten").forward_bytes, 0);
   EXPECT_GT(rows.at("(model) relu").backward_ns, 0);
   std::vector<std::string> order;  // the forward's, the model's own operations among them
   for (const LayerTime& l : t.layers) {

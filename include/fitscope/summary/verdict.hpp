@@ -8,7 +8,10 @@
 ///   transfers):                                       moderately >= 3 %, highly >= 15 %;
 ///   launch (on a GPU: the share of the step the device idles waiting for the host to launch its work,
 ///   measured by DeviceTimer's probes, less the host-only phases data_wait, callbacks, checkpoint and
-///   other):                                          moderately >= 30 %, highly >= 50 %.
+///   other):                                          moderately >= 30 %, highly >= 50 %;
+///   memory (the share of the step in forwards that memory bandwidth bounds: at half the measured copy
+///   rate or more, nearer it than the arithmetic comes to the matrix product's peak, from the probed
+///   layers' bytes; LayerTimes::bandwidth_bound):      moderately >= 30 %, highly >= 50 %.
 /// On a GPU whose idle share was measured, a host phase counts at most that share (the host's time
 /// beside a busy device is hidden behind its work), and a compute-bound run's share is the device's
 /// busy share.
@@ -43,7 +46,7 @@
 namespace fitscope {
 
 struct Verdict {
-  std::string bound;   ///< input | callbacks | communication | straggler | checkpoint | overhead | launch | compute
+  std::string bound;   ///< input | callbacks | communication | straggler | checkpoint | overhead | launch | memory | compute
   /// highly | moderately | not | unjudged (fewer than kMinJudgedSteps measured steps: the shares are
   /// given, but too few steps to call a bound)
   std::string level;
@@ -101,6 +104,7 @@ struct VerdictContext {
   LayerTimes layers;
   std::optional<MachinePeak> peak;
   double forward_backward_ms = 0;
+  std::string precision = "32";  ///< TrainerOptions::precision by name: "32" or "bf16"
 };
 
 /// "the layers' matrix products and convolutions (0.035 GFLOP a step) run at 16 GFLOP/s in forward and

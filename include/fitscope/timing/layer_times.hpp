@@ -11,11 +11,14 @@
 /// one of its inputs, and its backward is the layer of the forward operation that made it (the autograd
 /// sequence number). `loss` is the loss; what runs outside a layer with parameters is a row by its
 /// operation, `(model) max_pool2d` (activations, pooling, reshapes; `(model) AccumulateGrad`, the
-/// gradients added into the parameters).
+/// gradients added into the parameters). A layer's forward bytes set against the machine's measured
+/// copy rate say whether memory bandwidth, rather than arithmetic, bounds it.
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "fitscope/timing/machine_peak.hpp"
 
 namespace fitscope {
 
@@ -24,11 +27,21 @@ struct LayerTime {
   std::string name;
   int64_t forward_ns = 0, backward_ns = 0;
   double forward_flops = 0, backward_flops = 0;
+  /// The bytes its forward operations read and wrote: each one's tensor inputs and outputs once (the
+  /// least it must move; a view's none). Backward is not counted: its operations' inputs are not held.
+  double forward_bytes = 0;
+
+  /// Its forward's bytes per second, in GB/s (0 when it took no time).
+  double forward_gbps() const { return forward_ns > 0 ? forward_bytes / static_cast<double>(forward_ns) : 0.0; }
+  /// Its forward's floating-point operations per second, in GFLOP/s.
+  double forward_gflops() const { return forward_ns > 0 ? forward_flops / static_cast<double>(forward_ns) : 0.0; }
 };
 
 struct LayerTimes {
   static constexpr const char* kModel = "(model)";  ///< the prefix of an operation's own row
   static constexpr const char* kLoss = "loss";
+  /// A forward at this share of the measured copy rate or more may be bandwidth-bound (bandwidth_bound).
+  static constexpr double kBandwidthBound = 0.5;
 
   int64_t every = 0;         ///< steps between probes (0: none probed; `why_not` says why)
   bool auto_every = false;   ///< `every` chosen from the probes' measured cost
@@ -60,6 +73,12 @@ struct LayerTimes {
   double run_cost() const { return every > 0 ? probe_cost / static_cast<double>(every) : 0.0; }
   /// Layers by forward + backward time, most first.
   std::vector<const LayerTime*> by_time() const;
+  /// The layers whose forward memory bandwidth bounds: it moves its bytes at half `peak`'s measured
+  /// copy rate or more, and nearer that rate than its arithmetic comes to the matrix product's peak
+  /// (Roofline's memory side); by forward time, most first. None without a measured copy rate.
+  std::vector<const LayerTime*> bandwidth_bound(const MachinePeak& peak) const;
+  /// The share of the probed steps' forward and backward that bandwidth_bound's forwards take.
+  double bandwidth_bound_share(const MachinePeak& peak) const;
 };
 
 }  // namespace fitscope

@@ -27,6 +27,10 @@ class PhaseStats {
 
   /// Records one step (skipped from the distributions while still in warm-up).
   void add(const StepRecord& record);
+  /// Whether the `nth` record given to add() (1-based) goes into the distributions: past the warm-up
+  /// (as it stands now: a thread search extends it), its layers not probed. A reader of the same
+  /// records that must agree with the distributions (a sweep's window) asks this.
+  bool measures(int64_t nth, const StepRecord& record) const { return nth > warmup_steps_ && !record.probed; }
   /// Adds the measured steps of `other` (for reducing across ranks).
   void merge(const PhaseStats& other);
 
