@@ -83,12 +83,15 @@ def main():
         return {"clock": layers.get("clock"), "probed_steps": layers.get("probed_steps"), "why_not": layers.get("why_not"),
                 "probe_cost": layers.get("probe_cost"), "forward_backward_ms": phases,
                 "unattributed": rest / phases if phases else None,
-                "top": [(row.get("name"), round(row.get("share", 0), 4)) for row in
-                        sorted(layers.get("rows", []), key=lambda row: -row.get("share", 0))[:5]],
+                # each: name, share, forward GB/s (its bytes over its forward time; the memory row's figure)
+                "top": [(row.get("name"), round(row.get("share", 0), 4),
+                         round(row.get("forward_mb", 0) / row["forward_ms"], 2) if row.get("forward_ms") else None)
+                        for row in sorted(layers.get("rows", []), key=lambda row: -row.get("share", 0))[:5]],
                 "memory": {k: memory.get(k) for k in ("device", "steps", "why_not", "step_peak_bytes", "allocated_per_step_bytes",
                                                       "held_at_end_bytes", "resident_peak_bytes", "growth")},
                 "peak": {k: peak.get(k) for k in ("device", "gemm_gflops", "memory_gbps", "cached")} if peak else None,
-                "verdict": (r.get("verdict") or {}).get("advice")}
+                "verdict": "%s %s: %s" % ((r.get("verdict") or {}).get("level"), (r.get("verdict") or {}).get("bound"),
+                                          (r.get("verdict") or {}).get("advice"))}
 
     def ratio(pattern, text):
         m = re.search(pattern, text)

@@ -23,19 +23,24 @@ std::string layers_section(const RunSummary& s) {
   std::vector<svg::Part> parts;
   std::ostringstream rows;
   const double copy = s.machine_peak ? s.machine_peak->memory_gbps : 0;
-  const auto row = [&](const std::string& name, int64_t forward_ns, int64_t backward_ns, double flops, double forward_bytes) {
-    const double ms = t.per_step_ms(forward_ns + backward_ns), share = phases > 0 ? ms / phases : 0.0;
+  // "12.25 (39%)": bytes over time, and its share of the measured copy's rate
+  const auto bandwidth = [&](double bytes, int64_t ns) {
+    const double gbps = LayerTime::per_ns(bytes, ns);
+    return gbps > 0 ? fixed(gbps, 2) + (copy > 0 ? " (" + percent(gbps / copy) + ")" : "") : std::string("-");
+  };
+  const auto row = [&](const std::string& name, const LayerTime& l) {
+    const double ms = t.per_step_ms(l.forward_ns + l.backward_ns), share = phases > 0 ? ms / phases : 0.0;
+    const double flops = l.forward_flops + l.backward_flops;
     const double gflops = ms > 0 ? t.per_step(flops) * 1e-9 / (ms * 1e-3) : 0.0;
-    const double gbps = forward_ns > 0 ? forward_bytes / static_cast<double>(forward_ns) : 0.0;
     parts.push_back({name, share, name + ": " + percent(share) + " of forward and backward, " + fixed(ms) + " ms"});
-    rows << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(t.per_step_ms(forward_ns)) << "</td><td>"
-         << fixed(t.per_step_ms(backward_ns)) << "</td><td>" << percent(share) << "</td><td>"
+    rows << "<tr><td>" << svg::escape(name) << "</td><td>" << fixed(t.per_step_ms(l.forward_ns)) << "</td><td>"
+         << fixed(t.per_step_ms(l.backward_ns)) << "</td><td>" << percent(share) << "</td><td>"
          << (flops > 0 ? fixed(t.per_step(flops) * 1e-9, 4) : "-") << "</td><td>" << (flops > 0 ? fixed(gflops, 1) : "-")
          << "</td><td>" << (flops > 0 && peak > 0 ? percent(gflops / peak) : "-") << "</td><td>"
-         << (gbps > 0 ? fixed(gbps, 2) : "-") << "</td><td>" << (gbps > 0 && copy > 0 ? percent(gbps / copy) : "-") << "</td></tr>";
+         << bandwidth(l.forward_bytes, l.forward_ns) << "</td><td>" << bandwidth(l.backward_bytes, l.backward_ns) << "</td></tr>";
   };
-  for (const LayerTime* l : t.by_time()) row(l->name, l->forward_ns, l->backward_ns, l->forward_flops + l->backward_flops, l->forward_bytes);
-  row("(unattributed)", t.unattributed_forward_ns(), t.unattributed_backward_ns(), 0, 0);
+  for (const LayerTime* l : t.by_time()) row(l->name, *l);
+  row("(unattributed)", LayerTime{"", t.unattributed_forward_ns(), t.unattributed_backward_ns()});
   svg::ChartOptions bar;
   bar.title = "Where forward and backward go, layer by layer (share of the probed steps' forward and backward)";
   bar.height = 150;
@@ -50,12 +55,13 @@ std::string layers_section(const RunSummary& s) {
       << fixed(t.step_flops() * 1e-9, 4) << " GFLOP a step.";
   if (s.machine_peak) {
     out << " This machine's measured peak: " << fixed(peak, 1) << " GFLOP/s (a matrix product on " << s.machine_peak->ran_on()
-        << "), " << fixed(s.machine_peak->memory_gbps, 1) << " GB/s (a copy; a forward that moves its bytes at half of "
-        << "it or more, nearer it than its arithmetic to the matrix product's, is bandwidth-bound).";
+        << "), " << fixed(s.machine_peak->memory_gbps, 1) << " GB/s (a copy; a layer's forward or backward that moves the "
+        << "least bytes it must at half of that or more, nearer it than its arithmetic to the matrix product's, is "
+        << "bandwidth-bound).";
   }
   out << "</p>" << svg::stacked_bar(parts, bar)
       << "<table><tr><th>layer</th><th>forward ms</th><th>backward ms</th><th>share</th><th>GFLOP a step</th>"
-         "<th>GFLOP/s</th><th>of the peak</th><th>forward GB/s</th><th>of the copy's</th></tr>"
+         "<th>GFLOP/s</th><th>of the peak</th><th>forward GB/s (of the copy's)</th><th>backward GB/s (of the copy's)</th></tr>"
       << rows.str() << "</table>";
   return out.str();
 }

@@ -17,6 +17,7 @@ json layer_times_to_json(const LayerTimes& t) {
                     {"forward_gflop", t.per_step(l.forward_flops) * 1e-9},
                     {"backward_gflop", t.per_step(l.backward_flops) * 1e-9},
                     {"forward_mb", t.per_step(l.forward_bytes) * 1e-6},
+                    {"backward_mb", t.per_step(l.backward_bytes) * 1e-6},
                     {"share", phases_ms > 0 ? ms / phases_ms : 0.0}});
   }
   return {{"every", t.every},
@@ -57,9 +58,12 @@ LayerTimes layer_times_from_json(const Reader& r) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Reader l = r.element(rows[i], i, "rows");
     // bytes are whole numbers too; older files have none
-    const double bytes = l.raw().contains("forward_mb") ? static_cast<double>(std::llround(l.get<double>("forward_mb") * 1e6 * n)) : 0.0;
+    const auto bytes = [&](const char* key) {
+      return l.raw().contains(key) ? static_cast<double>(std::llround(l.get<double>(key) * 1e6 * n)) : 0.0;
+    };
     t.layers.push_back({l.get<std::string>("name"), ns(l.get<double>("forward_ms")), ns(l.get<double>("backward_ms")),
-                        flops(l.get<double>("forward_gflop")), flops(l.get<double>("backward_gflop")), bytes});
+                        flops(l.get<double>("forward_gflop")), flops(l.get<double>("backward_gflop")), bytes("forward_mb"),
+                        bytes("backward_mb")});
   }
   return t;
 }

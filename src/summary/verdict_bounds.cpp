@@ -280,9 +280,9 @@ AdviceText straggler_advice(const std::string& of_step, double, double, const Ve
           {}};
 }
 
-/// The share of the step in forwards that memory bandwidth bounds (LayerTimes::bandwidth_bound): their
+/// The share of the step that memory bandwidth bounds (LayerTimes::bandwidth_bound): the bound parts'
 /// share of the probed steps' forward and backward, times forward and backward's share of the step (on a
-/// GPU, the device's busy share). Their backward's bytes are not counted, so the share is the least it is.
+/// GPU, the device's busy share). Their bytes are the least they move, so the share is the least it is.
 double memory_share(const PhaseStats& s, const VerdictContext& c) {
   if (!c.peak) return 0.0;
   const double phases = c.device_idle_fraction >= 0 ? 1 - c.device_idle_fraction : s.share(Phase::forward) + s.share(Phase::backward);
@@ -292,19 +292,20 @@ double memory_share(const PhaseStats& s, const VerdictContext& c) {
 AdviceText memory_advice(const std::string& of_step, double, double, const VerdictContext& ctx) {
   const std::vector<const LayerTime*> bound = ctx.layers.bandwidth_bound(*ctx.peak);
   std::string names;
-  double bytes = 0, ns = 0;
+  LayerTimes::BandwidthBound all;
   for (std::size_t i = 0; i < bound.size(); ++i) {
     if (i < 3) names += (i == 0 ? "" : ", ") + bound[i]->name;
-    bytes += bound[i]->forward_bytes;
-    ns += static_cast<double>(bound[i]->forward_ns);
+    const LayerTimes::BandwidthBound part = LayerTimes::bandwidth_bound(*bound[i], *ctx.peak);
+    all.ns += part.ns;
+    all.bytes += part.bytes;
   }
   if (bound.size() > 3) names += " and " + std::to_string(bound.size() - 3) + " more";
-  const double gbps = ns > 0 ? bytes / ns : 0.0;
+  const double gbps = LayerTime::per_ns(all.bytes, all.ns);
   char text[600];
   std::snprintf(text, sizeof text,
-                "operations that move more bytes than they compute take %s at least (their forwards; their backward's "
-                "bytes are not counted): %s read and write %.1f GB/s, %s of this machine's measured %.1f GB/s copy (on "
-                "%s): memory bandwidth bounds them, not arithmetic, so fewer bytes is what helps",
+                "operations that move more bytes than they compute take %s: %s read and write at least %.1f GB/s, %s of "
+                "this machine's measured %.1f GB/s copy (on %s): memory bandwidth bounds them, not arithmetic, so fewer "
+                "bytes is what helps",
                 of_step.c_str(), names.c_str(), gbps, percent(gbps / ctx.peak->memory_gbps).c_str(), ctx.peak->memory_gbps,
                 ctx.peak->ran_on().c_str());
   if (ctx.precision == "bf16") {

@@ -28,9 +28,10 @@ struct LayerProbe::Event : at::ObserverContext {
   int gradients = 0;      // its operands that need a gradient: its backward's count, times its own
   std::unique_ptr<DeviceEvent> device_start;  // on a GPU: recorded as the operation began
   // a timed forward operation's bytes: its inputs' (counted at its start, where they are valid), and
-  // which tensors its first inputs are, so that its end tells a view of one (no bytes) from an output
+  // which tensors its first inputs are, so that its end tells a view of one (no bytes) from an output;
+  // its backward's, the gradients of its inputs that need one and of its outputs
   bool counts_bytes = false;
-  double bytes = 0;
+  double bytes = 0, backward_bytes = 0;
   struct Operand {
     const void* tensor = nullptr;
     const void* storage = nullptr;
@@ -106,23 +107,27 @@ double tensor_bytes(const at::Tensor& t) {
 
 const void* storage_of(const at::Tensor& t) { return t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr; }
 
-/// A timed forward operation's inputs: their bytes, and the first ones' tensors and storages.
+/// A timed forward operation's inputs: their bytes (and their gradients', written in backward, for those
+/// that need one), and the first ones' tensors and storages.
 void count_inputs(LayerProbe::Event& e, Inputs inputs) {
   for (const c10::IValue& v : inputs) {
     each_tensor(v, [&](const at::Tensor& t) {
-      e.bytes += tensor_bytes(t);
+      const double bytes = tensor_bytes(t);
+      e.bytes += bytes;
+      if (t.requires_grad()) e.backward_bytes += bytes;
       if (e.operand_count < e.operands.size()) e.operands[e.operand_count++] = {t.unsafeGetTensorImpl(), storage_of(t)};
     });
   }
 }
 
-/// Its outputs: each one's bytes written, an input written in place too; a view of an input (the
-/// input's storage, another tensor) writes nothing, and an operation whose every output is a view
-/// moved nothing at all (a reshape, a transpose).
+/// Its outputs: each one's bytes written (its gradient's read in backward, when it needs one), an input
+/// written in place too; a view of an input (the input's storage, another tensor) writes nothing, and
+/// an operation whose every output is a view moved nothing at all, nor does its backward (a reshape, a
+/// transpose).
 template <typename Outputs>
 void count_outputs(LayerProbe::Event& e, const Outputs& outputs) {
   bool moved = false, any = false;
-  double written = 0;
+  double written = 0, gradients = 0;
   for (const c10::IValue& v : outputs) {
     each_tensor(v, [&](const at::Tensor& t) {
       any = true;
@@ -131,11 +136,15 @@ void count_outputs(LayerProbe::Event& e, const Outputs& outputs) {
       const void* storage = storage_of(t);
       const bool view = !in_place && storage && std::any_of(from, to, [&](const auto& o) { return o.storage == storage; });
       if (view) return;
-      written += tensor_bytes(t);
+      const double bytes = tensor_bytes(t);
+      written += bytes;
+      if (t.requires_grad()) gradients += bytes;
       moved = true;
     });
   }
-  e.bytes = moved || !any ? e.bytes + written : 0.0;
+  const bool counted = moved || !any;
+  e.bytes = counted ? e.bytes + written : 0.0;
+  e.backward_bytes = counted ? e.backward_bytes + gradients : 0.0;
 }
 
 /// The operations whose floating-point operations are counted, FlopCounterMode's: one entry per
@@ -378,7 +387,9 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
   if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
   // on a GPU the events give the time, once read (resolve)
-  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops, event.counts_bytes ? event.bytes : 0.0);
+  // its backward's bytes too, counted now: a training step's backward runs through every output that needs a gradient
+  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops,
+      event.counts_bytes ? event.bytes : 0.0, event.counts_bytes ? event.backward_bytes : 0.0);
   if (event.timed && event.row >= 0 && !warming_) keep_span({event.row, event.backward, event.start_ns, end - event.start_ns});
   // an operation outside the phases (-1, the phase span's mark too) is no layer's: its events are given back
   if (event.device_start) keep_device_span(event.row >= 0 ? event.row : kNoRow, event.backward, std::move(event.device_start), record_event());
@@ -466,7 +477,7 @@ double LayerProbe::take_backward_flops(int64_t node) {
   return std::exchange(backward_flops_[static_cast<std::size_t>(at)], 0.0);
 }
 
-void LayerProbe::add(int row, bool backward, int64_t ns, double flops, double bytes) {
+void LayerProbe::add(int row, bool backward, int64_t ns, double flops, double forward_bytes, double backward_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (row < 0) {
     step_other_flops_ += flops;
@@ -475,7 +486,8 @@ void LayerProbe::add(int row, bool backward, int64_t ns, double flops, double by
   LayerTime& l = step_[static_cast<std::size_t>(row)];
   (backward ? l.backward_ns : l.forward_ns) += ns;
   (backward ? l.backward_flops : l.forward_flops) += flops;
-  l.forward_bytes += bytes;
+  l.forward_bytes += forward_bytes;
+  l.backward_bytes += backward_bytes;
 }
 
 LayerTimes LayerProbe::times(bool graph_kept) const {
@@ -506,6 +518,7 @@ void LayerProbe::add_probed_step(const std::vector<LayerTime>& rows, int64_t for
     at->forward_flops += s.forward_flops;
     at->backward_flops += s.backward_flops;
     at->forward_bytes += s.forward_bytes;
+    at->backward_bytes += s.backward_bytes;
   }
   times_.other_flops += other_flops;
   times_.forward_phase_ns += forward_ns;

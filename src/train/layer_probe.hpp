@@ -10,7 +10,8 @@
 // ties the backward node it made to that layer. Floating-point operations are counted at the matrix
 // products and convolutions of forward (inside linear too), FlopCounterMode's way, and their backward's
 // from the same operands, added to the node they made. A timed forward operation's bytes are its tensor
-// inputs' and outputs' (a view's none), counted at its start and end. The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
+// inputs' and outputs' (a view's none), counted at its start and end, and its backward's the gradients
+// of those that need one, counted then too. The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
 // spaces its steps so that their cost stays within `max_cost` of the run's step time. With one step in
 // more than kWarmAbove, the step before each probed one is listened to the same way and its figures
 // dropped: the probe's code and libtorch's observed paths, not run for `every` steps, are out of the
@@ -110,7 +111,7 @@ class LayerProbe final : public PhaseBoundaryListener {
   int row_of_input(const at::RecordFunction& fn);
   int row_of_node(const at::RecordFunction& fn);
   int row(const std::string& name);
-  void add(int row, bool backward, int64_t ns, double flops, double bytes = 0);
+  void add(int row, bool backward, int64_t ns, double flops, double forward_bytes = 0, double backward_bytes = 0);
   void fold(const StepRecord& record);
   /// A probed step's rows (their times and operations) and phases into the probes' sums.
   void add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns, double other_flops);

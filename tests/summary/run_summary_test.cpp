@@ -42,7 +42,7 @@ RunSummary filled() {
   m.layers.probe_cost = 0.25;
   m.layers.forward_phase_ns = 3'000'000;
   m.layers.backward_phase_ns = 4'000'000;
-  m.layers.layers = {{"conv", 2'000'000, 3'000'000, 2e9, 2e9, 6e6}, {"(model) relu", 500'000, 250'000, 0, 0}};
+  m.layers.layers = {{"conv", 2'000'000, 3'000'000, 2e9, 2e9, 6e6, 8e6}, {"(model) relu", 500'000, 250'000, 0, 0}};
   m.peak = MachinePeak{100, 20, 2, "host | cpu | 2 cores", true};
   std::array<int64_t, kPhaseCount> peak{}, allocated{};
   peak[static_cast<std::size_t>(Phase::forward)] = 3'000'000;
@@ -96,8 +96,12 @@ TEST(RunSummary, ReadsBackWhatItWrites) {
   older["layers"].erase("probe_warmups");
   EXPECT_EQ(RunSummary::from_json(older.dump(), "summary.json").layers.probe_warmups, 0);
   EXPECT_DOUBLE_EQ(back.layers.layers[0].forward_bytes, 6e6);
-  older["layers"]["rows"][0].erase("forward_mb");  // and from before the forwards' bytes
-  EXPECT_EQ(RunSummary::from_json(older.dump(), "summary.json").layers.layers[0].forward_bytes, 0);
+  EXPECT_DOUBLE_EQ(back.layers.layers[0].backward_bytes, 8e6);
+  older["layers"]["rows"][0].erase("forward_mb");  // and from before the layers' bytes
+  older["layers"]["rows"][0].erase("backward_mb");
+  const LayerTime before_bytes = RunSummary::from_json(older.dump(), "summary.json").layers.layers[0];
+  EXPECT_EQ(before_bytes.forward_bytes, 0);
+  EXPECT_EQ(before_bytes.backward_bytes, 0);
   EXPECT_EQ(back.memory.phases.at("forward").peak_bytes, 3'000'000);
   EXPECT_EQ(back.memory.resident_peak, 400'000'000);
   ASSERT_TRUE(back.machine_peak);

@@ -68,8 +68,9 @@ const std::map<std::string, Case>& cases() {
          ctx.device_busy_ms = (1 - share) * kStepNs * 1e-6;
          return std::make_pair(steps(Phase::backward, 0.5), ctx);
        }},
-      // forward and backward the whole step; one layer's forward moves its bytes at 80 % of the measured
-      // copy rate (its arithmetic none), the other's math at 50 % of the matrix product's peak
+      // forward and backward the whole step; one layer's forward and backward move their bytes at 80 %
+      // of the measured copy rate (their arithmetic none), the other's math runs at 50 % of the matrix
+      // product's peak
       {"memory",
        [](double share) {
          VerdictContext ctx;
@@ -78,8 +79,9 @@ const std::map<std::string, Case>& cases() {
          ctx.layers.forward_phase_ns = kStepNs / 2;
          ctx.layers.backward_phase_ns = kStepNs / 2;
          const auto ns = static_cast<int64_t>(std::llround(share * kStepNs));
-         ctx.layers.layers = {{"(model) relu", ns, 0, 0, 0, 0.8 * 20 * static_cast<double>(ns)},
-                              {"dense", kStepNs - ns, 0, 150.0 * static_cast<double>(kStepNs - ns), 0, 1e3}};
+         const int64_t forward = ns / 2, backward = ns - forward;
+         ctx.layers.layers = {{"(model) relu", forward, backward, 0, 0, 16.0 * static_cast<double>(forward), 16.0 * static_cast<double>(backward)},
+                              {"dense", kStepNs - ns, 0, 150.0 * static_cast<double>(kStepNs - ns), 0, 1e3, 0}};
          return std::make_pair(steps(Phase::backward, 0.5), ctx);
        }},
   };
@@ -122,12 +124,13 @@ TEST(VerdictBounds, EachBoundIsNamedHighlyPastItsHighMarkAndModeratelyBetweenIts
   }
 }
 
-/// The memory row's layers, named with their rate against the copy's; bfloat16 is advised once.
+/// The memory row's layers, named with their rate against the copy's; bfloat16 is advised once. A
+/// layer's forward and backward are judged each on its own.
 TEST(VerdictBounds, AMemoryBoundStepNamesItsLayersAndTheirBandwidthAgainstTheMeasuredCopy) {
   auto [stats, ctx] = cases().at("memory")(0.6);
   Verdict v = judge(stats, ctx);
   ASSERT_EQ(v.bound, "memory");
-  EXPECT_NE(v.advice.find("(model) relu read and write 16.0 GB/s, 80% of this machine's measured 20.0 GB/s copy (on 2 cores)"),
+  EXPECT_NE(v.advice.find("(model) relu read and write at least 16.0 GB/s, 80% of this machine's measured 20.0 GB/s copy (on 2 cores)"),
             std::string::npos) << v.advice;
   ASSERT_EQ(v.actions.size(), 1u);
   EXPECT_EQ(v.actions[0], (Advice{"TrainerOptions::precision", "32", "bf16", "half the bytes the bandwidth-bound operations read and write"}));
@@ -135,14 +138,22 @@ TEST(VerdictBounds, AMemoryBoundStepNamesItsLayersAndTheirBandwidthAgainstTheMea
   v = judge(stats, ctx);
   EXPECT_TRUE(v.actions.empty());
   EXPECT_EQ(v.advice.find("TrainerOptions::precision"), std::string::npos) << v.advice;
-  // below half the copy's rate, or nearer the matrix product's peak than the copy's: not bandwidth-bound
-  ctx.layers.layers[0].forward_bytes *= 0.5 / 0.8 * 0.99;
+  LayerTime& relu = ctx.layers.layers[0];
+  EXPECT_NEAR(ctx.layers.bandwidth_bound_share(*ctx.peak), 0.6, 1e-9);
+  const double forward_bytes = relu.forward_bytes;
+  relu.forward_bytes *= 0.5 / 0.8 * 0.99;  // its forward below half the copy's rate: its backward alone
+  EXPECT_NEAR(ctx.layers.bandwidth_bound_share(*ctx.peak), 0.3, 1e-9);
+  relu.backward_bytes *= 0.5 / 0.8 * 0.99;  // neither
+  EXPECT_EQ(ctx.layers.bandwidth_bound_share(*ctx.peak), 0);
   EXPECT_EQ(judge(stats, ctx).bound, "compute");
-  ctx.layers.layers[0].forward_bytes *= 0.8 / (0.5 * 0.99);
-  ctx.layers.layers[0].forward_flops = 0.9 * 300 * static_cast<double>(ctx.layers.layers[0].forward_ns);
-  EXPECT_EQ(judge(stats, ctx).bound, "compute");
-  ctx.peak.reset();  // no measured copy rate: nothing to set the bytes against
-  ctx.layers.layers[0].forward_flops = 0;
+  relu.forward_bytes = forward_bytes;  // at 80 % of the copy's rate, but its math at 90 % of the peak's
+  relu.forward_flops = 0.9 * 300 * static_cast<double>(relu.forward_ns);
+  EXPECT_EQ(ctx.layers.bandwidth_bound_share(*ctx.peak), 0);
+  relu.forward_flops = 0;
+  EXPECT_NEAR(ctx.layers.bandwidth_bound_share(*ctx.peak), 0.3, 1e-9);
+  ctx.peak->memory_gbps = 0;  // no measured copy rate: nothing to set the bytes against
+  EXPECT_EQ(ctx.layers.bandwidth_bound_share(*ctx.peak), 0);
+  ctx.peak.reset();
   EXPECT_EQ(judge(stats, ctx).bound, "compute");
 }
 

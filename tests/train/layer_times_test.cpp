@@ -49,6 +49,7 @@ std::map<std::string, LayerTime> per_step(const LayerTimes& t) {
     o.forward_flops = t.per_step(l.forward_flops);
     o.backward_flops = t.per_step(l.backward_flops);
     o.forward_bytes = t.per_step(l.forward_bytes);
+    o.backward_bytes = t.per_step(l.backward_bytes);
   }
   return out;
 }
@@ -102,13 +103,18 @@ TEST(LayerTimes, ThreeLinearLayersByNameWithTheirClosedFormFlops) {
   ASSERT_TRUE(rows.count("(model) relu"));
   ASSERT_TRUE(rows.count("(model) flatten"));
   // a forward's bytes: its operations' float32 inputs (the weight, the bias, the batch) and outputs
-  // once; relu's input read and output written, each of the two; a view (flatten) moves none
+  // once; relu's input read and output written, each of the two; a view (flatten) moves none. Its
+  // backward's: the output's gradient read, and those of the inputs that need one written (the
+  // weight's and the bias's; the batch's but for fc1, whose input is the data)
   for (const auto& [name, io] : shapes) {
     const double in = io.first, out = io.second;
     EXPECT_DOUBLE_EQ(rows.at(name).forward_bytes, 4.0 * (kBatch * in + in * out + out + kBatch * out)) << name;
+    EXPECT_DOUBLE_EQ(rows.at(name).backward_bytes, 4.0 * ((name == "fc1" ? 0 : kBatch * in) + in * out + out + kBatch * out)) << name;
   }
   EXPECT_DOUBLE_EQ(rows.at("(model) relu").forward_bytes, 4.0 * 2 * kBatch * (64 + 32));
+  EXPECT_DOUBLE_EQ(rows.at("(model) relu").backward_bytes, 4.0 * 2 * kBatch * (64 + 32));
   EXPECT_EQ(rows.at("(model) flatten").forward_bytes, 0);
+  EXPECT_EQ(rows.at("(model) flatten").backward_bytes, 0);
   EXPECT_GT(rows.at("(model) relu").backward_ns, 0);
   std::vector<std::string> order;  // the forward's, the model's own operations among them
   for (const LayerTime& l : t.layers) {

@@ -9,9 +9,10 @@
 ///   launch (on a GPU: the share of the step the device idles waiting for the host to launch its work,
 ///   measured by DeviceTimer's probes, less the host-only phases data_wait, callbacks, checkpoint and
 ///   other):                                          moderately >= 30 %, highly >= 50 %;
-///   memory (the share of the step in forwards that memory bandwidth bounds: at half the measured copy
-///   rate or more, nearer it than the arithmetic comes to the matrix product's peak, from the probed
-///   layers' bytes; LayerTimes::bandwidth_bound):      moderately >= 30 %, highly >= 50 %.
+///   memory (the share of the step in layers' forwards and backwards that memory bandwidth bounds: at
+///   half the measured copy rate or more, nearer it than their arithmetic comes to the matrix
+///   product's peak, from the probed layers' bytes; LayerTimes::bandwidth_bound):
+///                                                    moderately >= 30 %, highly >= 50 %.
 /// On a GPU whose idle share was measured, a host phase counts at most that share (the host's time
 /// beside a busy device is hidden behind its work), and a compute-bound run's share is the device's
 /// busy share.

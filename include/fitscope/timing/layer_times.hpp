@@ -11,8 +11,8 @@
 /// one of its inputs, and its backward is the layer of the forward operation that made it (the autograd
 /// sequence number). `loss` is the loss; what runs outside a layer with parameters is a row by its
 /// operation, `(model) max_pool2d` (activations, pooling, reshapes; `(model) AccumulateGrad`, the
-/// gradients added into the parameters). A layer's forward bytes set against the machine's measured
-/// copy rate say whether memory bandwidth, rather than arithmetic, bounds it.
+/// gradients added into the parameters). A layer's bytes set against the machine's measured copy rate
+/// say whether memory bandwidth, rather than arithmetic, bounds it.
 
 #include <cstdint>
 #include <string>
@@ -27,20 +27,20 @@ struct LayerTime {
   std::string name;
   int64_t forward_ns = 0, backward_ns = 0;
   double forward_flops = 0, backward_flops = 0;
-  /// The bytes its forward operations read and wrote: each one's tensor inputs and outputs once (the
-  /// least it must move; a view's none). Backward is not counted: its operations' inputs are not held.
-  double forward_bytes = 0;
+  /// The bytes its operations read and wrote, the least they must move: in forward each timed
+  /// operation's tensor inputs and outputs once (a view's none); in backward the gradients of those
+  /// outputs read and those of the inputs that need one written (what forward saved for it, read
+  /// again, is not counted: its callback holds no inputs).
+  double forward_bytes = 0, backward_bytes = 0;
 
-  /// Its forward's bytes per second, in GB/s (0 when it took no time).
-  double forward_gbps() const { return forward_ns > 0 ? forward_bytes / static_cast<double>(forward_ns) : 0.0; }
-  /// Its forward's floating-point operations per second, in GFLOP/s.
-  double forward_gflops() const { return forward_ns > 0 ? forward_flops / static_cast<double>(forward_ns) : 0.0; }
+  /// An amount per nanosecond: bytes in GB/s, operations in GFLOP/s (0 when it took no time).
+  static double per_ns(double amount, int64_t ns) { return ns > 0 ? amount / static_cast<double>(ns) : 0.0; }
 };
 
 struct LayerTimes {
   static constexpr const char* kModel = "(model)";  ///< the prefix of an operation's own row
   static constexpr const char* kLoss = "loss";
-  /// A forward at this share of the measured copy rate or more may be bandwidth-bound (bandwidth_bound).
+  /// A forward or backward at this share of the measured copy rate or more may be bandwidth-bound.
   static constexpr double kBandwidthBound = 0.5;
 
   int64_t every = 0;         ///< steps between probes (0: none probed; `why_not` says why)
@@ -73,11 +73,17 @@ struct LayerTimes {
   double run_cost() const { return every > 0 ? probe_cost / static_cast<double>(every) : 0.0; }
   /// Layers by forward + backward time, most first.
   std::vector<const LayerTime*> by_time() const;
-  /// The layers whose forward memory bandwidth bounds: it moves its bytes at half `peak`'s measured
-  /// copy rate or more, and nearer that rate than its arithmetic comes to the matrix product's peak
-  /// (Roofline's memory side); by forward time, most first. None without a measured copy rate.
+  /// The part of a layer that memory bandwidth bounds: its forward, its backward, both or neither,
+  /// each that moves its bytes at kBandwidthBound of `peak`'s measured copy rate or more and nearer
+  /// that rate than its arithmetic comes to the matrix product's peak (Roofline's memory side).
+  struct BandwidthBound {
+    int64_t ns = 0;
+    double bytes = 0;
+  };
+  static BandwidthBound bandwidth_bound(const LayerTime& l, const MachinePeak& peak);
+  /// The layers with a bandwidth-bound part, by its time, most first (none without a measured copy rate).
   std::vector<const LayerTime*> bandwidth_bound(const MachinePeak& peak) const;
-  /// The share of the probed steps' forward and backward that bandwidth_bound's forwards take.
+  /// The share of the probed steps' forward and backward that the bandwidth-bound parts take.
   double bandwidth_bound_share(const MachinePeak& peak) const;
 };
 
