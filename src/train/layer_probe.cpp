@@ -388,8 +388,7 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
   if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
   // on a GPU the events give the time, once read (resolve)
   // its backward's bytes too, counted now: a training step's backward runs through every output that needs a gradient
-  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops,
-      event.counts_bytes ? event.bytes : 0.0, event.counts_bytes ? event.backward_bytes : 0.0);
+  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops, event.bytes, event.backward_bytes);
   if (event.timed && event.row >= 0 && !warming_) keep_span({event.row, event.backward, event.start_ns, end - event.start_ns});
   // an operation outside the phases (-1, the phase span's mark too) is no layer's: its events are given back
   if (event.device_start) keep_device_span(event.row >= 0 ? event.row : kNoRow, event.backward, std::move(event.device_start), record_event());
