@@ -2,6 +2,8 @@
 
 #include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
 
 #include <algorithm>
 #include <array>
@@ -17,8 +19,7 @@ namespace fitscope::detail {
 /// What an operation's start leaves for its end.
 struct LayerProbe::Event : at::ObserverContext {
   bool timed = false;  // the outermost timed operation on its thread
-  int row = -1;        // the layer its time and operations go to (-1: outside the phases)
-  bool backward = false;
+  int row = -1;        // the layer its time and operations go to
   int64_t start_ns = 0;
   double flops = 0;
   // a convolution's input and weight shapes, counted with its output at its end
@@ -27,10 +28,9 @@ struct LayerProbe::Event : at::ObserverContext {
   int64_t node = -1;      // the autograd node this forward operation makes (its sequence number)
   int gradients = 0;      // its operands that need a gradient: its backward's count, times its own
   std::unique_ptr<DeviceEvent> device_start;  // on a GPU: recorded as the operation began
-  // a timed forward operation's bytes: its inputs' (counted at its start, where they are valid), and
-  // which tensors its first inputs are, so that its end tells a view of one (no bytes) from an output;
-  // its backward's, the gradients of its inputs that need one and of its outputs
-  bool counts_bytes = false;
+  // a timed operation's bytes: its inputs' (counted at its start, where they are valid), and which
+  // tensors its first inputs are, so that its end tells a view of one (no bytes) from an output; its
+  // backward's, the gradients of its inputs that need one and of its outputs
   double bytes = 0, backward_bytes = 0;
   struct Operand {
     const void* tensor = nullptr;
@@ -48,10 +48,35 @@ std::thread::id training_thread;
 // the timed operation open on this thread, if any: what the operations inside it add to
 thread_local LayerProbe::Event* open_event = nullptr;
 
-// the autograd engine's span of one node: the node, and what the engine does with its gradients (a
-// broadcast bias's sum, their checks); the node inside names the layer
-constexpr const char kEngineSpan[] = "autograd::engine::evaluate_function: ";
-constexpr int kNodePending = -2;
+using torch::autograd::variable_list;
+
+/// A node's hooks: its pre-hook starts its span, its post-hook ends it (the node's index in the
+/// probe's nodes_). They pass the gradients on as they are.
+struct NodeStart final : torch::autograd::FunctionPreHook {
+  NodeStart(LayerProbe& p, std::size_t n) : probe(p), node(n) {}
+  variable_list operator()(const variable_list& grads) override {
+    probe.node_starts(node);
+    return grads;
+  }
+  LayerProbe& probe;
+  std::size_t node;
+};
+
+struct NodeEnd final : torch::autograd::FunctionPostHook {
+  NodeEnd(LayerProbe& p, std::size_t n) : probe(p), node(n) {}
+  variable_list operator()(const variable_list& outputs, const variable_list& /*inputs*/) override {
+    probe.node_ends(node);
+    return outputs;
+  }
+  LayerProbe& probe;
+  std::size_t node;
+};
+
+/// Removes the hook at `hook` from `hooks`, if there.
+template <typename Hooks>
+void remove_hook(Hooks& hooks, const void* hook) {
+  hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [&](const auto& h) { return h.get() == hook; }), hooks.end());
+}
 
 int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
@@ -210,8 +235,9 @@ LayerProbe::LayerProbe(Model& model, StepClock& clock, int64_t every, double max
 LayerProbe::~LayerProbe() { stop_listening(); }
 
 bool LayerProbe::begin_step(int64_t measured_index) {
-  // one in more than kWarmAbove: the step before a probed one is listened to as well, its figures dropped
-  warming_ = times_.every > kWarmAbove && measured_index == next_ - 1;
+  // the first probe, and each of one in more than kWarmAbove: the step before it is listened to as well,
+  // its figures dropped
+  warming_ = (next_ == kFirst || times_.every > kWarmAbove) && measured_index == next_ - 1;
   if (times_.every == 0 || (measured_index != next_ && !warming_)) return false;
   if (!warming_) next_ += times_.every;
   LayerProbe* none = nullptr;
@@ -224,35 +250,124 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   backward_flops_.clear();
   for (LayerTime& l : step_) l = LayerTime{std::move(l.name)};
   step_other_flops_ = 0;
+  phase_ns_.fill(0);
   told_ = clock_.listener();
   clock_.set_listener(this);
-  close_phase_span(clock_.open_phase());
-  listen(clock_.open_phase() == Phase::backward);
+  listening_ = true;
+  observe_operations(clock_.open_phase() == Phase::forward);
+  open_phase_span(clock_.open_phase());
   return true;
 }
 
 void LayerProbe::boundary(std::optional<Phase> next) {
   if (told_) told_->boundary(next);
-  close_phase_span(next);
-  if (listening_ && (next == Phase::backward) != backward_callback_) listen(next == Phase::backward);
+  close_phase_span();
+  observe_operations(next == Phase::forward);
+  if (next == Phase::backward) {  // the graph the forward's timed operations made, hooked before the engine runs it
+    for (std::shared_ptr<torch::autograd::Node>& root : roots_) hook_graph(std::move(root));
+    roots_.clear();
+  }
+  open_phase_span(next);
+}
+
+void LayerProbe::run_backward(const at::Tensor& root) {
+  LayerProbe* probe = listening_probe.load();
+  if (!probe || std::this_thread::get_id() != training_thread || probe->phase_open_ != Phase::backward) {
+    root.backward();
+    return;
+  }
+  const int64_t from = now_ns();
+  probe->hook_graph(root.grad_fn());
+  const int64_t hooked = now_ns();
+  probe->phase_start_ns_ += hooked - from;  // the probe's own work: out of the backward phase
+  const int engine = probe->row(LayerTimes::kEngine);
+  std::unique_ptr<DeviceEvent> device_from = probe->device_ ? probe->record_event() : nullptr;
+  probe->nodes_ns_ = 0;
+  try {
+    root.backward();
+  } catch (...) {
+    if (device_from) probe->keep_device_span(engine, true, std::move(device_from), probe->record_event(), true);
+    throw;
+  }
+  if (device_from) {  // less the nodes' spans once read
+    probe->keep_device_span(engine, true, std::move(device_from), probe->record_event(), true);
+  } else {
+    probe->add(engine, true, std::max<int64_t>(0, now_ns() - hooked - probe->nodes_ns_), 0);
+  }
+}
+
+void LayerProbe::hook_graph(std::shared_ptr<torch::autograd::Node> root) {
+  std::vector<std::shared_ptr<torch::autograd::Node>> todo{std::move(root)};
+  while (!todo.empty()) {
+    std::shared_ptr<torch::autograd::Node> node = std::move(todo.back());
+    todo.pop_back();
+    if (!node) continue;
+    auto& pre = node->pre_hooks();
+    const bool hooked = std::any_of(pre.begin(), pre.end(), [&](const auto& h) {
+      const auto* start = dynamic_cast<const NodeStart*>(h.get());
+      return start && &start->probe == this;
+    });
+    if (hooked) continue;
+    const std::size_t index = nodes_.size();
+    auto start = std::make_unique<NodeStart>(*this, index);
+    auto end = std::make_unique<NodeEnd>(*this, index);
+    const auto sequence = static_cast<int64_t>(node->sequence_nr());
+    nodes_.push_back({node, start.get(), end.get(), row_of_node(sequence, node->name()), sequence, 0, nullptr});
+    // first among the pre-hooks and last among the post-hooks: the span holds the node's other hooks
+    pre.insert(pre.begin(), std::move(start));
+    node->add_post_hook(std::move(end));
+    for (const torch::autograd::Edge& edge : node->next_edges()) {
+      if (edge.function) todo.push_back(edge.function);
+    }
+  }
+}
+
+void LayerProbe::unhook_graph() {
+  for (NodeSpan& n : nodes_) {
+    if (n.device_start) device_->release(std::move(n.device_start));  // a node begun, not ended (it threw)
+    const std::shared_ptr<torch::autograd::Node> node = n.node.lock();
+    if (!node) continue;  // gone with the step's graph
+    remove_hook(node->pre_hooks(), n.start_hook);
+    remove_hook(node->post_hooks(), n.end_hook);
+  }
+  nodes_.clear();
+  roots_.clear();
+}
+
+void LayerProbe::node_starts(std::size_t index) {
+  NodeSpan& n = nodes_[index];
+  const double flops = take_backward_flops(n.sequence);  // counted in forward (kFlopRules)
+  if (flops > 0) add(n.row, true, 0, flops);
+  if (device_) n.device_start = record_event();
+  n.start_ns = now_ns();
+}
+
+void LayerProbe::node_ends(std::size_t index) {
+  const int64_t end = now_ns();
+  NodeSpan& n = nodes_[index];
+  add(n.row, true, device_ ? 0 : end - n.start_ns, 0);  // on a GPU the events give the time, once read
+  nodes_ns_ += end - n.start_ns;
+  if (!warming_) keep_span({n.row, true, n.start_ns, end - n.start_ns});
+  if (n.device_start) keep_device_span(n.row, true, std::move(n.device_start), record_event());
 }
 
 void LayerProbe::end_step(const StepRecord& record) {
   if (told_) told_->end_step(record);
 }
 
-void LayerProbe::listen(bool backward) {
-  if (listening_) at::removeCallback(handle_);
-  backward_callback_ = backward;
-  // forward: each operation's inputs (the parameters that name its layer, the shapes that count its
-  // operations); backward: names and sequence numbers only
-  handle_ = at::addThreadLocalCallback(
-      backward ? at::RecordFunctionCallback(&on_start, &on_end).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION})
-               : at::RecordFunctionCallback(&on_start, &on_end)
-                     .needsInputs(true)
-                     .needsOutputs(true)
-                     .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
-  listening_ = true;
+void LayerProbe::observe_operations(bool on) {
+  if (on == observing_) return;
+  observing_ = on;
+  if (!on) {
+    at::removeCallback(handle_);
+    return;
+  }
+  // each operation's inputs (the parameters that name its layer, the shapes that count its operations)
+  // and outputs (their bytes, and the nodes they are the gradients of)
+  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+                                           .needsInputs(true)
+                                           .needsOutputs(true)
+                                           .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
 }
 
 void LayerProbe::index_parameters() {
@@ -284,8 +399,9 @@ std::vector<ThreadSpan> LayerProbe::take_spans() {
 
 void LayerProbe::stop_listening() {
   if (!listening_) return;
-  close_phase_span(std::nullopt);
-  at::removeCallback(handle_);
+  close_phase_span();
+  observe_operations(false);
+  unhook_graph();
   listening_ = false;
   if (clock_.listener() == this) clock_.set_listener(told_);
   told_ = nullptr;
@@ -309,48 +425,40 @@ int LayerProbe::row_of_input(const at::RecordFunction& fn) {
   return row(outside_layers(fn.name()));
 }
 
-int LayerProbe::row_of_node(const at::RecordFunction& fn) {
-  const int64_t at = fn.seqNr() - first_sequence_;
+int LayerProbe::row_of_node(int64_t sequence, const std::string& name) {
+  const int64_t at = sequence - first_sequence_;
   const int found = at >= 0 && at < static_cast<int64_t>(sequence_rows_.size()) ? sequence_rows_[static_cast<std::size_t>(at)] : -1;
-  return found >= 0 ? found : row(outside_layers(fn.name()));
+  return found >= 0 ? found : row(outside_layers(name.c_str()));
 }
 
 std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction& fn) {
   const char* name = fn.name();
-  const bool node = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
-  const bool forward = !node && std::this_thread::get_id() == training_thread && clock_.open_phase() == Phase::forward;
-  const bool engine = !node && !forward && std::strncmp(name, kEngineSpan, sizeof kEngineSpan - 1) == 0;
-  const bool timed = !open_event && (node || forward || engine);
-  if (node && open_event && open_event->row == kNodePending) open_event->row = row_of_node(fn);
-  const int row = timed ? (engine ? kNodePending : node ? row_of_node(fn) : row_of_input(fn)) : open_event ? open_event->row : -1;
+  const bool forward = std::this_thread::get_id() == training_thread && clock_.open_phase() == Phase::forward;
+  if (!forward) return nullptr;  // the callback is on in forward only, on the training thread
+  const bool timed = !open_event;
+  const int64_t entered = timed ? now_ns() : 0;
+  const int row = timed ? row_of_input(fn) : open_event->row;
   // the node made inside this operation takes the next sequence number: the last operation to see a
   // number is the one that made its node (a custom autograd function's too, which no operator
   // records). Written on the training thread, before backward reads it.
   const int64_t sequence = static_cast<int64_t>(at::sequence_number::peek());
-  if (forward) {
-    const int64_t at = sequence - first_sequence_;
-    if (at >= 0) {
-      if (at >= static_cast<int64_t>(sequence_rows_.size())) {
-        sequence_rows_.resize(static_cast<std::size_t>(at) + 1, -1);
-        backward_flops_.resize(sequence_rows_.size(), 0.0);
-      }
-      sequence_rows_[static_cast<std::size_t>(at)] = row;
+  const int64_t at = sequence - first_sequence_;
+  if (at >= 0) {
+    if (at >= static_cast<int64_t>(sequence_rows_.size())) {
+      sequence_rows_.resize(static_cast<std::size_t>(at) + 1, -1);
+      backward_flops_.resize(sequence_rows_.size(), 0.0);
     }
-  }
-  if (node) {  // counted in forward (kFlopRules)
-    const double flops = take_backward_flops(fn.seqNr());
-    if (flops > 0) add(row_of_node(fn), true, 0, flops);
+    sequence_rows_[static_cast<std::size_t>(at)] = row;
   }
   const FlopRule* rule = nullptr;
   for (const FlopRule& r : kFlopRules) {
-    if (forward && std::strcmp(name, r.op) == 0) rule = &r;
+    if (std::strcmp(name, r.op) == 0) rule = &r;
   }
   if (!timed && !rule) return nullptr;  // most operations: inside a timed one, no count of their own
 
   auto event = std::make_unique<Event>();
   event->timed = timed;
   event->row = row;
-  event->backward = timed ? node || engine : open_event && open_event->backward;
   if (rule) {
     event->node = sequence;
     event->gradients = needs_gradient(fn.inputs(), rule->a) + needs_gradient(fn.inputs(), rule->b);
@@ -364,14 +472,12 @@ std::unique_ptr<at::ObserverContext> LayerProbe::start(const at::RecordFunction&
     event->x = sizes(fn.inputs()[0]);
     event->w = sizes(fn.inputs()[1]);
   }
-  if (timed && forward) {
-    event->counts_bytes = true;
-    count_inputs(*event, fn.inputs());
-  }
   if (timed) {
+    count_inputs(*event, fn.inputs());
     open_event = event.get();
     if (device_) event->device_start = record_event();
     event->start_ns = now_ns();
+    own_ns_ += event->start_ns - entered;
   }
   return event;
 }
@@ -382,16 +488,21 @@ void LayerProbe::end(const at::RecordFunction& fn, Event& event) {
     event.flops += convolution_flops(event.x, event.w, sizes(fn.outputs()[0]), event.transposed);
     add_backward_flops(event.node, event.gradients * event.flops);
   }
-  if (event.counts_bytes) count_outputs(event, fn.outputs());
-  if (event.timed) open_event = nullptr;
-  // a flop count inside an engine span whose node had not begun yet: the span's layer, once known
-  if (event.row == kNodePending) event.row = row(outside_layers("autograd engine"));
+  if (event.timed) {
+    open_event = nullptr;
+    count_outputs(event, fn.outputs());
+    for (const c10::IValue& v : fn.outputs()) {  // the nodes backward will run: hooked as it begins
+      each_tensor(v, [&](const at::Tensor& t) {
+        if (t.grad_fn()) roots_.push_back(t.grad_fn());
+      });
+    }
+  }
   // on a GPU the events give the time, once read (resolve)
   // its backward's bytes too, counted now: a training step's backward runs through every output that needs a gradient
-  add(event.row, event.backward, event.timed && !device_ ? end - event.start_ns : 0, event.flops, event.bytes, event.backward_bytes);
-  if (event.timed && event.row >= 0 && !warming_) keep_span({event.row, event.backward, event.start_ns, end - event.start_ns});
-  // an operation outside the phases (-1, the phase span's mark too) is no layer's: its events are given back
-  if (event.device_start) keep_device_span(event.row >= 0 ? event.row : kNoRow, event.backward, std::move(event.device_start), record_event());
+  add(event.row, false, event.timed && !device_ ? end - event.start_ns : 0, event.flops, event.bytes, event.backward_bytes);
+  if (event.timed && !warming_) keep_span({event.row, false, event.start_ns, end - event.start_ns});
+  if (event.device_start) keep_device_span(event.row, false, std::move(event.device_start), record_event());
+  if (event.timed) own_ns_ += now_ns() - end;
 }
 
 std::unique_ptr<DeviceEvent> LayerProbe::record_event() {
@@ -399,14 +510,15 @@ std::unique_ptr<DeviceEvent> LayerProbe::record_event() {
   return device_->record();
 }
 
-void LayerProbe::keep_device_span(int row, bool backward, std::unique_ptr<DeviceEvent> from, std::unique_ptr<DeviceEvent> to) {
+void LayerProbe::keep_device_span(int row, bool backward, std::unique_ptr<DeviceEvent> from, std::unique_ptr<DeviceEvent> to,
+                                  bool engine) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (warming_ || row == kNoRow) {  // the warm-up's events (recorded so that their calls are warm too), read no further
+  if (warming_) {  // the warm-up's events (recorded so that their calls are warm too), read no further
     device_->release(std::move(from));
     device_->release(std::move(to));
     return;
   }
-  device_spans_.push_back({row, backward, std::move(from), std::move(to)});
+  device_spans_.push_back({row, backward, engine, std::move(from), std::move(to)});
 }
 
 void LayerProbe::resolve(bool wait) {
@@ -428,18 +540,24 @@ void LayerProbe::resolve(bool wait) {
       }
     }
     if (!passed) break;
-    int64_t forward_ns = 0, backward_ns = 0;
+    int64_t forward_ns = 0, backward_ns = 0, nodes_ns = 0, engine_ns = 0;
+    int engine = -1;
     for (DeviceSpan& s : step.spans) {
       const auto ns = static_cast<int64_t>(std::llround(device_->elapsed_ms(*s.from, *s.to) * 1e6));
       if (s.row == kPhaseSpan) {
         (s.backward ? backward_ns : forward_ns) += ns;
+      } else if (s.engine) {
+        engine = s.row;
+        engine_ns += ns;
       } else {
         LayerTime& l = step.rows[static_cast<std::size_t>(s.row)];
         (s.backward ? l.backward_ns : l.forward_ns) += ns;
+        if (s.backward) nodes_ns += ns;
       }
       device_->release(std::move(s.from));
       device_->release(std::move(s.to));
     }
+    if (engine >= 0) step.rows[static_cast<std::size_t>(engine)].backward_ns += std::max<int64_t>(0, engine_ns - nodes_ns);
     add_probed_step(step.rows, forward_ns, backward_ns, step.other_flops);
   }
   device_steps_.erase(device_steps_.begin(), device_steps_.begin() + static_cast<std::ptrdiff_t>(read));
@@ -450,19 +568,23 @@ void LayerProbe::keep_span(const Span& span) {
   if (spans_.size() < kSpansKept) spans_.push_back(span);
 }
 
-void LayerProbe::close_phase_span(std::optional<Phase> next) {
-  if (warming_) return;
+void LayerProbe::close_phase_span() {
+  if (!phase_open_) return;
+  const bool backward = *phase_open_ == Phase::backward;
   const int64_t now = now_ns();
-  if (phase_open_) {
-    keep_span({kPhaseSpan, *phase_open_ == Phase::backward, phase_start_ns_, now - phase_start_ns_});
-    if (phase_from_) keep_device_span(kPhaseSpan, *phase_open_ == Phase::backward, std::move(phase_from_), record_event());
-  }
+  phase_ns_[backward] += now - phase_start_ns_ - own_ns_;
+  own_ns_ = 0;
+  if (!warming_) keep_span({kPhaseSpan, backward, phase_start_ns_, now - phase_start_ns_});
+  if (phase_from_) keep_device_span(kPhaseSpan, backward, std::move(phase_from_), record_event());
   phase_open_.reset();
-  if (next == Phase::forward || next == Phase::backward) {
-    phase_open_ = next;
-    phase_start_ns_ = now;
-    if (device_) phase_from_ = record_event();
-  }
+}
+
+void LayerProbe::open_phase_span(std::optional<Phase> next) {
+  if (next != Phase::forward && next != Phase::backward) return;
+  phase_open_ = next;
+  phase_start_ns_ = now_ns();
+  own_ns_ = 0;
+  if (device_) phase_from_ = record_event();
 }
 
 void LayerProbe::add_backward_flops(int64_t node, double flops) {
@@ -536,7 +658,7 @@ void LayerProbe::fold(const StepRecord& record) {
     device_spans_.clear();
     resolve(/*wait=*/false);
   } else {
-    add_probed_step(step_, record.phase(Phase::forward), record.phase(Phase::backward), step_other_flops_);
+    add_probed_step(step_, phase_ns_[0], phase_ns_[1], step_other_flops_);
   }
   const double reference = unprobed_.quantile(0.5);
   if (reference <= 0) return;

@@ -12,7 +12,7 @@ namespace fitscope {
 void StepContext::backward(const at::Tensor& loss) {
   std::optional<distributed::NoSync> local_only;  // the group's last backward communicates
   if (!update && reducer) local_only.emplace(*reducer);
-  (loss_scale == 1 ? loss : loss * loss_scale).backward();
+  detail::LayerProbe::run_backward(loss_scale == 1 ? loss : loss * loss_scale);
 }
 
 void StepContext::update_weights() {

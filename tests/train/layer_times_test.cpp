@@ -3,6 +3,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/functional/activation.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
 #include <cmath>
@@ -99,6 +101,14 @@ TEST(LayerTimes, ThreeLinearLayersByNameWithTheirClosedFormFlops) {
   }
   ASSERT_TRUE(rows.count(LayerTimes::kLoss));
   EXPECT_EQ(rows.at(LayerTimes::kLoss).forward_flops, 0);
+  // the loss's nodes, which no timed forward operation's output reaches (its operations are one scope),
+  // found from the tensor backward runs from
+  EXPECT_GT(rows.at(LayerTimes::kLoss).backward_ns, 0);
+  // the engine's run less its nodes: backward only, no operations of its own
+  ASSERT_TRUE(rows.count(LayerTimes::kEngine));
+  EXPECT_GT(rows.at(LayerTimes::kEngine).backward_ns, 0);
+  EXPECT_EQ(rows.at(LayerTimes::kEngine).forward_ns, 0);
+  EXPECT_EQ(rows.at(LayerTimes::kEngine).backward_flops, 0);
   // the model's own operations outside those layers, each by its name, its backward tied to it
   ASSERT_TRUE(rows.count("(model) relu"));
   ASSERT_TRUE(rows.count("(model) flatten"));
@@ -127,8 +137,52 @@ TEST(LayerTimes, ThreeLinearLayersByNameWithTheirClosedFormFlops) {
   // the layers' time lies within the phases they ran in
   EXPECT_GE(t.unattributed_forward_ns(), 0);
   EXPECT_GE(t.unattributed_backward_ns(), 0);
-  // the probed steps are left out of the distributions, not lost
-  EXPECT_EQ(m.stats.measured_steps() + t.probed_steps, 12 - 2);
+  // the probed steps and the first one's warm-up are left out of the distributions, not lost
+  EXPECT_EQ(t.probe_warmups, 1);  // measured step 3: the first probe is warmed whatever the spacing
+  EXPECT_EQ(m.stats.measured_steps() + t.probed_steps + t.probe_warmups, 12 - 2);
+}
+
+/// Backward is timed by hooks on the autograd graph's nodes. A probed step takes each gradient into
+/// .grad as an unprobed one does (AccumulateGrad steals the tensor it is given: the probe's post-hook is
+/// one it counts on, and the probe holds no gradient), and after the step no hook of the probe is left
+/// on a node that outlives it (a parameter's accumulator, kept here across the fit).
+TEST(LayerTimes, AProbedBackwardTakesTheGradientsAsTheyAreAndLeavesNoHookBehind) {
+  struct Incoming : torch::autograd::FunctionPreHook {
+    explicit Incoming(const void** at) : seen(at) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& grads) override {
+      *seen = grads.at(0).data_ptr();
+      return grads;
+    }
+    const void** seen;
+  };
+  TrainerOptions options = probing_every_step();
+  int64_t steps = 0, taken = 0;
+  std::shared_ptr<torch::autograd::Node> accumulator;
+  options.train_step = [&](const Batch& batch, StepContext& ctx) {
+    ctx.clock.enter(Phase::forward);
+    const at::Tensor outputs = ctx.forward(batch.inputs);
+    const at::Tensor loss = compute_loss(ctx.loss, outputs, batch.targets);
+    ctx.clock.enter(Phase::backward);
+    const at::Tensor weight = ctx.model.parameters().front();  // fc1.weight
+    accumulator = torch::autograd::impl::grad_accumulator(weight);
+    const void* incoming = nullptr;
+    accumulator->add_pre_hook(std::make_unique<Incoming>(&incoming));
+    ctx.backward(loss);
+    auto& hooks = accumulator->pre_hooks();
+    hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [](const auto& h) { return dynamic_cast<Incoming*>(h.get()); }),
+                hooks.end());
+    ++steps;
+    taken += incoming != nullptr && weight.grad().data_ptr() == incoming;
+    ctx.update_weights();
+    return StepOutput{loss.detach(), outputs.detach()};
+  };
+  Trainer trainer(ThreeLayers(), options);
+  const LayerTimes& t = fit_probed(trainer, 16, 12).layers;
+  ASSERT_GT(t.probed_steps, 0);
+  EXPECT_EQ(taken, steps);
+  ASSERT_TRUE(accumulator);
+  EXPECT_TRUE(accumulator->pre_hooks().empty());
+  EXPECT_TRUE(accumulator->post_hooks().empty());
 }
 
 /// The seed CNN's convolution: forward 2·B·Cout·Hout·Wout·Cin·k·k; its backward computes the weight's
@@ -149,7 +203,8 @@ TEST(LayerTimes, TheSeedCnnsConvolutionCountsAsFlopCounterModeCountsIt) {
 
 /// One step in 10 (more than 8): each probed step comes after a warm-up step, listened to the same way
 /// and left out of the distributions too, whose figures are dropped: the rows, their counts and the
-/// trace's spans are the probed steps' alone. One in 8 or closer finds the probe's code warm.
+/// trace's spans are the probed steps' alone. One in 8 or closer finds the probe's code warm after the
+/// first probe, which always has its warm-up.
 TEST(LayerTimes, EachProbedStepOfOneInNFollowsAWarmupStepWhoseFiguresAreDropped) {
   TrainerOptions options = probing_every_step();
   options.layer_probe_every = 10;
@@ -184,7 +239,7 @@ TEST(LayerTimes, EachProbedStepOfOneInNFollowsAWarmupStepWhoseFiguresAreDropped)
   Trainer close(ThreeLayers(), options);
   const LayerTimes& one_in_8 = fit_probed(close, kBatch, 2 + 13).layers;
   EXPECT_EQ(one_in_8.probed_steps, 2);  // 4, 12
-  EXPECT_EQ(one_in_8.probe_warmups, 0);
+  EXPECT_EQ(one_in_8.probe_warmups, 1);  // 3: the first probe's alone
 }
 
 /// Probing off, or on a step the probe cannot see into, says so and probes nothing.
@@ -278,17 +333,21 @@ TEST(LayerTimes, OnADeviceTheLayersAndPhasesAreTheDevicesTimesReadOnceItPassedTh
     EXPECT_EQ(t.probed_steps, 3) << measured;
     EXPECT_EQ(device.waits, measured == 10 ? 0 : 1) << "the last probed step's last event, waited for at the end";
     EXPECT_EQ(device.released, device.recorded);
-    double forward_ms = 0, backward_ms = 0;  // the layers' per step: 1 ms per timed operation
+    double forward_ms = 0, backward_ms = 0;  // the layers' per step: 1 ms per timed operation or node
     for (const LayerTime& l : t.layers) {
       forward_ms += t.per_step_ms(l.forward_ns);
-      backward_ms += t.per_step_ms(l.backward_ns);
+      if (l.name != LayerTimes::kEngine) backward_ms += t.per_step_ms(l.backward_ns);
       EXPECT_DOUBLE_EQ(t.per_step_ms(l.forward_ns + l.backward_ns), std::round(t.per_step_ms(l.forward_ns + l.backward_ns))) << l.name;
     }
     EXPECT_GE(forward_ms, 4);  // fc1, block.fc, fc3, the loss at least
     EXPECT_GE(backward_ms, 3);
     EXPECT_DOUBLE_EQ(t.per_step_ms(t.forward_phase_ns), 2 * forward_ms + 1);
-    EXPECT_DOUBLE_EQ(t.per_step_ms(t.backward_phase_ns), 2 * backward_ms + 1);
-    const auto rows = per_step(t);  // the operations are counted on the host as before
+    // the engine's run holds the nodes' two events each and ends one later: the run less the nodes is
+    // the engine's row; the phase holds the run's two events too
+    EXPECT_DOUBLE_EQ(t.per_step_ms(t.backward_phase_ns), 2 * backward_ms + 3);
+    const auto rows = per_step(t);
+    ASSERT_TRUE(rows.count(LayerTimes::kEngine));
+    EXPECT_DOUBLE_EQ(t.per_step_ms(rows.at(LayerTimes::kEngine).backward_ns * t.probed_steps), backward_ms + 1);  // the operations are counted on the host as before
     ASSERT_TRUE(rows.count("fc1"));
     EXPECT_DOUBLE_EQ(rows.at("fc1").forward_flops, 2.0 * kBatch * 784 * 64);
     EXPECT_GE(rows.at("fc1").forward_ns, 1'000'000);  // addmm, and on libtorch 1.13 the weight's transpose before it

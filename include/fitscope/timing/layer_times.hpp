@@ -11,7 +11,9 @@
 /// one of its inputs, and its backward is the layer of the forward operation that made it (the autograd
 /// sequence number). `loss` is the loss; what runs outside a layer with parameters is a row by its
 /// operation, `(model) max_pool2d` (activations, pooling, reshapes; `(model) AccumulateGrad`, the
-/// gradients added into the parameters). A layer's bytes set against the machine's measured copy rate
+/// gradients added into the parameters). `(autograd engine)` is the engine's own work in a backward
+/// that the step runs through StepContext::backward: the engine's run less its nodes' spans (the graph
+/// set up and released, the seed gradient, the gradients passed from node to node). A layer's bytes set against the machine's measured copy rate
 /// say whether memory bandwidth, rather than arithmetic, bounds it.
 
 #include <cstdint>
@@ -40,6 +42,7 @@ struct LayerTime {
 struct LayerTimes {
   static constexpr const char* kModel = "(model)";  ///< the prefix of an operation's own row
   static constexpr const char* kLoss = "loss";
+  static constexpr const char* kEngine = "(autograd engine)";
   /// A forward or backward at this share of the measured copy rate or more may be bandwidth-bound.
   static constexpr double kBandwidthBound = 0.5;
 

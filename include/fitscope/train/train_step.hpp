@@ -57,7 +57,9 @@ struct StepContext {
 
   /// The model's outputs for `inputs` in the trainer's precision (float32 tensors either way).
   at::Tensor forward(const at::Tensor& inputs) { return forward_in(model, inputs, precision); }
-  /// Backward of `loss` times loss_scale, without gradient communication unless `update`.
+  /// Backward of `loss` times loss_scale, without gradient communication unless `update`. On a step
+  /// whose layers are probed it also times the autograd engine's run (the layers' `(autograd engine)`
+  /// row, which a custom step's own `loss.backward()` leaves in the unattributed rest).
   void backward(const at::Tensor& loss);
 
   /// After backward: waits for the gradients averaged across ranks (phase `comm`); nothing in a
