@@ -10,16 +10,29 @@ module with parameters, an operation's layer is the range it runs in (else `(mod
 node is the layer of the forward operation with its sequence number, its time the engine's
 `evaluate_function` span (HTA's and Kineto's correlation). A share is the layer's forward and backward
 time over the forward and backward time of the step (what no layer claims included in the total).
+The two sides run in turn, `rounds` times; each share is the median of its rounds, and each round's
+largest difference is printed too (the Python side's shares move by several points from run to run on
+a shared 2-core machine).
 
-    python3 bench/layer_shares.py build/tools/fitscope/fitscope [steps=300]
+    python3 bench/layer_shares.py build/tools/fitscope/fitscope [steps=300] [rounds=5]
 """
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
+# The C library's heap as fitscope keeps it (keep_freed_memory: blocks up to 32 MiB from the heap, its top
+# never trimmed), set before Python starts: with glibc's defaults each step's large activations are
+# unmapped when freed and faulted in again, zeroed, by the next step (the seed CNN's step in Python:
+# 8.9 ms with the defaults, 4.3 ms so), which inflates whichever layers allocate them, differently
+# from run to run.
+if os.environ.get("MALLOC_MMAP_THRESHOLD_") is None:
+    os.environ.update(MALLOC_MMAP_THRESHOLD_=str(32 << 20), MALLOC_TRIM_THRESHOLD_="-1")
+    os.execv(sys.executable, [sys.executable] + sys.argv)
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # as fitscope's --blas-threads 1: torch.set_num_threads leaves OpenBLAS's pool
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -67,6 +80,52 @@ def short(name):
         if name.startswith(prefix):
             return name[len(prefix):]
     return name
+
+
+def alone_shares(steps):
+    """The seed CNN's parts each timed alone, forward and backward, with nothing observing them: the
+    shares neither tool's observation touches (a part's input made once; the gradient it is handed, and
+    a copy of its input that needs one, timed apart and taken off)."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = SeedCnn()
+    x, y = torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,))
+    with torch.no_grad():
+        conv_out = model.conv(x)
+        relu_out = F.relu(conv_out)
+        pooled = F.max_pool2d(relu_out, 2).flatten(1)
+
+    def alone(inputs, part):
+        def run():
+            i = inputs.clone().requires_grad_() if inputs is not x else x
+            out = part(i)
+            out.backward(torch.ones_like(out) if out.dim() else None)
+        return run
+
+    def given(inputs, part):  # the copy and the gradient alone
+        shape = part(inputs).shape
+        def run():
+            inputs.clone()
+            torch.ones(shape)
+        return run
+
+    def median_us(run):
+        for _ in range(WARMUP):
+            run()
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter_ns()
+            run()
+            times.append(time.perf_counter_ns() - start)
+        return statistics.median(times) / 1e3
+
+    parts = {"conv": (x, model.conv), "(model) relu": (conv_out, F.relu), "(model) max_pool2d": (relu_out, lambda t: F.max_pool2d(t, 2)),
+             "dense + loss": (pooled, lambda t: F.cross_entropy(model.dense(t), y))}
+    with torch.no_grad():
+        overhead = {n: median_us(given(i, p)) if i is not x else 0.0 for n, (i, p) in parts.items()}
+    times = {n: max(0.0, median_us(alone(i, p)) - overhead[n]) for n, (i, p) in parts.items()}
+    total = sum(times.values())
+    return {n: t / total for n, t in times.items()}
 
 
 def python_shares(module, steps):
@@ -117,6 +176,12 @@ def python_shares(module, steps):
             p = p.cpu_parent
         return layer, None
 
+    def outermost(e):  # the operation right under the phase or a layer's range that holds e
+        op, p = e, e.cpu_parent
+        while p is not None and not p.name.startswith(("phase:", "layer:")):
+            op, p = p, p.cpu_parent
+        return op
+
     for e in events:  # forward: the operations right under the forward phase or a layer's range
         if e.name.startswith("phase:"):
             phases += e.time_range.elapsed_us()
@@ -125,7 +190,7 @@ def python_shares(module, steps):
         if phase != "phase:forward" or e.name.startswith("layer:"):
             continue
         parent = e.cpu_parent
-        owner = layer or "(model) " + short(e.name)
+        owner = layer or "(model) " + short(outermost(e).name)  # a nested operation's node: its outermost's row
         if e.sequence_nr >= 0:
             seq_layer.setdefault(e.sequence_nr, owner)
         if parent is not None and (parent.name == "phase:forward" or parent.name.startswith("layer:")):
@@ -142,18 +207,39 @@ def python_shares(module, steps):
     return shares
 
 
+NOT_LAYERS = ("(unattributed)", "(autograd engine)")
+
+
 def of_layers(shares):
     """The shares of what the layers took, the rest (Python's own time around the operations, which a C++
-    loop does not have; the engine's between nodes) left out."""
-    total = sum(v for k, v in shares.items() if k != "(unattributed)")
-    return {k: v / total for k, v in shares.items() if k != "(unattributed)"}
+    loop does not have; the engine's between nodes, fitscope's `(autograd engine)` row) left out."""
+    total = sum(v for k, v in shares.items() if k not in NOT_LAYERS)
+    return {k: v / total for k, v in shares.items() if k not in NOT_LAYERS}
 
 
-def compare(title, ours, theirs):
+def largest_differences(ours, theirs):
+    """A round's largest difference of a layer's share: of forward and backward, of the layers' time."""
+    ours_l, theirs_l = of_layers(ours), of_layers(theirs)
+    names = set(ours_l) | set(theirs_l)
+    return (max(abs(ours.get(n, 0.0) - theirs.get(n, 0.0)) * 100 for n in names),
+            max(abs(ours_l.get(n, 0.0) - theirs_l.get(n, 0.0)) * 100 for n in names))
+
+
+def median_shares(rounds):
+    names = set().union(*rounds)
+    return {n: statistics.median(r.get(n, 0.0) for r in rounds) for n in names}
+
+
+def compare(title, ours_rounds, theirs_rounds):
     print(title)
+    for i, (a, b) in enumerate(zip(ours_rounds, theirs_rounds)):
+        print("  round %d: the largest difference of a layer's share: of forward and backward %.1f points, "
+              "of the layers' time %.1f points" % ((i + 1,) + largest_differences(a, b)))
+    ours, theirs = median_shares(ours_rounds), median_shares(theirs_rounds)
+    print("  the median of %d rounds:" % len(ours_rounds))
     print("  %-28s %28s   %28s" % ("", "of forward and backward", "of the layers' time"))
     print("  %-28s %10s %10s %6s   %10s %10s %6s" % ("layer", "fitscope", "profiler", "points", "fitscope", "profiler", "points"))
-    worst = 0.0
+    worst = worst_of_steps = 0.0
     ours_l, theirs_l = of_layers(ours), of_layers(theirs)
     for name in sorted(set(ours) | set(theirs), key=lambda n: -max(ours.get(n, 0), theirs.get(n, 0))):
         a, b = ours.get(name, 0.0), theirs.get(name, 0.0)
@@ -163,24 +249,36 @@ def compare(title, ours, theirs):
         if la is not None or lb is not None:
             la, lb = la or 0.0, lb or 0.0
             worst = max(worst, abs(la - lb) * 100)
+            worst_of_steps = max(worst_of_steps, abs(a - b) * 100)
             print("  %-28s %9.1f%% %9.1f%% %6.1f   %9.1f%% %9.1f%% %6.1f" % (name, a * 100, b * 100, (a - b) * 100, la * 100, lb * 100,
                                                                          (la - lb) * 100))
         else:
             print("  %-28s %9.1f%% %9.1f%% %6.1f" % (name, a * 100, b * 100, (a - b) * 100))
-    print("  the largest difference of a layer's share of the layers' time: %.1f points" % worst)
+    print("  the largest difference of a layer's share: of forward and backward %.1f points, of the layers' time %.1f points"
+          % (worst_of_steps, worst))
 
 
 def main():
     cli = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(0)
         mlp3 = os.path.join(tmp, "mlp3.pt")
         torch.jit.script(Mlp3()).save(mlp3)
-        compare("seed CNN, batch %d, %d steps" % (BATCH, steps), fitscope_shares(cli, "cnn", steps, os.path.join(tmp, "cnn")),
-                python_shares(SeedCnn(), steps))
-        compare("MLP of three Linear layers, batch %d, %d steps" % (BATCH, steps),
-                fitscope_shares(cli, mlp3, steps, os.path.join(tmp, "mlp3")), python_shares(Mlp3(), steps))
+        models = [("seed CNN", "cnn", SeedCnn), ("MLP of three Linear layers", mlp3, Mlp3)]
+        ours, theirs = collections.defaultdict(list), collections.defaultdict(list)
+        for _ in range(rounds):
+            for title, model, module in models:
+                ours[title].append(fitscope_shares(cli, model, steps, os.path.join(tempfile.mkdtemp(dir=tmp), "run")))
+                theirs[title].append(python_shares(module(), steps))
+        for title, _, _ in models:
+            compare("%s, batch %d, %d steps" % (title, BATCH, steps), ours[title], theirs[title])
+        cnn_layers = of_layers(median_shares(ours["seed CNN"]))
+        cnn_layers["dense + loss"] = cnn_layers.get("dense", 0.0) + cnn_layers.get("loss", 0.0)
+        print("the seed CNN's parts each timed alone, nothing observing them, against fitscope's share of the layers' time:")
+        for name, share in sorted(alone_shares(steps).items(), key=lambda kv: -kv[1]):
+            print("  %-28s alone %5.1f%%   fitscope %5.1f%%" % (name, share * 100, cnn_layers.get(name, 0.0) * 100))
 
 
 if __name__ == "__main__":
