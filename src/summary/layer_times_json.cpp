@@ -32,7 +32,6 @@ json layer_times_to_json(const LayerTimes& t) {
           {"backward_ms", t.per_step_ms(t.backward_phase_ns)},
           {"unattributed_forward_ms", t.per_step_ms(t.unattributed_forward_ns())},
           {"unattributed_backward_ms", t.per_step_ms(t.unattributed_backward_ns())},
-          {"other_gflop", t.per_step(t.other_flops) * 1e-9},
           {"step_gflop", t.step_flops() * 1e-9},
           {"rows", rows}};
 }
@@ -53,7 +52,6 @@ LayerTimes layer_times_from_json(const Reader& r) {
   t.backward_phase_ns = ns(r.get<double>("backward_ms"));
   // operations are whole numbers: rounded back, so that the file written again is the same
   const auto flops = [n](double gflop) { return static_cast<double>(std::llround(gflop * 1e9 * n)); };
-  t.other_flops = flops(r.get<double>("other_gflop"));
   const json& rows = r.array("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Reader l = r.element(rows[i], i, "rows");

@@ -25,7 +25,7 @@ int64_t LayerTimes::unattributed_backward_ns() const {
 }
 
 double LayerTimes::step_flops() const {
-  double sum = other_flops;
+  double sum = 0;
   for (const LayerTime& l : layers) sum += l.forward_flops + l.backward_flops;
   return per_step(sum);
 }

@@ -249,7 +249,6 @@ bool LayerProbe::begin_step(int64_t measured_index) {
   sequence_rows_.clear();  // keeps its capacity
   backward_flops_.clear();
   for (LayerTime& l : step_) l = LayerTime{std::move(l.name)};
-  step_other_flops_ = 0;
   phase_ns_.fill(0);
   told_ = clock_.listener();
   clock_.set_listener(this);
@@ -558,7 +557,7 @@ void LayerProbe::resolve(bool wait) {
       device_->release(std::move(s.to));
     }
     if (engine >= 0) step.rows[static_cast<std::size_t>(engine)].backward_ns += std::max<int64_t>(0, engine_ns - nodes_ns);
-    add_probed_step(step.rows, forward_ns, backward_ns, step.other_flops);
+    add_probed_step(step.rows, forward_ns, backward_ns);
   }
   device_steps_.erase(device_steps_.begin(), device_steps_.begin() + static_cast<std::ptrdiff_t>(read));
 }
@@ -600,10 +599,6 @@ double LayerProbe::take_backward_flops(int64_t node) {
 
 void LayerProbe::add(int row, bool backward, int64_t ns, double flops, double forward_bytes, double backward_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (row < 0) {
-    step_other_flops_ += flops;
-    return;
-  }
   LayerTime& l = step_[static_cast<std::size_t>(row)];
   (backward ? l.backward_ns : l.forward_ns) += ns;
   (backward ? l.backward_flops : l.forward_flops) += flops;
@@ -630,7 +625,7 @@ void LayerProbe::record(const StepRecord& record, int64_t measured_index) {
   fold(record);
 }
 
-void LayerProbe::add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns, double other_flops) {
+void LayerProbe::add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns) {
   for (const LayerTime& s : rows) {
     auto at = std::find_if(times_.layers.begin(), times_.layers.end(), [&](const LayerTime& l) { return l.name == s.name; });
     if (at == times_.layers.end()) at = times_.layers.insert(times_.layers.end(), LayerTime{s.name});
@@ -641,7 +636,6 @@ void LayerProbe::add_probed_step(const std::vector<LayerTime>& rows, int64_t for
     at->forward_bytes += s.forward_bytes;
     at->backward_bytes += s.backward_bytes;
   }
-  times_.other_flops += other_flops;
   times_.forward_phase_ns += forward_ns;
   times_.backward_phase_ns += backward_ns;
   ++times_.probed_steps;
@@ -654,11 +648,11 @@ void LayerProbe::fold(const StepRecord& record) {
     return;
   }
   if (device_) {  // its times once the device has passed its events
-    device_steps_.push_back({step_, std::move(device_spans_), step_other_flops_});
+    device_steps_.push_back({step_, std::move(device_spans_)});
     device_spans_.clear();
     resolve(/*wait=*/false);
   } else {
-    add_probed_step(step_, phase_ns_[0], phase_ns_[1], step_other_flops_);
+    add_probed_step(step_, phase_ns_[0], phase_ns_[1]);
   }
   const double reference = unprobed_.quantile(0.5);
   if (reference <= 0) return;

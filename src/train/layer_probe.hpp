@@ -14,11 +14,16 @@
 // nothing observes the operations inside backward, which a RecordFunction callback, even one doing
 // nothing, slows by about half (the seed MLP's backward: 25.3 us, 36.7 us with such a callback, 26.0 us
 // with a hook on each node); a post-hook keeps no gradient alive longer than AccumulateGrad expects,
-// so that the probed step steals the gradients it would steal unprobed. Floating-point operations are counted at the matrix
-// products and convolutions of forward (inside linear too), FlopCounterMode's way, and their backward's
-// from the same operands, added to the node they made. A timed forward operation's bytes are its tensor
-// inputs' and outputs' (a view's none), counted at its start and end, and its backward's the gradients
-// of those that need one, counted then too. The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
+// so that the probed step steals the gradients it would steal unprobed.
+//
+// Floating-point operations are counted at the matrix products and convolutions of forward (inside
+// linear too), FlopCounterMode's way, and their backward's from the same operands, added to the node
+// they made. A timed forward operation's bytes are its tensor inputs' and outputs' (a view's none),
+// counted at its start and end, and its backward's the gradients of those that need one, counted then
+// too. The probed step's forward and backward are the probe's own reading of the phases, less the
+// probe's own work in them (its callbacks outside the timed spans, the hooking), each timed by itself.
+//
+// The probed step is measured against the unprobed steps' p50, and with `every` = 0 the probe
 // spaces its steps so that their cost stays within `max_cost` of the run's step time. Before the first
 // probed step, and before each with one step in more than kWarmAbove, the step before it is listened to
 // the same way and its figures dropped: the probe's code and libtorch's observed paths, never run or not
@@ -30,9 +35,11 @@
 // On a GPU (a DeviceEventSource given) a layer's time is the device's: each timed operation and node
 // records an event on its thread's current stream as it begins and ends (the stream its kernels go to;
 // autograd's device thread runs a node, hooks included, on its forward's stream), and so does each
-// boundary of the probed step's forward and backward phases; a probed step's events are read once the device has passed them, at a
-// later step's record (a query, never a wait) or at finish(). The host's clock still gives the probe's
-// cost and the trace's spans (on a GPU: when the host enqueued each layer's work).
+// boundary of the probed step's forward and backward phases; a probed step's events are read once the
+// device has passed them, at a later step's record (a query, never a wait) or at finish(). The engine's
+// row is then the device's time from the engine's start to its end less its nodes'. The host's clock
+// still gives the probe's cost and the trace's spans (on a GPU: when the host enqueued each layer's
+// work).
 //
 // One probe listens at a time in a process (another fit's probe skips its steps meanwhile). Used from
 // the training thread; the hooks on autograd's threads take the probe's lock.
@@ -156,7 +163,7 @@ class LayerProbe final : public PhaseBoundaryListener {
   void add(int row, bool backward, int64_t ns, double flops, double forward_bytes = 0, double backward_bytes = 0);
   void fold(const StepRecord& record);
   /// A probed step's rows (their times and operations) and phases into the probes' sums.
-  void add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns, double other_flops);
+  void add_probed_step(const std::vector<LayerTime>& rows, int64_t forward_ns, int64_t backward_ns);
 
   // on a GPU: the events of the probed steps, read once the device has passed them
   struct DeviceSpan {
@@ -168,7 +175,6 @@ class LayerProbe final : public PhaseBoundaryListener {
   struct DeviceStep {
     std::vector<LayerTime> rows;  // their operations; their times from the spans
     std::vector<DeviceSpan> spans;
-    double other_flops;
   };
   std::unique_ptr<DeviceEvent> record_event();  // under the probe's lock (autograd's threads record too)
   void keep_device_span(int row, bool backward, std::unique_ptr<DeviceEvent> from, std::unique_ptr<DeviceEvent> to,
@@ -206,7 +212,6 @@ class LayerProbe final : public PhaseBoundaryListener {
   std::vector<double> backward_flops_;  // sequence number - first_sequence_ -> its node's count, to come
   std::vector<LayerTime> step_;     // the rows, their figures the probed step's (names kept across steps)
   std::unordered_map<std::string, int> rows_;
-  double step_other_flops_ = 0;
   struct Span {
     int row;  // kPhaseSpan: the probed step's forward or backward phase itself, the layers' parent
     bool backward;

@@ -60,9 +60,6 @@ struct LayerTimes {
   std::vector<LayerTime> layers;  ///< in the order the forward first ran them
   /// The probed steps' forward and backward phases (the step clock's; the device's with device_clock), summed.
   int64_t forward_phase_ns = 0, backward_phase_ns = 0;
-  /// Floating-point operations outside the forward and backward phases (the optimizer's matrix
-  /// products, if any), summed.
-  double other_flops = 0;
 
   /// Per probed step, in ms (0 when none was probed).
   double per_step_ms(int64_t ns) const { return probed_steps > 0 ? static_cast<double>(ns) * 1e-6 / static_cast<double>(probed_steps) : 0.0; }
@@ -70,7 +67,7 @@ struct LayerTimes {
   /// The phase's time no layer claims (the loop between operations, the autograd engine), summed.
   int64_t unattributed_forward_ns() const;
   int64_t unattributed_backward_ns() const;
-  /// Floating-point operations of one step: every layer's forward and backward, and the rest.
+  /// Floating-point operations of one step: every layer's forward and backward.
   double step_flops() const;
   /// The share of the run's step time the probes cost (probe_cost / every).
   double run_cost() const { return every > 0 ? probe_cost / static_cast<double>(every) : 0.0; }
