@@ -83,6 +83,8 @@ def main():
         return {"clock": layers.get("clock"), "probed_steps": layers.get("probed_steps"), "why_not": layers.get("why_not"),
                 "probe_cost": layers.get("probe_cost"), "forward_backward_ms": phases,
                 "unattributed": rest / phases if phases else None,
+                # the autograd engine's share: its run less its nodes (on a GPU the device's time between the nodes' work)
+                "engine": next((row.get("share") for row in layers.get("rows", []) if row.get("name") == "(autograd engine)"), None),
                 # each: name, share, forward GB/s (its bytes over its forward time; the memory row's figure)
                 "top": [(row.get("name"), round(row.get("share", 0), 4),
                          round(row.get("forward_mb", 0) / row["forward_ms"], 2) if row.get("forward_ms") else None)
