@@ -182,7 +182,13 @@ def python_shares(module, steps):
             op, p = p, p.cpu_parent
         return op
 
-    for e in events:  # forward: the operations right under the forward phase or a layer's range
+    # The profiler links a few events to the wrong parent (max_pool2d_with_indices, nested in max_pool2d,
+    # filed beside it in 3 steps of 50, where its end, rounded to the microsecond, falls 1 us after its
+    # parent's): an operation that lies within the one counted before it, give or take that microsecond,
+    # is nested in it, whatever its link says.
+    enclosing = None  # the last operation counted, as (start, end, owner)
+    # forward: the operations right under the forward phase or a layer's range
+    for e in sorted(events, key=lambda e: (e.time_range.start, -e.time_range.end)):
         if e.name.startswith("phase:"):
             phases += e.time_range.elapsed_us()
             continue
@@ -191,10 +197,14 @@ def python_shares(module, steps):
             continue
         parent = e.cpu_parent
         owner = layer or "(model) " + short(outermost(e).name)  # a nested operation's node: its outermost's row
+        within = enclosing is not None and enclosing[0] <= e.time_range.start and e.time_range.end <= enclosing[1] + 1
+        if within:
+            owner = enclosing[2]
         if e.sequence_nr >= 0:
             seq_layer.setdefault(e.sequence_nr, owner)
-        if parent is not None and (parent.name == "phase:forward" or parent.name.startswith("layer:")):
+        if not within and parent is not None and (parent.name == "phase:forward" or parent.name.startswith("layer:")):
             time[owner] += e.time_range.elapsed_us()
+            enclosing = (e.time_range.start, e.time_range.end, owner)
     for e in events:  # backward: each node's engine span, by its node's sequence number
         if not e.name.startswith("autograd::engine::evaluate_function: "):
             continue
