@@ -13,8 +13,9 @@
 /// operation, `(model) max_pool2d` (activations, pooling, reshapes; `(model) AccumulateGrad`, the
 /// gradients added into the parameters). `(autograd engine)` is the engine's own work in a backward
 /// that the step runs through StepContext::backward: the engine's run less its nodes' spans (the graph
-/// set up and released, the seed gradient, the gradients passed from node to node). A layer's bytes set against the machine's measured copy rate
-/// say whether memory bandwidth, rather than arithmetic, bounds it.
+/// set up and released, the seed gradient, the gradients passed from node to node). A layer's bytes
+/// set against the machine's measured copy rate say whether memory bandwidth, rather than arithmetic,
+/// bounds it.
 
 #include <cstdint>
 #include <string>
@@ -64,7 +65,8 @@ struct LayerTimes {
   /// Per probed step, in ms (0 when none was probed).
   double per_step_ms(int64_t ns) const { return probed_steps > 0 ? static_cast<double>(ns) * 1e-6 / static_cast<double>(probed_steps) : 0.0; }
   double per_step(double flops) const { return probed_steps > 0 ? flops / static_cast<double>(probed_steps) : 0.0; }
-  /// The phase's time no layer claims (the loop between operations, the autograd engine), summed.
+  /// The phase's time no row claims (between forward's operations; the autograd engine's work in a
+  /// backward that no `(autograd engine)` row timed), summed.
   int64_t unattributed_forward_ns() const;
   int64_t unattributed_backward_ns() const;
   /// Floating-point operations of one step: every layer's forward and backward.
