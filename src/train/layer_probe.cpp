@@ -278,7 +278,7 @@ void LayerProbe::run_backward(const at::Tensor& root) {
   const int64_t from = now_ns();
   probe->hook_graph(root.grad_fn());
   const int64_t hooked = now_ns();
-  probe->phase_start_ns_ += hooked - from;  // the probe's own work: out of the backward phase
+  probe->own_ns_ += hooked - from;  // the probe's own work: out of the backward phase
   const int engine = probe->row(LayerTimes::kEngine);
   std::unique_ptr<DeviceEvent> device_from = probe->device_ ? probe->record_event() : nullptr;
   probe->nodes_ns_ = 0;

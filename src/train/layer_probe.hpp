@@ -222,7 +222,7 @@ class LayerProbe final : public PhaseBoundaryListener {
   std::optional<Phase> phase_open_;  // forward or backward, open since phase_start_ns_ on a probed step
   int64_t phase_start_ns_ = 0;
   std::array<int64_t, 2> phase_ns_{};  // the probed step's forward and backward, the probe's own work left out
-  int64_t own_ns_ = 0;  // the open phase's: the timed operations' callbacks outside their spans
+  int64_t own_ns_ = 0;  // the probe's own work in the open phase: callbacks outside the timed spans, hooking
   /// At each boundary of a probed step: the forward or backward phase that closes becomes a span; the
   /// one that opens (`next`) starts.
   void close_phase_span();
