@@ -227,6 +227,9 @@ def of_layers(shares):
     return {k: v / total for k, v in shares.items() if k not in NOT_LAYERS}
 
 
+LARGEST = "the largest difference of a layer's share: of forward and backward %.1f points, of the layers' time %.1f points"
+
+
 def largest_differences(ours, theirs):
     """A round's largest difference of a layer's share: of forward and backward, of the layers' time."""
     ours_l, theirs_l = of_layers(ours), of_layers(theirs)
@@ -243,13 +246,11 @@ def median_shares(rounds):
 def compare(title, ours_rounds, theirs_rounds):
     print(title)
     for i, (a, b) in enumerate(zip(ours_rounds, theirs_rounds)):
-        print("  round %d: the largest difference of a layer's share: of forward and backward %.1f points, "
-              "of the layers' time %.1f points" % ((i + 1,) + largest_differences(a, b)))
+        print("  round %d: %s" % (i + 1, LARGEST % largest_differences(a, b)))
     ours, theirs = median_shares(ours_rounds), median_shares(theirs_rounds)
     print("  the median of %d rounds:" % len(ours_rounds))
     print("  %-28s %28s   %28s" % ("", "of forward and backward", "of the layers' time"))
     print("  %-28s %10s %10s %6s   %10s %10s %6s" % ("layer", "fitscope", "profiler", "points", "fitscope", "profiler", "points"))
-    worst = worst_of_steps = 0.0
     ours_l, theirs_l = of_layers(ours), of_layers(theirs)
     for name in sorted(set(ours) | set(theirs), key=lambda n: -max(ours.get(n, 0), theirs.get(n, 0))):
         a, b = ours.get(name, 0.0), theirs.get(name, 0.0)
@@ -258,14 +259,11 @@ def compare(title, ours_rounds, theirs_rounds):
         la, lb = ours_l.get(name), theirs_l.get(name)
         if la is not None or lb is not None:
             la, lb = la or 0.0, lb or 0.0
-            worst = max(worst, abs(la - lb) * 100)
-            worst_of_steps = max(worst_of_steps, abs(a - b) * 100)
             print("  %-28s %9.1f%% %9.1f%% %6.1f   %9.1f%% %9.1f%% %6.1f" % (name, a * 100, b * 100, (a - b) * 100, la * 100, lb * 100,
                                                                          (la - lb) * 100))
         else:
             print("  %-28s %9.1f%% %9.1f%% %6.1f" % (name, a * 100, b * 100, (a - b) * 100))
-    print("  the largest difference of a layer's share: of forward and backward %.1f points, of the layers' time %.1f points"
-          % (worst_of_steps, worst))
+    print("  " + LARGEST % largest_differences(ours, theirs))
 
 
 def main():

@@ -284,8 +284,8 @@ void LayerProbe::run_backward(const at::Tensor& root) {
   probe->nodes_ns_ = 0;
   try {
     root.backward();
-  } catch (...) {
-    if (device_from) probe->keep_device_span(engine, true, std::move(device_from), probe->record_event(), true);
+  } catch (...) {  // a failed backward's run is no figure: its event given back
+    if (device_from) probe->device_->release(std::move(device_from));
     throw;
   }
   if (device_from) {  // less the nodes' spans once read
