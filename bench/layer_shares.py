@@ -10,9 +10,11 @@ module with parameters, an operation's layer is the range it runs in (else `(mod
 node is the layer of the forward operation with its sequence number, its time the engine's
 `evaluate_function` span (HTA's and Kineto's correlation). A share is the layer's forward and backward
 time over the forward and backward time of the step (what no layer claims included in the total).
-The two sides run in turn, `rounds` times; each share is the median of its rounds, and each round's
-largest difference is printed too (the Python side's shares move by several points from run to run on
-a shared 2-core machine).
+The two sides run in turn, `rounds` times, after a first profiled round per model that is not kept; each
+share is the median of its rounds, and each round's largest difference is printed too (the Python side's
+shares move by several points from run to run on a shared 2-core machine). Then what the profiler itself
+adds to Python's forward and backward (the same step timed by the clock alone and profiled, in turn), and
+the seed CNN's parts timed alone.
 
     python3 bench/layer_shares.py build/tools/fitscope/fitscope [steps=300] [rounds=5]
 """
@@ -158,10 +160,15 @@ def python_shares(module, steps):
 
     for _ in range(WARMUP):
         step()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
+    # The profiler's own warm-up, as its documentation has it (main also discards a whole first round).
+    traced = []
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                schedule=torch.profiler.schedule(wait=0, warmup=WARMUP, active=steps),
+                                on_trace_ready=lambda p: traced.append(p.events())) as prof:
+        for _ in range(WARMUP + steps):
             step()
-    events = prof.events()
+            prof.step()
+    events = traced[0]
     time = collections.Counter()
     phases = 0.0
     seq_layer = {}
@@ -215,6 +222,36 @@ def python_shares(module, steps):
     shares = {k: v / phases for k, v in time.items()}
     shares["(unattributed)"] = 1 - sum(shares.values())
     return shares
+
+
+def profiler_cost(module, steps, rounds):
+    """What torch.profiler itself adds to Python's forward and backward: the same step timed by the clock
+    alone and under the profiler, in turn, `rounds` times; each the median of its rounds' per-step medians
+    (microseconds: forward bare, profiled; backward bare, profiled)."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.01)
+    x, y = torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,))
+
+    def run():  # the step's forward and backward, in nanoseconds, for `steps` steps
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter_ns()
+            loss = F.cross_entropy(module(x), y)
+            middle = time.perf_counter_ns()
+            loss.backward()
+            times.append((middle - start, time.perf_counter_ns() - middle))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        return [statistics.median(t[i] for t in times) / 1e3 for i in (0, 1)]
+
+    run()
+    bare, profiled = [], []
+    for _ in range(rounds):
+        bare.append(run())
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            profiled.append(run())
+    return [statistics.median(r[i] for r in side) for i in (0, 1) for side in (bare, profiled)]
 
 
 NOT_LAYERS = ("(unattributed)", "(autograd engine)")
@@ -276,12 +313,22 @@ def main():
         torch.jit.script(Mlp3()).save(mlp3)
         models = [("seed CNN", "cnn", SeedCnn), ("MLP of three Linear layers", mlp3, Mlp3)]
         ours, theirs = collections.defaultdict(list), collections.defaultdict(list)
+        # A first profiled round, not kept: the profiler's events grow the heap while it records, and
+        # the operations of a process's first profiled steps fault in fresh pages (the seed CNN's relu
+        # backward took 1.7 ms instead of 0.35 in 90 of its first 300 steps, its share 12 % instead of 6 %).
+        for _, _, module in models:
+            python_shares(module(), steps)
         for _ in range(rounds):
             for title, model, module in models:
                 ours[title].append(fitscope_shares(cli, model, steps, os.path.join(tempfile.mkdtemp(dir=tmp), "run")))
                 theirs[title].append(python_shares(module(), steps))
-        for title, _, _ in models:
+        for title, _, module in models:
             compare("%s, batch %d, %d steps" % (title, BATCH, steps), ours[title], theirs[title])
+            costs = profiler_cost(module(), steps, rounds)
+            print("  what torch.profiler adds to Python's step (timed by the clock, bare and profiled in turn, "
+                  "median of %d rounds): forward %.0f -> %.0f us (%+.1f %%), backward %.0f -> %.0f us (%+.1f %%)"
+                  % (rounds, costs[0], costs[1], (costs[1] / costs[0] - 1) * 100, costs[2], costs[3],
+                     (costs[3] / costs[2] - 1) * 100))
         cnn_layers = of_layers(median_shares(ours["seed CNN"]))
         cnn_layers["dense + loss"] = cnn_layers.get("dense", 0.0) + cnn_layers.get("loss", 0.0)
         print("the seed CNN's parts each timed alone, nothing observing them, against fitscope's share of the layers' time:")
