@@ -64,6 +64,13 @@ class Mlp3(nn.Module):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x.flatten(1))))))
 
 
+def python_batch():
+    """One intra-op thread, the seed set, and the batch every Python side trains on."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    return torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,))
+
+
 def fitscope_shares(cli, model, steps, run_dir):
     subprocess.run([cli, "train", "--model", model, "--batch-size", str(BATCH), "--epochs", "1",
                     "--synthetic-size", str(BATCH * steps), "--validation-split", "0", "--quiet", "--threads", "1",
@@ -88,10 +95,8 @@ def alone_shares(steps):
     """The seed CNN's parts each timed alone, forward and backward, with nothing observing them: the
     shares neither tool's observation touches (a part's input made once; the gradient it is handed, and
     a copy of its input that needs one, timed apart and taken off)."""
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+    x, y = python_batch()
     model = SeedCnn()
-    x, y = torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,))
     with torch.no_grad():
         conv_out = model.conv(x)
         relu_out = F.relu(conv_out)
@@ -131,8 +136,7 @@ def alone_shares(steps):
 
 
 def python_shares(module, steps):
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+    x, y = python_batch()
     optimizer = torch.optim.SGD(module.parameters(), lr=0.01)
     ranges = {}
     for name, m in module.named_modules():
@@ -145,8 +149,6 @@ def python_shares(module, steps):
                 ranges.pop(name).__exit__(None, None, None)
             m.register_forward_pre_hook(pre)
             m.register_forward_hook(post)
-    x = torch.rand(BATCH, 1, 28, 28)
-    y = torch.randint(0, 10, (BATCH,))
 
     def step():
         with torch.autograd.profiler.record_function("phase:forward"):
@@ -160,15 +162,10 @@ def python_shares(module, steps):
 
     for _ in range(WARMUP):
         step()
-    # The profiler's own warm-up, as its documentation has it (main also discards a whole first round).
-    traced = []
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=torch.profiler.schedule(wait=0, warmup=WARMUP, active=steps),
-                                on_trace_ready=lambda p: traced.append(p.events())) as prof:
-        for _ in range(WARMUP + steps):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
             step()
-            prof.step()
-    events = traced[0]
+    events = prof.events()
     time = collections.Counter()
     phases = 0.0
     seq_layer = {}
@@ -228,10 +225,8 @@ def profiler_cost(module, steps, rounds):
     """What torch.profiler itself adds to Python's forward and backward: the same step timed by the clock
     alone and under the profiler, in turn, `rounds` times; each the median of its rounds' per-step medians
     (microseconds: forward bare, profiled; backward bare, profiled)."""
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+    x, y = python_batch()
     optimizer = torch.optim.SGD(module.parameters(), lr=0.01)
-    x, y = torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,))
 
     def run():  # the step's forward and backward, in nanoseconds, for `steps` steps
         times = []
