@@ -166,7 +166,7 @@ def python_shares(module, steps):
         for _ in range(steps):
             step()
     events = prof.events()
-    time = collections.Counter()
+    spent = collections.Counter()  # microseconds by owner
     phases = 0.0
     seq_layer = {}
 
@@ -207,7 +207,7 @@ def python_shares(module, steps):
         if e.sequence_nr >= 0:
             seq_layer.setdefault(e.sequence_nr, owner)
         if not within and parent is not None and (parent.name == "phase:forward" or parent.name.startswith("layer:")):
-            time[owner] += e.time_range.elapsed_us()
+            spent[owner] += e.time_range.elapsed_us()
             enclosing = (e.time_range.start, e.time_range.end, owner)
     for e in events:  # backward: each node's engine span, by its node's sequence number
         if not e.name.startswith("autograd::engine::evaluate_function: "):
@@ -215,8 +215,8 @@ def python_shares(module, steps):
         node = next((c for c in e.cpu_children if not c.name.startswith("autograd::engine")), None)
         seq = node.sequence_nr if node is not None else -1
         owner = seq_layer.get(seq, "(model) " + short(e.name[len("autograd::engine::evaluate_function: "):]))
-        time[owner] += e.time_range.elapsed_us()
-    shares = {k: v / phases for k, v in time.items()}
+        spent[owner] += e.time_range.elapsed_us()
+    shares = {k: v / phases for k, v in spent.items()}
     shares["(unattributed)"] = 1 - sum(shares.values())
     return shares
 

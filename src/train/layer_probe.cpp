@@ -344,7 +344,7 @@ void LayerProbe::node_starts(std::size_t index) {
 void LayerProbe::node_ends(std::size_t index) {
   const int64_t end = now_ns();
   NodeSpan& n = nodes_[index];
-  add(n.row, true, device_ ? 0 : end - n.start_ns, 0);  // on a GPU the events give the time, once read
+  if (!device_) add(n.row, true, end - n.start_ns, 0);  // on a GPU the events give the time, once read (resolve)
   nodes_ns_ += end - n.start_ns;
   if (!warming_) keep_span({n.row, true, n.start_ns, end - n.start_ns});
   if (n.device_start) keep_device_span(n.row, true, std::move(n.device_start), record_event());
